@@ -1,0 +1,40 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
+
+// The project installs its Temporal servers into .tools/ (scripts/install-temporal-tools.sh) because the SDK's own
+// download cannot reach its site from every machine. Where .tools/ is missing, the SDK's download is the fallback.
+const toolsDir = process.env.TEMPORAL_TOOLS_DIR ?? path.resolve(__dirname, '../../.tools');
+
+export function installedTool(name: 'temporal' | 'temporal-test-server'): string | undefined {
+  const candidate = path.join(toolsDir, 'bin', name);
+  return existsSync(candidate) ? candidate : undefined;
+}
+
+function executable(name: 'temporal' | 'temporal-test-server') {
+  const found = installedTool(name);
+  return found ? { type: 'existing-path' as const, path: found } : { type: 'cached-download' as const };
+}
+
+/** Temporal's Java time-skipping test server: timers fire as soon as every workflow is blocked. */
+export function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: executable('temporal-test-server') },
+  });
+}
+
+/** The real Temporal dev server (the CLI's `temporal server start-dev`), in memory, on a free port. */
+export function startDevServer(
+  searchAttributes: SearchAttributeKey<SearchAttributeType>[] = [],
+): Promise<TestWorkflowEnvironment> {
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: executable('temporal'),
+      searchAttributes,
+      log: { format: 'pretty', level: 'error' },
+      extraArgs: ['--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true'],
+    },
+  });
+}
