@@ -1,0 +1,94 @@
+// What activities take and give back: plain, serializable, free of secrets. The workflow imports these types only.
+import type { AttachmentRef, JourneyInput, PrefilledAnswer } from '../workflows/journey-request';
+import type { CatalogEntry } from '../workflows/catalog-rules';
+import type { JourneyStage } from '../workflows/journey-state';
+
+/** ApplicationFailure type names raised by activities; the workflow decides from these alone. */
+export const FailureType = {
+  unauthorized: 'ExamService.unauthorized',
+  account_setup: 'ExamService.account_setup',
+  validation: 'ExamService.validation',
+  already_final: 'ExamService.already_final',
+  server: 'ExamService.server',
+  not_sent: 'ExamService.not_sent',
+  ambiguous: 'ExamService.ambiguous',
+  bad_response: 'ExamService.bad_response',
+  attachment_missing: 'Journey.attachment_missing',
+  notification_rejected: 'Journey.notification_rejected',
+} as const;
+export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
+
+/** Facts an activity failure carries in its details (no PHI, no secret). */
+export interface FailureFacts {
+  kind: string;
+  operation: string;
+  httpStatus?: number;
+  field?: string;
+  setupCode?: string;
+  finalStatus?: string;
+}
+
+export interface CreateInviteInput {
+  input: JourneyInput;
+  examIds: number[];
+}
+export interface CreateInviteResult {
+  meetingUuid: string;
+  meetingUrl: string;
+  patientExams: { patientExamId: number; examId: number; examTitle: string }[];
+}
+
+export interface CancelInviteResult {
+  outcome: 'cancelled' | 'already_cancelled' | 'already_final';
+  finalStatus?: 'Approved' | 'Rejected' | 'Deferred to Medical Director';
+  cancelledAt?: string;
+}
+
+export interface SubmitAnswersInput {
+  clinicId: string;
+  meetingUuid: string;
+  patientExamId: number;
+  answers: PrefilledAnswer[];
+}
+
+export interface UploadAttachmentInput {
+  clinicId: string;
+  patientExamId: number;
+  attachment: AttachmentRef;
+}
+
+export interface ExamNotification {
+  type: 'journey.updated';
+  journeyId: string;
+  clinicId: string;
+  sequence: number;
+  stage: JourneyStage;
+  occurredAt: string;
+  exams: {
+    patientExamId: number;
+    examId: number;
+    status: string;
+    rxStatus: string | null;
+    prescriptionOverdue: boolean;
+    trackingOverdue: boolean;
+    gaveUpWaiting: string | null;
+    prescriptions: { prescriptionId: number; shipped: boolean }[];
+  }[];
+  attention: { code: string; message: string }[];
+  lastError: { kind: string; operation: string; message: string } | null;
+}
+
+export interface NotifyClinicInput {
+  url: string;
+  notification: ExamNotification;
+}
+
+export interface JourneyActivities {
+  getExamCatalog(clinicId: string): Promise<CatalogEntry[]>;
+  createInvite(req: CreateInviteInput): Promise<CreateInviteResult>;
+  uploadAttachment(req: UploadAttachmentInput): Promise<{ attachmentId: string }>;
+  submitAnswers(req: SubmitAnswersInput): Promise<{ answered: number }>;
+  resendInvite(req: { clinicId: string; patientExamId: number }): Promise<{ deliveries: number | null }>;
+  cancelInvite(req: { clinicId: string; patientExamId: number }): Promise<CancelInviteResult>;
+  notifyClinic(req: NotifyClinicInput): Promise<{ status: number }>;
+}

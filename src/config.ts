@@ -1,0 +1,173 @@
+// One zod-validated configuration object, read once from the environment. Secrets come from the environment or
+// from files named by *_FILE variables, never from the repository.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { DEFAULT_TIMINGS, JourneyTimings } from './workflows/journey-request';
+import { TASK_QUEUE_DEFAULT } from './workflows/definitions';
+
+const ms = z.coerce.number().int().positive();
+const port = z.coerce.number().int().min(0).max(65_535);
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** One clinic the engine acts for: its key at the exam service and its own credentials with us. */
+export const ClinicConfig = z.object({
+  clinicId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/),
+  name: z.string().min(1).optional(),
+  /** The clinic's api_key at the exam service. Never logged, never in a workflow history. */
+  examServiceApiKey: z.string().min(1),
+  /** Overrides EXAM_SERVICE_BASE_URL for this clinic. */
+  examServiceBaseUrl: z.url().optional(),
+  /** SHA-256 (hex) of each bearer token that acts as this clinic on our API. */
+  apiTokenSha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'hex SHA-256 of the token')).default([]),
+  /** Standard Webhooks signing secret for the clinic's notifications (`whsec_` + base64, or raw). */
+  notificationSecret: z.string().min(16).optional(),
+});
+export type ClinicConfig = z.infer<typeof ClinicConfig>;
+
+const ConfigSchema = z.object({
+  temporal: z.object({
+    address: z.string().min(1),
+    namespace: z.string().min(1),
+    taskQueue: z.string().min(1),
+    apiKey: z.string().min(1).optional(),
+    tls: z.boolean(),
+    tlsCertPath: z.string().optional(),
+    tlsKeyPath: z.string().optional(),
+  }),
+  examService: z.object({
+    baseUrl: z.url(),
+    connectTimeoutMs: ms,
+    requestTimeoutMs: ms,
+    catalogCacheTtlMs: ms,
+  }),
+  clinics: z.array(ClinicConfig).refine((cs) => new Set(cs.map((c) => c.clinicId)).size === cs.length, {
+    message: 'clinic ids must be unique',
+  }),
+  api: z.object({
+    host: z.string().min(1),
+    port,
+    /** Where the exam service reaches our webhook: {publicBaseUrl}/webhooks/exam-service/{journeyId}/{token}. */
+    publicBaseUrl: z.url(),
+    /** HMAC key of the per-journey webhook token. */
+    webhookSecret: z.string().min(16, 'at least 16 characters'),
+    /** Admin routes (dead letters, replays) need this bearer token; they are off without it. */
+    adminTokenSha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .optional(),
+    bodyLimitBytes: z.number().int().positive(),
+    rateLimitPerMinute: z.number().int().positive(),
+  }),
+  dataDir: z.string().min(1),
+  attachmentsDir: z.string().min(1),
+  spoolDir: z.string().min(1),
+  worker: z.object({
+    maxCachedWorkflows: z.number().int().positive(),
+    maxConcurrentActivities: z.number().int().positive(),
+    maxConcurrentWorkflowTasks: z.number().int().positive(),
+  }),
+  timings: JourneyTimings,
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+});
+export type Config = z.infer<typeof ConfigSchema>;
+
+type Env = Record<string, string | undefined>;
+
+/** A secret from NAME, or from the file NAME_FILE points at (for mounted secrets). */
+function secret(env: Env, name: string): string | undefined {
+  const file = env[`${name}_FILE`];
+  if (file) return readFileSync(file, 'utf8').trim();
+  return env[name] || undefined;
+}
+
+function clinicsFrom(env: Env): unknown {
+  const file = env.CLINICS_FILE;
+  if (file) return JSON.parse(readFileSync(file, 'utf8'));
+  if (env.CLINICS_JSON) return JSON.parse(env.CLINICS_JSON);
+  return [];
+}
+
+function num(schema: z.ZodType<number>, value: string | undefined, fallback: number): number {
+  return value === undefined || value === '' ? fallback : schema.parse(value);
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`invalid configuration:\n  ${issues.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = path.resolve(env.DATA_DIR ?? '.data');
+  const timing = (name: string, fallback: number) => num(ms, env[name], fallback);
+  let raw: unknown;
+  try {
+    const apiPort = num(port, env.API_PORT, 3000);
+    raw = {
+      temporal: {
+        address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+        namespace: env.TEMPORAL_NAMESPACE ?? 'default',
+        taskQueue: env.TEMPORAL_TASK_QUEUE ?? TASK_QUEUE_DEFAULT,
+        apiKey: secret(env, 'TEMPORAL_API_KEY'),
+        tls: env.TEMPORAL_TLS !== undefined ? bool.parse(env.TEMPORAL_TLS) : Boolean(env.TEMPORAL_TLS_CERT),
+        tlsCertPath: env.TEMPORAL_TLS_CERT,
+        tlsKeyPath: env.TEMPORAL_TLS_KEY,
+      },
+      examService: {
+        baseUrl: env.EXAM_SERVICE_BASE_URL ?? 'http://127.0.0.1:4010',
+        connectTimeoutMs: num(ms, env.EXAM_SERVICE_CONNECT_TIMEOUT_MS, 5_000),
+        requestTimeoutMs: num(ms, env.EXAM_SERVICE_REQUEST_TIMEOUT_MS, 30_000),
+        catalogCacheTtlMs: num(ms, env.EXAM_CATALOG_CACHE_TTL_MS, 60_000),
+      },
+      clinics: clinicsFrom(env),
+      api: {
+        host: env.API_HOST ?? '127.0.0.1',
+        port: apiPort,
+        publicBaseUrl: env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${apiPort}`,
+        webhookSecret: secret(env, 'WEBHOOK_SECRET'),
+        adminTokenSha256: env.ADMIN_TOKEN_SHA256,
+        bodyLimitBytes: num(ms, env.API_BODY_LIMIT_BYTES, 8 * 1024 * 1024),
+        rateLimitPerMinute: num(ms, env.API_RATE_LIMIT_PER_MINUTE, 600),
+      },
+      dataDir,
+      attachmentsDir: path.resolve(env.ATTACHMENTS_DIR ?? path.join(dataDir, 'attachments')),
+      spoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
+      worker: {
+        maxCachedWorkflows: num(ms, env.WORKER_MAX_CACHED_WORKFLOWS, 2_000),
+        maxConcurrentActivities: num(ms, env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),
+        maxConcurrentWorkflowTasks: num(ms, env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS, 40),
+      },
+      timings: {
+        remindersMs: env.JOURNEY_REMINDERS_MS
+          ? env.JOURNEY_REMINDERS_MS.split(',').map((v) => ms.parse(v.trim()))
+          : DEFAULT_TIMINGS.remindersMs,
+        consultationDeadlineMs: timing('JOURNEY_CONSULTATION_DEADLINE_MS', DEFAULT_TIMINGS.consultationDeadlineMs),
+        reinviteMaxAttempts: num(z.coerce.number().int().min(0), env.JOURNEY_REINVITE_MAX_ATTEMPTS, 0),
+        reinviteCoolDownMs: timing('JOURNEY_REINVITE_COOL_DOWN_MS', DEFAULT_TIMINGS.reinviteCoolDownMs),
+        prescriptionDeadlineMs: timing('JOURNEY_PRESCRIPTION_DEADLINE_MS', DEFAULT_TIMINGS.prescriptionDeadlineMs),
+        prescriptionHardLimitMs: timing('JOURNEY_PRESCRIPTION_HARD_LIMIT_MS', DEFAULT_TIMINGS.prescriptionHardLimitMs),
+        trackingDeadlineMs: timing('JOURNEY_TRACKING_DEADLINE_MS', DEFAULT_TIMINGS.trackingDeadlineMs),
+        trackingHardLimitMs: timing('JOURNEY_TRACKING_HARD_LIMIT_MS', DEFAULT_TIMINGS.trackingHardLimitMs),
+      },
+      logLevel: env.LOG_LEVEL ?? 'info',
+    };
+  } catch (err) {
+    if (err instanceof z.ZodError) throw new ConfigError(err.issues.map((i) => i.message));
+    if (err instanceof SyntaxError) throw new ConfigError([`clinics: not valid JSON (${err.message})`]);
+    throw err;
+  }
+  const parsed = ConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    // Name the setting, never echo its value: some are secrets.
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+  }
+  return parsed.data;
+}
+
+export function clinicById(config: Pick<Config, 'clinics'>, clinicId: string): ClinicConfig | undefined {
+  return config.clinics.find((c) => c.clinicId === clinicId);
+}

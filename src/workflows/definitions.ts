@@ -1,0 +1,72 @@
+// Messages and search attributes of the patient journey, imported by the workflow and by every client alike.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { AttachmentRef, PrefilledAnswer } from './journey-request';
+import type { JourneyCallback, JourneySnapshot } from './journey-state';
+
+export const TASK_QUEUE_DEFAULT = 'patient-journeys';
+
+/** Opaque workflow id: never derived from patient data. */
+export function journeyWorkflowId(journeyId: string): string {
+  return `journey-${journeyId}`;
+}
+
+export const SearchAttr = {
+  ClinicId: defineSearchAttributeKey('ClinicId', SearchAttributeType.KEYWORD),
+  JourneyStage: defineSearchAttributeKey('JourneyStage', SearchAttributeType.KEYWORD),
+  Scenario: defineSearchAttributeKey('Scenario', SearchAttributeType.KEYWORD),
+  ExamStatus: defineSearchAttributeKey('ExamStatus', SearchAttributeType.KEYWORD_LIST),
+  RxStatus: defineSearchAttributeKey('RxStatus', SearchAttributeType.KEYWORD_LIST),
+  NeedsAttention: defineSearchAttributeKey('NeedsAttention', SearchAttributeType.BOOL),
+} as const;
+export const SEARCH_ATTRIBUTE_KEYS = Object.values(SearchAttr);
+
+/** A callback as the webhook received it: normalized for the journey, raw for audit. */
+export interface CallbackSignal {
+  /** Unique per received HTTP delivery (the webhook's own id), for the audit trail. */
+  deliveryId: string;
+  receivedAt: string;
+  callback: JourneyCallback;
+  raw: unknown;
+}
+
+export const callbackReceived = defineSignal<[CallbackSignal]>('callbackReceived');
+export const snapshotQuery = defineQuery<JourneySnapshot>('snapshot');
+
+export interface CancelRequest {
+  /** Cancel only this patient exam; every cancellable one when absent. */
+  patientExamId?: number;
+  reason?: string;
+}
+export interface CancelResult {
+  cancelled: number[];
+  alreadyFinal: { patientExamId: number; status: string }[];
+}
+export interface ResendRequest {
+  patientExamId?: number;
+}
+export interface ResendResult {
+  resent: number[];
+}
+export interface SubmitAnswersRequest {
+  patientExamId: number;
+  answers: PrefilledAnswer[];
+}
+export interface AddAttachmentRequest {
+  patientExamId: number;
+  attachment: AttachmentRef;
+}
+export interface OperatorRequest {
+  /** Who acted, for the audit trail (an operator name or a ticket; never patient data). */
+  actor?: string;
+  note?: string;
+}
+
+export const cancelUpdate = defineUpdate<CancelResult, [CancelRequest]>('cancel');
+export const resendUpdate = defineUpdate<ResendResult, [ResendRequest]>('resend');
+export const submitAnswersUpdate = defineUpdate<{ answered: number }, [SubmitAnswersRequest]>('submitAnswers');
+export const addAttachmentUpdate = defineUpdate<{ attachmentId: string }, [AddAttachmentRequest]>('addAttachment');
+/** Operator: try again what parked the journey in needs_attention (invite, account setup, lost verdict). */
+export const retryUpdate = defineUpdate<{ stage: string }, [OperatorRequest]>('retry');
+/** Operator: give up on a parked journey; it ends as abandoned. */
+export const abandonUpdate = defineUpdate<{ stage: string }, [OperatorRequest]>('abandon');

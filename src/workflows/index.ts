@@ -1,0 +1,2 @@
+// The worker's workflow bundle entry: every workflow the engine runs.
+export { patientJourney } from './patient-journey';

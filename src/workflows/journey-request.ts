@@ -1,0 +1,199 @@
+// The journey request: what a clinic asks for when it starts a patient journey. Validated at the edge (API); the
+// workflow imports the types only, so zod never enters the workflow bundle.
+import { z } from 'zod';
+
+const MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+
+const id = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "_" and "-" only');
+
+const usState = z.string().regex(/^([A-Z]{2})$/, 'two-letter uppercase state code');
+
+export const Address = z.object({
+  line1: z.string().min(1).max(200),
+  line2: z.string().max(200).optional(),
+  city: z.string().min(1).max(100),
+  state: usState,
+  zipCode: z.string().regex(/^\d{5}(-\d{4})?$/, 'five-digit ZIP code'),
+});
+export type Address = z.infer<typeof Address>;
+
+export const Patient = z.object({
+  firstName: z.string().min(1).max(100),
+  lastName: z.string().min(1).max(100),
+  email: z.email().max(254),
+  dob: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'YYYY-MM-DD'),
+  phoneNumber: z.string().regex(/^(\+1)?\d{10}$/, '+1 and 10 digits, or 10 digits'),
+  /** Two-letter state the patient is in for the consultation; DC for Washington D.C.; TE for test mode. */
+  teleState: usState,
+  gender: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
+  dmvLicenseNumber: z.string().max(50).optional(),
+});
+export type Patient = z.infer<typeof Patient>;
+
+export const CustomPharmacy = z.object({
+  ncpdpid: z.string().min(1).max(20),
+  name: z.string().min(1).max(200).optional(),
+  addressLine1: z.string().max(200).optional(),
+  addressLine2: z.string().max(200).optional(),
+  city: z.string().max(100).optional(),
+  state: usState.optional(),
+  zipCode: z.string().max(10).optional(),
+  phone: z.string().max(20).optional(),
+  type: z.string().max(50).optional(),
+});
+export type CustomPharmacy = z.infer<typeof CustomPharmacy>;
+
+const customPharmacyScenario = {
+  pharmacy: CustomPharmacy,
+  /** 1: the pharmacy is preselected here; 2: the patient picks it in the meeting. */
+  patientChoice: z.union([z.literal(1), z.literal(2)]).optional(),
+  /** Who the pharmacy bills: the clinic (with its billing identifier) or the patient. */
+  billing: z
+    .discriminatedUnion('billedTo', [
+      z.object({ billedTo: z.literal('clinic'), clinicBillingId: z.string().min(1).max(100) }),
+      z.object({ billedTo: z.literal('patient') }),
+    ])
+    .optional(),
+  deliveryMethod: z.enum(['pickup', 'ship']).optional(),
+  /** Skip the patient's pharmacy confirmation screen; needs every pharmacy field. */
+  skipConfirmation: z.boolean().optional(),
+};
+
+export const Scenario = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('gfe') }),
+  z.object({
+    type: z.literal('partner_pharmacy'),
+    pharmacyId: z.number().int().positive(),
+    orderSetId: z.string().min(1).max(64).optional(),
+    /** Legacy alias of orderSetId, still accepted by the service. */
+    examPosId: z.number().int().positive().optional(),
+    providerPosSelection: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
+  }),
+  z.object({ type: z.literal('urgent_care'), ...customPharmacyScenario }),
+  z.object({ type: z.literal('custom_pharmacy'), ...customPharmacyScenario }),
+]);
+export type Scenario = z.infer<typeof Scenario>;
+export type ScenarioType = Scenario['type'];
+
+export const PrefilledAnswer = z.object({
+  no: z.number().int().positive(),
+  question: z.string().min(1).max(2000),
+  answer: z.union([z.string().max(5000), z.array(z.string().max(5000)).max(50)]),
+});
+export type PrefilledAnswer = z.infer<typeof PrefilledAnswer>;
+
+/** A claim check: the bytes live in the attachment store, the workflow history holds only this reference. */
+export const AttachmentRef = z.object({
+  ref: z.string().regex(/^att_[A-Za-z0-9_-]{8,64}$/, 'an attachment reference from the attachment store'),
+  kind: z.string().min(1).max(100),
+  fileName: z.string().min(1).max(200),
+  contentType: z.string().min(1).max(100),
+  size: z.number().int().nonnegative(),
+});
+export type AttachmentRef = z.infer<typeof AttachmentRef>;
+
+export const Duration = z.number().int().positive().describe('milliseconds');
+
+export const JourneyTimings = z.object({
+  /** Resend the invite at these offsets from the invite while no consultation happened. */
+  remindersMs: z.array(Duration).max(10),
+  /** Cancel the invite and expire the exam when no consultation happened within this. */
+  consultationDeadlineMs: Duration,
+  /** After Missed or NA: re-invite this many times (0: never) after the cool-down. */
+  reinviteMaxAttempts: z.number().int().min(0).max(5),
+  reinviteCoolDownMs: Duration,
+  /** Event 2 expected this long after approval; then overdue, waiting on to the hard limit. */
+  prescriptionDeadlineMs: Duration,
+  prescriptionHardLimitMs: Duration,
+  /** Event 3 expected this long after event 2 (partner pharmacy); then overdue, waiting on to the hard limit. */
+  trackingDeadlineMs: Duration,
+  trackingHardLimitMs: Duration,
+});
+export type JourneyTimings = z.infer<typeof JourneyTimings>;
+
+export const DEFAULT_TIMINGS: JourneyTimings = {
+  remindersMs: [24 * MS.hour, 72 * MS.hour],
+  consultationDeadlineMs: 7 * MS.day,
+  reinviteMaxAttempts: 0,
+  reinviteCoolDownMs: 30 * MS.minute,
+  prescriptionDeadlineMs: 3 * MS.day,
+  prescriptionHardLimitMs: 14 * MS.day,
+  trackingDeadlineMs: 10 * MS.day,
+  trackingHardLimitMs: 30 * MS.day,
+};
+
+export const JourneyRequest = z
+  .object({
+    clinicId: id,
+    journeyId: id,
+    patient: Patient,
+    homeAddress: Address.optional(),
+    shippingAddress: Address.optional(),
+    exams: z.array(z.number().int().positive()).min(1).max(20),
+    scenario: Scenario,
+    answers: z
+      .array(z.object({ examId: z.number().int().positive(), answers: z.array(PrefilledAnswer).min(1).max(200) }))
+      .max(20)
+      .optional(),
+    attachments: z
+      .array(z.object({ examId: z.number().int().positive(), attachment: AttachmentRef }))
+      .max(50)
+      .optional(),
+    redirects: z
+      .object({
+        approve: z.url().optional(),
+        reject: z.url().optional(),
+        na: z.url().optional(),
+        missed: z.url().optional(),
+      })
+      .optional(),
+    /** The clinic's own data, echoed back by the service in every callback. */
+    additionalData: z.string().max(4000).optional(),
+    /** Where the journey posts its state changes (Standard Webhooks signed). */
+    notificationUrl: z.url().optional(),
+    timings: JourneyTimings.partial().optional(),
+  })
+  .superRefine((req, ctx) => {
+    if (new Set(req.exams).size !== req.exams.length) {
+      ctx.addIssue({ code: 'custom', path: ['exams'], message: 'an exam may appear once per journey' });
+    }
+    for (const [i, a] of (req.answers ?? []).entries()) {
+      if (!req.exams.includes(a.examId)) {
+        ctx.addIssue({ code: 'custom', path: ['answers', i, 'examId'], message: "not one of this journey's exams" });
+      }
+    }
+    for (const [i, a] of (req.attachments ?? []).entries()) {
+      if (!req.exams.includes(a.examId)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['attachments', i, 'examId'],
+          message: "not one of this journey's exams",
+        });
+      }
+    }
+    const s = req.scenario;
+    if ((s.type === 'urgent_care' || s.type === 'custom_pharmacy') && s.skipConfirmation) {
+      const p = s.pharmacy;
+      for (const f of ['name', 'addressLine1', 'city', 'state', 'zipCode', 'phone'] as const) {
+        if (!p[f]) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['scenario', 'pharmacy', f],
+            message: 'required when skipConfirmation is true',
+          });
+        }
+      }
+    }
+  });
+export type JourneyRequest = z.infer<typeof JourneyRequest>;
+
+/** What the workflow receives: the request with every timing resolved (deployment defaults, then overrides). */
+export type JourneyInput = Omit<JourneyRequest, 'timings'> & { timings: JourneyTimings };
+
+export function resolveTimings(defaults: JourneyTimings, overrides?: Partial<JourneyTimings>): JourneyTimings {
+  return { ...defaults, ...Object.fromEntries(Object.entries(overrides ?? {}).filter(([, v]) => v !== undefined)) };
+}

@@ -1,0 +1,764 @@
+// The journey's state machine as a pure reducer: (state, event) -> state. Deterministic, no I/O, no clock of its own:
+// every event carries its time. The workflow feeds it; unit tests drive it without Temporal.
+import type { JourneyInput, JourneyTimings, ScenarioType } from './journey-request';
+
+export type Verdict = 'Approved' | 'Rejected' | 'Deferred to Medical Director' | 'NA' | 'Missed';
+export type ExamStatus = 'pending' | Verdict | 'cancelled' | 'expired';
+export type Fulfilment = 'none' | 'partner' | 'custom';
+
+export type JourneyStage =
+  | 'validating'
+  | 'inviting'
+  | 'preparing'
+  | 'awaiting_consultation'
+  | 'awaiting_reinvite'
+  | 'awaiting_prescription'
+  | 'awaiting_tracking'
+  | 'needs_attention'
+  | 'completed'
+  | 'cancelled'
+  | 'abandoned'
+  | 'failed';
+
+export const TERMINAL_STAGES: readonly JourneyStage[] = ['completed', 'cancelled', 'abandoned', 'failed'];
+
+/** The part of a callback the journey acts on; the raw payload travels beside it for audit. */
+export type JourneyCallback =
+  | {
+      event: 1;
+      patientExamId: number;
+      examId: number;
+      examStatus: string;
+      rxStatus: string | null;
+      examUrl: string | null;
+      providerName: string | null;
+      reason: string | null;
+    }
+  | {
+      event: 2;
+      patientExamId: number;
+      examId: number;
+      rxStatus: string | null;
+      prescribedOrderSetId: number | null;
+      prescriptions: PrescriptionFacts[];
+    }
+  | {
+      event: 3;
+      patientExamId: number;
+      prescriptionId: number;
+      trackingNumber: string;
+      deliveryService: string | null;
+      pharmacyLocation: string | null;
+      orderId: string | null;
+    };
+
+export interface PrescriptionFacts {
+  prescriptionId: number;
+  drugName: string;
+  strength: string | null;
+  quantity: string | null;
+  pharmacyName: string | null;
+}
+
+export interface Tracking {
+  trackingNumber: string;
+  deliveryService: string | null;
+  pharmacyLocation: string | null;
+  orderId: string | null;
+  shippedAt: string;
+}
+
+export interface PrescriptionState extends PrescriptionFacts {
+  tracking: Tracking | null;
+}
+
+export interface CatalogExam {
+  examId: number;
+  title: string;
+  rxType: 1 | 2;
+}
+
+/** Error facts safe for history, queries and notifications: no PHI, no secret. */
+export interface ErrorFacts {
+  kind: string;
+  operation: string;
+  message: string;
+  httpStatus?: number;
+  field?: string;
+  setupCode?: string;
+  at: string;
+}
+
+export type AttentionCode =
+  'invite_ambiguous' | 'account_setup' | 'unauthorized' | 'service_unavailable' | 'verdict_lost';
+
+export interface Attention {
+  code: AttentionCode;
+  message: string;
+  since: string;
+  patientExamId?: number;
+  facts: Record<string, string | number | boolean | null>;
+}
+
+export interface PatientExamState {
+  patientExamId: number;
+  examId: number;
+  examTitle: string;
+  rxType: 1 | 2;
+  fulfilment: Fulfilment;
+  meetingUuid: string;
+  status: ExamStatus;
+  rxStatus: string | null;
+  verdictAt: string | null;
+  /** Where the verdict came from: the service's callback, or a cancel answer when the callback was lost. */
+  verdictSource: 'callback' | 'cancel_response' | null;
+  examUrl: string | null;
+  reason: string | null;
+  providerName: string | null;
+  prescriptionConfirmedAt: string | null;
+  prescriptions: PrescriptionState[];
+  prescriptionOverdue: boolean;
+  trackingOverdue: boolean;
+  /** Stopped waiting for event 2 or 3 at the hard limit. */
+  gaveUpWaiting: 'prescription' | 'tracking' | null;
+  attachmentsUploaded: string[];
+  answersSubmitted: number;
+  /** A re-invite after Missed or NA: the patient exam it replaces, and the one that replaced this. */
+  reinviteOf: number | null;
+  reinvitedAs: number | null;
+  reinviteAttempt: number;
+  cancelledAt: string | null;
+}
+
+export interface MeetingState {
+  meetingUuid: string;
+  meetingUrl: string;
+  createdAt: string;
+  patientExamIds: number[];
+  remindersSent: number;
+  expiryHandled: boolean;
+}
+
+export type EventDisposition = 'applied' | 'duplicate' | 'buffered' | 'foreign' | 'ignored';
+
+export interface ReceivedEvent {
+  deliveryId: string;
+  event: 1 | 2 | 3;
+  patientExamId: number;
+  prescriptionId?: number;
+  receivedAt: string;
+  disposition: EventDisposition;
+  note?: string;
+}
+
+interface PendingCallback {
+  deliveryId: string;
+  at: string;
+  callback: JourneyCallback;
+}
+
+export interface JourneyState {
+  journeyId: string;
+  clinicId: string;
+  scenario: ScenarioType;
+  examIds: number[];
+  timings: JourneyTimings;
+  startedAt: string;
+  updatedAt: string;
+  catalog: CatalogExam[] | null;
+  /** An invite call is on the wire: callbacks for patient exams we do not know yet may be its own. */
+  inviteInFlight: boolean;
+  inviteAttempts: number;
+  meetings: MeetingState[];
+  exams: PatientExamState[];
+  preparing: boolean;
+  received: ReceivedEvent[];
+  pending: PendingCallback[];
+  seen: string[];
+  attention: Attention[];
+  outcome: 'cancelled' | 'abandoned' | 'failed' | null;
+  lastError: ErrorFacts | null;
+  /** Bumped by every event: the workflow waits for it to move. */
+  version: number;
+}
+
+export type JourneyEvent =
+  | { type: 'catalog_checked'; at: string; exams: CatalogExam[] }
+  | { type: 'invite_started'; at: string }
+  | {
+      type: 'invite_created';
+      at: string;
+      meetingUuid: string;
+      meetingUrl: string;
+      patientExams: { patientExamId: number; examId: number; examTitle: string }[];
+      reinviteOf?: number;
+    }
+  | { type: 'invite_not_created'; at: string }
+  | { type: 'preparation_started'; at: string }
+  | { type: 'preparation_finished'; at: string }
+  | { type: 'attachment_uploaded'; at: string; patientExamId: number; kind: string }
+  | { type: 'answers_submitted'; at: string; patientExamId: number; count: number }
+  | { type: 'callback'; at: string; deliveryId: string; callback: JourneyCallback }
+  | { type: 'reminder_sent'; at: string; meetingUuid: string }
+  | { type: 'exam_cancelled'; at: string; patientExamId: number; by: 'clinic' | 'expiry' }
+  | { type: 'expiry_found_verdict'; at: string; patientExamId: number; status: Verdict }
+  | { type: 'expiry_handled'; at: string; meetingUuid: string }
+  | { type: 'prescription_overdue'; at: string; patientExamId: number }
+  | { type: 'tracking_overdue'; at: string; patientExamId: number }
+  | { type: 'gave_up_waiting'; at: string; patientExamId: number; what: 'prescription' | 'tracking' }
+  | { type: 'attention_needed'; at: string; attention: Omit<Attention, 'since'> }
+  | { type: 'attention_resolved'; at: string }
+  | { type: 'error_recorded'; at: string; error: ErrorFacts }
+  | { type: 'journey_failed'; at: string; error: ErrorFacts }
+  | { type: 'journey_cancelled'; at: string }
+  | { type: 'journey_abandoned'; at: string };
+
+const FINAL_VERDICTS: readonly ExamStatus[] = ['Approved', 'Rejected', 'Deferred to Medical Director', 'NA', 'Missed'];
+const VERDICTS: readonly string[] = FINAL_VERDICTS;
+
+export function initialState(input: JourneyInput, at: string): JourneyState {
+  return {
+    journeyId: input.journeyId,
+    clinicId: input.clinicId,
+    scenario: input.scenario.type,
+    examIds: [...input.exams],
+    timings: input.timings,
+    startedAt: at,
+    updatedAt: at,
+    catalog: null,
+    inviteInFlight: false,
+    inviteAttempts: 0,
+    meetings: [],
+    exams: [],
+    preparing: false,
+    received: [],
+    pending: [],
+    seen: [],
+    attention: [],
+    outcome: null,
+    lastError: null,
+    version: 0,
+  };
+}
+
+function fulfilmentOf(scenario: ScenarioType, rxType: 1 | 2): Fulfilment {
+  if (rxType === 1 || scenario === 'gfe') return 'none';
+  return scenario === 'partner_pharmacy' ? 'partner' : 'custom';
+}
+
+function updateExam(state: JourneyState, id: number, patch: (e: PatientExamState) => PatientExamState): JourneyState {
+  return { ...state, exams: state.exams.map((e) => (e.patientExamId === id ? patch(e) : e)) };
+}
+
+export function findExam(state: JourneyState, id: number): PatientExamState | undefined {
+  return state.exams.find((e) => e.patientExamId === id);
+}
+
+/** Idempotency key of a callback. Event 1 includes the verdict: a deferred exam may later get its final verdict. */
+export function callbackKey(cb: JourneyCallback): string {
+  switch (cb.event) {
+    case 1:
+      return `${cb.patientExamId}:1:${cb.examStatus}`;
+    case 2:
+      return `${cb.patientExamId}:2`;
+    case 3:
+      return `${cb.patientExamId}:3:${cb.prescriptionId}`;
+  }
+}
+
+function record(state: JourneyState, p: PendingCallback, disposition: EventDisposition, note?: string): JourneyState {
+  const cb = p.callback;
+  const existing = state.received.findIndex((r) => r.deliveryId === p.deliveryId);
+  const entry: ReceivedEvent = {
+    deliveryId: p.deliveryId,
+    event: cb.event,
+    patientExamId: cb.patientExamId,
+    ...(cb.event === 3 ? { prescriptionId: cb.prescriptionId } : {}),
+    receivedAt: existing >= 0 ? state.received[existing]!.receivedAt : p.at,
+    disposition,
+    ...(note ? { note } : {}),
+  };
+  const received = [...state.received];
+  if (existing >= 0) received[existing] = entry;
+  else received.push(entry);
+  return { ...state, received };
+}
+
+type Applied =
+  { kind: 'applied'; state: JourneyState } | { kind: 'wait'; why: string } | { kind: 'reject'; why: string };
+
+/** Applies one callback when its causal predecessor is there; otherwise says why it must wait or be dropped. */
+function applyCallback(state: JourneyState, p: PendingCallback): Applied {
+  const cb = p.callback;
+  const exam = findExam(state, cb.patientExamId);
+  if (!exam) return { kind: 'wait', why: 'unknown patient exam' };
+  if (cb.event === 1) {
+    if (!VERDICTS.includes(cb.examStatus)) return { kind: 'reject', why: `unknown exam_status` };
+    const verdict = cb.examStatus as Verdict;
+    if (exam.status === 'cancelled' || exam.status === 'expired') {
+      return { kind: 'reject', why: `exam already ${exam.status}` };
+    }
+    // A deferred exam may still get its final verdict; any other verdict stands.
+    const mayChange = exam.status === 'pending' || exam.status === 'Deferred to Medical Director';
+    if (!mayChange && exam.verdictSource === 'callback')
+      return { kind: 'reject', why: `verdict already ${exam.status}` };
+    return {
+      kind: 'applied',
+      state: updateExam(state, exam.patientExamId, (e) => ({
+        ...e,
+        status: verdict,
+        rxStatus: cb.rxStatus ?? e.rxStatus,
+        verdictAt: e.verdictSource === 'cancel_response' && e.status === verdict ? e.verdictAt : p.at,
+        verdictSource: 'callback',
+        examUrl: cb.examUrl,
+        reason: cb.reason,
+        providerName: cb.providerName,
+      })),
+    };
+  }
+  if (cb.event === 2) {
+    if (exam.rxType !== 2) return { kind: 'reject', why: 'not a prescription exam' };
+    if (exam.status !== 'Approved') return { kind: 'wait', why: 'event 2 before the approval of event 1' };
+    return {
+      kind: 'applied',
+      state: updateExam(state, exam.patientExamId, (e) => ({
+        ...e,
+        rxStatus: cb.rxStatus ?? 'Pharmacy Confirmed',
+        prescriptionConfirmedAt: p.at,
+        prescriptions: cb.prescriptions.map((rx) => ({ ...rx, tracking: null })),
+      })),
+    };
+  }
+  if (exam.fulfilment === 'custom') return { kind: 'reject', why: 'no tracking for a custom pharmacy' };
+  if (exam.prescriptionConfirmedAt === null) return { kind: 'wait', why: 'event 3 before event 2' };
+  if (!exam.prescriptions.some((rx) => rx.prescriptionId === cb.prescriptionId)) {
+    return { kind: 'reject', why: 'prescription_id not in event 2' };
+  }
+  const tracking: Tracking = {
+    trackingNumber: cb.trackingNumber,
+    deliveryService: cb.deliveryService,
+    pharmacyLocation: cb.pharmacyLocation,
+    orderId: cb.orderId,
+    shippedAt: p.at,
+  };
+  return {
+    kind: 'applied',
+    state: updateExam(state, exam.patientExamId, (e) => ({
+      ...e,
+      prescriptions: e.prescriptions.map((rx) => (rx.prescriptionId === cb.prescriptionId ? { ...rx, tracking } : rx)),
+    })),
+  };
+}
+
+/** Applies buffered callbacks whose predecessors have now arrived, until nothing moves. */
+function drainPending(state: JourneyState): JourneyState {
+  let s = state;
+  for (let moved = true; moved;) {
+    moved = false;
+    for (const p of s.pending) {
+      const without = { ...s, pending: s.pending.filter((q) => q !== p) };
+      const r = applyCallback(without, p);
+      if (r.kind === 'wait') continue;
+      s = r.kind === 'applied' ? record(r.state, p, 'applied') : record(without, p, 'ignored', r.why);
+      moved = true;
+      break;
+    }
+  }
+  // Once no invite is on the wire, a callback for a patient exam we never created is not ours.
+  if (!s.inviteInFlight) {
+    for (const p of s.pending.filter((q) => !findExam(s, q.callback.patientExamId))) {
+      s = record(
+        { ...s, pending: s.pending.filter((q) => q !== p) },
+        p,
+        'foreign',
+        'not a patient exam of this journey',
+      );
+    }
+  }
+  return s;
+}
+
+function receiveCallback(state: JourneyState, p: PendingCallback): JourneyState {
+  const key = callbackKey(p.callback);
+  if (state.seen.includes(key)) return record(state, p, 'duplicate');
+  const s = { ...state, seen: [...state.seen, key] };
+  const r = applyCallback(s, p);
+  if (r.kind === 'applied') return drainPending(record(r.state, p, 'applied'));
+  if (r.kind === 'reject') return record(s, p, 'ignored', r.why);
+  if (!findExam(s, p.callback.patientExamId) && !s.inviteInFlight && s.meetings.length > 0) {
+    return record(s, p, 'foreign', 'not a patient exam of this journey');
+  }
+  return record({ ...s, pending: [...s.pending, p] }, p, 'buffered', r.why);
+}
+
+export function reduce(state: JourneyState, ev: JourneyEvent): JourneyState {
+  const next = step(state, ev);
+  return next === state ? state : { ...next, updatedAt: ev.at, version: state.version + 1 };
+}
+
+function step(state: JourneyState, ev: JourneyEvent): JourneyState {
+  switch (ev.type) {
+    case 'catalog_checked':
+      return { ...state, catalog: ev.exams };
+    case 'invite_started':
+      return { ...state, inviteInFlight: true, inviteAttempts: state.inviteAttempts + 1 };
+    case 'invite_not_created':
+      return drainPending({ ...state, inviteInFlight: false });
+    case 'invite_created': {
+      const replaced = ev.reinviteOf !== undefined ? findExam(state, ev.reinviteOf) : undefined;
+      const exams = ev.patientExams.map((pe): PatientExamState => {
+        const rxType = state.catalog?.find((c) => c.examId === pe.examId)?.rxType ?? 1;
+        return {
+          patientExamId: pe.patientExamId,
+          examId: pe.examId,
+          examTitle: pe.examTitle,
+          rxType,
+          fulfilment: fulfilmentOf(state.scenario, rxType),
+          meetingUuid: ev.meetingUuid,
+          status: 'pending',
+          rxStatus: null,
+          verdictAt: null,
+          verdictSource: null,
+          examUrl: null,
+          reason: null,
+          providerName: null,
+          prescriptionConfirmedAt: null,
+          prescriptions: [],
+          prescriptionOverdue: false,
+          trackingOverdue: false,
+          gaveUpWaiting: null,
+          attachmentsUploaded: [],
+          answersSubmitted: 0,
+          reinviteOf: replaced?.patientExamId ?? null,
+          reinvitedAs: null,
+          reinviteAttempt: replaced ? replaced.reinviteAttempt + 1 : 0,
+          cancelledAt: null,
+        };
+      });
+      let s: JourneyState = {
+        ...state,
+        inviteInFlight: false,
+        meetings: [
+          ...state.meetings,
+          {
+            meetingUuid: ev.meetingUuid,
+            meetingUrl: ev.meetingUrl,
+            createdAt: ev.at,
+            patientExamIds: exams.map((e) => e.patientExamId),
+            remindersSent: 0,
+            expiryHandled: false,
+          },
+        ],
+        exams: [...state.exams, ...exams],
+      };
+      if (replaced) {
+        s = updateExam(s, replaced.patientExamId, (e) => ({ ...e, reinvitedAs: exams[0]?.patientExamId ?? null }));
+      }
+      return drainPending(s);
+    }
+    case 'preparation_started':
+      return { ...state, preparing: true };
+    case 'preparation_finished':
+      return { ...state, preparing: false };
+    case 'attachment_uploaded':
+      return updateExam(state, ev.patientExamId, (e) => ({
+        ...e,
+        attachmentsUploaded: [...e.attachmentsUploaded, ev.kind],
+      }));
+    case 'answers_submitted':
+      return updateExam(state, ev.patientExamId, (e) => ({ ...e, answersSubmitted: e.answersSubmitted + ev.count }));
+    case 'callback':
+      return receiveCallback(state, { deliveryId: ev.deliveryId, at: ev.at, callback: ev.callback });
+    case 'reminder_sent':
+      return {
+        ...state,
+        meetings: state.meetings.map((m) =>
+          m.meetingUuid === ev.meetingUuid ? { ...m, remindersSent: m.remindersSent + 1 } : m,
+        ),
+      };
+    case 'exam_cancelled':
+      return updateExam(state, ev.patientExamId, (e) =>
+        e.status === 'pending' ? { ...e, status: ev.by === 'clinic' ? 'cancelled' : 'expired', cancelledAt: ev.at } : e,
+      );
+    case 'expiry_found_verdict':
+      // The cancel at the deadline says the provider acted: the verdict's callback was lost on the way.
+      return updateExam(state, ev.patientExamId, (e) =>
+        e.status === 'pending' ? { ...e, status: ev.status, verdictAt: ev.at, verdictSource: 'cancel_response' } : e,
+      );
+    case 'expiry_handled':
+      return {
+        ...state,
+        meetings: state.meetings.map((m) => (m.meetingUuid === ev.meetingUuid ? { ...m, expiryHandled: true } : m)),
+      };
+    case 'prescription_overdue':
+      return updateExam(state, ev.patientExamId, (e) => ({ ...e, prescriptionOverdue: true }));
+    case 'tracking_overdue':
+      return updateExam(state, ev.patientExamId, (e) => ({ ...e, trackingOverdue: true }));
+    case 'gave_up_waiting':
+      return updateExam(state, ev.patientExamId, (e) => ({ ...e, gaveUpWaiting: ev.what }));
+    case 'attention_needed':
+      return { ...state, attention: [...state.attention, { ...ev.attention, since: ev.at }] };
+    case 'attention_resolved':
+      return state.attention.length ? { ...state, attention: [] } : state;
+    case 'error_recorded':
+      return { ...state, lastError: ev.error };
+    case 'journey_failed':
+      return { ...state, outcome: 'failed', lastError: ev.error, attention: [], inviteInFlight: false };
+    case 'journey_cancelled':
+      return { ...state, outcome: 'cancelled', attention: [] };
+    case 'journey_abandoned':
+      return { ...state, outcome: 'abandoned', attention: [] };
+  }
+}
+
+// ---- derived views ----------------------------------------------------------------------------------------------
+
+export type ExamPhase =
+  'awaiting_consultation' | 'awaiting_reinvite' | 'awaiting_prescription' | 'awaiting_tracking' | 'final';
+
+export function examPhase(state: JourneyState, e: PatientExamState): ExamPhase {
+  if (e.status === 'pending') return 'awaiting_consultation';
+  if ((e.status === 'Missed' || e.status === 'NA') && e.reinvitedAs === null && reinviteDue(state, e) !== null) {
+    return 'awaiting_reinvite';
+  }
+  if (e.status !== 'Approved' || e.rxType !== 2 || e.gaveUpWaiting) return 'final';
+  if (e.prescriptionConfirmedAt === null) return 'awaiting_prescription';
+  if (e.fulfilment === 'partner' && e.prescriptions.some((rx) => rx.tracking === null)) return 'awaiting_tracking';
+  return 'final';
+}
+
+function reinviteDue(state: JourneyState, e: PatientExamState): number | null {
+  if (e.reinviteAttempt >= state.timings.reinviteMaxAttempts || e.verdictAt === null) return null;
+  return Date.parse(e.verdictAt) + state.timings.reinviteCoolDownMs;
+}
+
+const PHASE_ORDER: ExamPhase[] = [
+  'awaiting_consultation',
+  'awaiting_reinvite',
+  'awaiting_prescription',
+  'awaiting_tracking',
+  'final',
+];
+
+export function stageOf(state: JourneyState): JourneyStage {
+  if (state.outcome) return state.outcome;
+  if (state.attention.length > 0) return 'needs_attention';
+  if (state.catalog === null) return 'validating';
+  if (state.meetings.length === 0) return 'inviting';
+  if (state.preparing) return 'preparing';
+  const phases = state.exams.map((e) => examPhase(state, e));
+  const first = PHASE_ORDER.find((p) => phases.includes(p)) ?? 'final';
+  if (first !== 'final') return first;
+  return state.exams.every((e) => e.status === 'cancelled') ? 'cancelled' : 'completed';
+}
+
+export function isFinished(state: JourneyState): boolean {
+  return TERMINAL_STAGES.includes(stageOf(state));
+}
+
+/** Patient exams the service may still cancel, as far as we know. */
+export function cancellableExams(state: JourneyState): PatientExamState[] {
+  return state.exams.filter((e) => e.status === 'pending');
+}
+
+// ---- timers -----------------------------------------------------------------------------------------------------
+
+export type DueAction =
+  | { type: 'send_reminder'; meetingUuid: string; patientExamId: number }
+  | { type: 'expire_meeting'; meetingUuid: string; patientExamIds: number[] }
+  | { type: 'reinvite'; patientExamId: number; examId: number }
+  | { type: 'prescription_overdue'; patientExamId: number }
+  | { type: 'tracking_overdue'; patientExamId: number }
+  | { type: 'give_up'; patientExamId: number; what: 'prescription' | 'tracking' };
+
+interface Scheduled {
+  at: number;
+  action: DueAction;
+}
+
+/** Every timer the journey is running, with the action due when it fires. */
+export function schedule(state: JourneyState): Scheduled[] {
+  if (state.outcome || state.attention.length > 0) return [];
+  const t = state.timings;
+  const out: Scheduled[] = [];
+  for (const m of state.meetings) {
+    const pending = m.patientExamIds.filter((id) => findExam(state, id)?.status === 'pending');
+    if (pending.length === 0 || m.expiryHandled) continue;
+    const created = Date.parse(m.createdAt);
+    const nextReminder = t.remindersMs[m.remindersSent];
+    if (nextReminder !== undefined && nextReminder < t.consultationDeadlineMs) {
+      out.push({
+        at: created + nextReminder,
+        action: { type: 'send_reminder', meetingUuid: m.meetingUuid, patientExamId: pending[0]! },
+      });
+    }
+    out.push({
+      at: created + t.consultationDeadlineMs,
+      action: { type: 'expire_meeting', meetingUuid: m.meetingUuid, patientExamIds: pending },
+    });
+  }
+  for (const e of state.exams) {
+    const phase = examPhase(state, e);
+    if (phase === 'awaiting_reinvite') {
+      out.push({
+        at: reinviteDue(state, e)!,
+        action: { type: 'reinvite', patientExamId: e.patientExamId, examId: e.examId },
+      });
+    } else if (phase === 'awaiting_prescription' && e.verdictAt) {
+      const since = Date.parse(e.verdictAt);
+      if (!e.prescriptionOverdue) {
+        out.push({
+          at: since + t.prescriptionDeadlineMs,
+          action: { type: 'prescription_overdue', patientExamId: e.patientExamId },
+        });
+      }
+      out.push({
+        at: since + t.prescriptionHardLimitMs,
+        action: { type: 'give_up', patientExamId: e.patientExamId, what: 'prescription' },
+      });
+    } else if (phase === 'awaiting_tracking' && e.prescriptionConfirmedAt) {
+      const since = Date.parse(e.prescriptionConfirmedAt);
+      if (!e.trackingOverdue) {
+        out.push({
+          at: since + t.trackingDeadlineMs,
+          action: { type: 'tracking_overdue', patientExamId: e.patientExamId },
+        });
+      }
+      out.push({
+        at: since + t.trackingHardLimitMs,
+        action: { type: 'give_up', patientExamId: e.patientExamId, what: 'tracking' },
+      });
+    }
+  }
+  return out.sort((a, b) => a.at - b.at);
+}
+
+export function dueActions(state: JourneyState, now: number): DueAction[] {
+  return schedule(state)
+    .filter((s) => s.at <= now)
+    .map((s) => s.action);
+}
+
+export function nextDeadline(state: JourneyState): number | null {
+  return schedule(state)[0]?.at ?? null;
+}
+
+// ---- what the outside sees ---------------------------------------------------------------------------------------
+
+export interface ExamSnapshot {
+  patientExamId: number;
+  examId: number;
+  examTitle: string;
+  rxType: 1 | 2;
+  fulfilment: Fulfilment;
+  phase: ExamPhase;
+  status: ExamStatus;
+  rxStatus: string | null;
+  verdictAt: string | null;
+  verdictSource: PatientExamState['verdictSource'];
+  examUrl: string | null;
+  reason: string | null;
+  providerName: string | null;
+  prescriptionOverdue: boolean;
+  trackingOverdue: boolean;
+  gaveUpWaiting: PatientExamState['gaveUpWaiting'];
+  prescriptions: PrescriptionState[];
+  attachmentsUploaded: string[];
+  answersSubmitted: number;
+  reinviteOf: number | null;
+  reinvitedAs: number | null;
+  cancelledAt: string | null;
+}
+
+export interface JourneySnapshot {
+  journeyId: string;
+  clinicId: string;
+  scenario: ScenarioType;
+  stage: JourneyStage;
+  startedAt: string;
+  updatedAt: string;
+  meetings: { meetingUuid: string; meetingUrl: string; createdAt: string; remindersSent: number }[];
+  exams: ExamSnapshot[];
+  deadlines: { at: string; action: DueAction['type']; patientExamId?: number; meetingUuid?: string }[];
+  events: ReceivedEvent[];
+  attention: Attention[];
+  lastError: ErrorFacts | null;
+}
+
+export function snapshot(state: JourneyState): JourneySnapshot {
+  return {
+    journeyId: state.journeyId,
+    clinicId: state.clinicId,
+    scenario: state.scenario,
+    stage: stageOf(state),
+    startedAt: state.startedAt,
+    updatedAt: state.updatedAt,
+    meetings: state.meetings.map(({ meetingUuid, meetingUrl, createdAt, remindersSent }) => ({
+      meetingUuid,
+      meetingUrl,
+      createdAt,
+      remindersSent,
+    })),
+    exams: state.exams.map((e) => ({
+      patientExamId: e.patientExamId,
+      examId: e.examId,
+      examTitle: e.examTitle,
+      rxType: e.rxType,
+      fulfilment: e.fulfilment,
+      phase: examPhase(state, e),
+      status: e.status,
+      rxStatus: e.rxStatus,
+      verdictAt: e.verdictAt,
+      verdictSource: e.verdictSource,
+      examUrl: e.examUrl,
+      reason: e.reason,
+      providerName: e.providerName,
+      prescriptionOverdue: e.prescriptionOverdue,
+      trackingOverdue: e.trackingOverdue,
+      gaveUpWaiting: e.gaveUpWaiting,
+      prescriptions: e.prescriptions,
+      attachmentsUploaded: e.attachmentsUploaded,
+      answersSubmitted: e.answersSubmitted,
+      reinviteOf: e.reinviteOf,
+      reinvitedAs: e.reinvitedAs,
+      cancelledAt: e.cancelledAt,
+    })),
+    deadlines: schedule(state).map((s) => ({
+      at: new Date(s.at).toISOString(),
+      action: s.action.type,
+      ...('patientExamId' in s.action ? { patientExamId: s.action.patientExamId } : {}),
+      ...('meetingUuid' in s.action ? { meetingUuid: s.action.meetingUuid } : {}),
+    })),
+    events: state.received,
+    attention: state.attention,
+    lastError: state.lastError,
+  };
+}
+
+/** The workflow's result: what happened, without PHI. */
+export type JourneySummary = Omit<JourneySnapshot, 'events' | 'deadlines'> & {
+  endedAt: string;
+  eventsApplied: number;
+  eventsIgnored: number;
+};
+
+export function summary(state: JourneyState, endedAt: string): JourneySummary {
+  const { events: _events, deadlines: _deadlines, ...rest } = snapshot(state);
+  return {
+    ...rest,
+    endedAt,
+    eventsApplied: state.received.filter((r) => r.disposition === 'applied').length,
+    eventsIgnored: state.received.filter((r) => r.disposition !== 'applied').length,
+  };
+}
+
+/** Search attribute values: no PHI, only ids, stages and statuses. */
+export function searchAttributesOf(state: JourneyState) {
+  const uniq = (xs: string[]) => [...new Set(xs)].sort();
+  return {
+    JourneyStage: stageOf(state),
+    ExamStatus: uniq(state.exams.map((e) => e.status)),
+    RxStatus: uniq(state.exams.flatMap((e) => (e.rxStatus ? [e.rxStatus] : []))),
+    NeedsAttention: state.attention.length > 0,
+  };
+}

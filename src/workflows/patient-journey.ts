@@ -1,0 +1,607 @@
+// One durable workflow per invite: check the catalog, invite, prepare (attachments, answers), then follow the
+// service's callbacks 1 -> 2 -> 3 with timers for the waits that can go wrong. State lives in the pure reducer.
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  TimeoutFailure,
+  upsertSearchAttributes,
+  log,
+} from '@temporalio/workflow';
+import { FailureType, type FailureFacts, type JourneyActivities, type ExamNotification } from '../activities/types';
+import { checkAgainstCatalog } from './catalog-rules';
+import {
+  abandonUpdate,
+  addAttachmentUpdate,
+  callbackReceived,
+  cancelUpdate,
+  resendUpdate,
+  retryUpdate,
+  SearchAttr,
+  snapshotQuery,
+  submitAnswersUpdate,
+  type AddAttachmentRequest,
+  type CancelRequest,
+  type CancelResult,
+  type ResendRequest,
+  type SubmitAnswersRequest,
+} from './definitions';
+import type { JourneyInput } from './journey-request';
+import {
+  cancellableExams,
+  dueActions,
+  findExam,
+  initialState,
+  isFinished,
+  nextDeadline,
+  reduce,
+  searchAttributesOf,
+  snapshot,
+  stageOf,
+  summary,
+  type DueAction,
+  type ErrorFacts,
+  type JourneyEvent,
+  type JourneyState,
+  type JourneySummary,
+} from './journey-state';
+
+// Retry what was not sent and what the server failed on; everything else is decided by the workflow.
+const NON_RETRYABLE = [
+  FailureType.unauthorized,
+  FailureType.account_setup,
+  FailureType.validation,
+  FailureType.already_final,
+  FailureType.ambiguous,
+  FailureType.bad_response,
+  FailureType.attachment_missing,
+];
+
+const service = proxyActivities<JourneyActivities>({
+  startToCloseTimeout: '45 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 minutes',
+    maximumAttempts: 8,
+    nonRetryableErrorTypes: NON_RETRYABLE,
+  },
+});
+
+// The invite is not idempotent at the service: one attempt per activity, and the workflow retries only what was
+// provably not sent. A timeout (worker died mid-call) is ambiguous like any other.
+const invite = proxyActivities<JourneyActivities>({
+  startToCloseTimeout: '60 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+const notify = proxyActivities<JourneyActivities>({
+  startToCloseTimeout: '20 seconds',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 minutes',
+    maximumAttempts: 12,
+    nonRetryableErrorTypes: [FailureType.notification_rejected],
+  },
+});
+
+const INVITE_NOT_SENT_RETRIES = 6;
+
+interface Classified {
+  facts: FailureFacts;
+  failureType: string;
+}
+
+function classify(err: unknown, operation: string): Classified {
+  if (err instanceof ActivityFailure) {
+    const cause = err.cause;
+    if (cause instanceof ApplicationFailure) {
+      const facts = (cause.details?.[0] as FailureFacts | undefined) ?? { kind: cause.type ?? 'unknown', operation };
+      return { facts, failureType: cause.type ?? 'unknown' };
+    }
+    if (cause instanceof TimeoutFailure) {
+      return { facts: { kind: 'ambiguous', operation }, failureType: FailureType.ambiguous };
+    }
+  }
+  return { facts: { kind: 'unknown', operation }, failureType: 'unknown' };
+}
+
+function errorFacts(c: Classified, at: string): ErrorFacts {
+  const f = c.facts;
+  const parts = [`${f.operation} failed: ${f.kind}`];
+  if (f.httpStatus) parts.push(`HTTP ${f.httpStatus}`);
+  if (f.field) parts.push(`field ${f.field}`);
+  if (f.setupCode) parts.push(f.setupCode);
+  return {
+    kind: f.kind,
+    operation: f.operation,
+    message: parts.join(', '),
+    at,
+    ...(f.httpStatus !== undefined ? { httpStatus: f.httpStatus } : {}),
+    ...(f.field !== undefined ? { field: f.field } : {}),
+    ...(f.setupCode !== undefined ? { setupCode: f.setupCode } : {}),
+  };
+}
+
+const nowIso = () => new Date().toISOString();
+
+export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
+  let state: JourneyState = initialState(input, nowIso());
+  let publishedAttrs = '';
+  let publishedDigest = '';
+  let sequence = 0;
+  const notifications: Promise<unknown>[] = [];
+
+  const dispatch = (ev: JourneyEvent) => {
+    state = reduce(state, ev);
+    publish();
+  };
+
+  /** Keeps search attributes, the UI's details line and the clinic's notifications in step with the state. */
+  function publish() {
+    const attrs = searchAttributesOf(state);
+    const attrsKey = JSON.stringify(attrs);
+    if (attrsKey !== publishedAttrs) {
+      publishedAttrs = attrsKey;
+      upsertSearchAttributes([
+        { key: SearchAttr.ClinicId, value: state.clinicId },
+        { key: SearchAttr.Scenario, value: state.scenario },
+        { key: SearchAttr.JourneyStage, value: attrs.JourneyStage },
+        { key: SearchAttr.ExamStatus, value: attrs.ExamStatus },
+        { key: SearchAttr.RxStatus, value: attrs.RxStatus },
+        { key: SearchAttr.NeedsAttention, value: attrs.NeedsAttention },
+      ]);
+      setCurrentDetails(
+        `${state.scenario} journey, stage ${attrs.JourneyStage}; exams: ${
+          state.exams.map((e) => `${e.patientExamId} ${e.status}${e.rxStatus ? ` (${e.rxStatus})` : ''}`).join(', ') ||
+          'not invited yet'
+        }`,
+      );
+    }
+    if (!input.notificationUrl) return;
+    const notification = notificationOf(state);
+    const digest = JSON.stringify({ ...notification, sequence: 0, occurredAt: '' });
+    if (digest === publishedDigest) return;
+    publishedDigest = digest;
+    notification.sequence = ++sequence;
+    notifications.push(
+      notify.notifyClinic({ url: input.notificationUrl, notification }).catch((err: unknown) => {
+        log.warn('clinic notification not delivered', { sequence: notification.sequence });
+        state = reduce(state, {
+          type: 'error_recorded',
+          at: nowIso(),
+          error: errorFacts(classify(err, 'notify_clinic'), nowIso()),
+        });
+      }),
+    );
+  }
+
+  // ---- messages ---------------------------------------------------------------------------------------------------
+
+  setHandler(callbackReceived, (sig) => {
+    dispatch({ type: 'callback', at: nowIso(), deliveryId: sig.deliveryId, callback: sig.callback });
+  });
+  setHandler(snapshotQuery, () => snapshot(state));
+
+  const refuseWhenFinished = () => {
+    if (isFinished(state)) throw new Error(`the journey is ${stageOf(state)}`);
+  };
+  const refuseUnknownExam = (patientExamId: number | undefined) => {
+    if (patientExamId !== undefined && !findExam(state, patientExamId)) {
+      throw new Error(`patient exam ${patientExamId} is not part of this journey`);
+    }
+  };
+  const refuseUnlessPending = (patientExamId: number, what: string) => {
+    refuseWhenFinished();
+    refuseUnknownExam(patientExamId);
+    const exam = findExam(state, patientExamId)!;
+    if (exam.status !== 'pending') throw new Error(`cannot ${what}: patient exam ${patientExamId} is ${exam.status}`);
+  };
+
+  setHandler(
+    cancelUpdate,
+    async (req): Promise<CancelResult> => {
+      await condition(() => !state.inviteInFlight);
+      if (state.meetings.length === 0) {
+        // Nothing was invited (or the invite is in doubt and parked): the journey just ends.
+        dispatch({ type: 'journey_cancelled', at: nowIso() });
+        return { cancelled: [], alreadyFinal: [] };
+      }
+      const targets = cancellableExams(state).filter(
+        (e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId,
+      );
+      const result: CancelResult = { cancelled: [], alreadyFinal: [] };
+      for (const exam of targets) {
+        const r = await service.cancelInvite({ clinicId: state.clinicId, patientExamId: exam.patientExamId });
+        if (r.outcome === 'already_final') {
+          // The provider acted; its callback is on the way or lost. The deadline path will tell which.
+          result.alreadyFinal.push({ patientExamId: exam.patientExamId, status: r.finalStatus ?? 'final' });
+        } else {
+          dispatch({ type: 'exam_cancelled', at: nowIso(), patientExamId: exam.patientExamId, by: 'clinic' });
+          result.cancelled.push(exam.patientExamId);
+        }
+      }
+      return result;
+    },
+    {
+      validator: (req: CancelRequest) => {
+        refuseWhenFinished();
+        refuseUnknownExam(req.patientExamId);
+        if (state.meetings.length === 0 || state.inviteInFlight) return;
+        const targets = cancellableExams(state).filter(
+          (e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId,
+        );
+        if (targets.length === 0) {
+          const statuses = state.exams
+            .filter((e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId)
+            .map((e) => `${e.patientExamId}: ${e.status}`)
+            .join(', ');
+          throw new Error(`nothing to cancel: the provider has already acted (${statuses})`);
+        }
+      },
+    },
+  );
+
+  setHandler(
+    resendUpdate,
+    async (req) => {
+      const targets =
+        req.patientExamId !== undefined ? [req.patientExamId] : [cancellableExams(state)[0]!.patientExamId];
+      for (const id of targets) await service.resendInvite({ clinicId: state.clinicId, patientExamId: id });
+      return { resent: targets };
+    },
+    {
+      validator: (req: ResendRequest) => {
+        refuseWhenFinished();
+        if (req.patientExamId !== undefined) refuseUnlessPending(req.patientExamId, 'resend');
+        else if (cancellableExams(state).length === 0) throw new Error('no invite is waiting for the patient');
+      },
+    },
+  );
+
+  setHandler(
+    submitAnswersUpdate,
+    async (req) => {
+      const exam = findExam(state, req.patientExamId)!;
+      const r = await service.submitAnswers({
+        clinicId: state.clinicId,
+        meetingUuid: exam.meetingUuid,
+        patientExamId: exam.patientExamId,
+        answers: req.answers,
+      });
+      dispatch({ type: 'answers_submitted', at: nowIso(), patientExamId: exam.patientExamId, count: r.answered });
+      return r;
+    },
+    { validator: (req: SubmitAnswersRequest) => refuseUnlessPending(req.patientExamId, 'submit answers') },
+  );
+
+  setHandler(
+    addAttachmentUpdate,
+    async (req) => {
+      const r = await service.uploadAttachment({
+        clinicId: state.clinicId,
+        patientExamId: req.patientExamId,
+        attachment: req.attachment,
+      });
+      dispatch({
+        type: 'attachment_uploaded',
+        at: nowIso(),
+        patientExamId: req.patientExamId,
+        kind: req.attachment.kind,
+      });
+      return r;
+    },
+    { validator: (req: AddAttachmentRequest) => refuseUnlessPending(req.patientExamId, 'add an attachment') },
+  );
+
+  const requireAttention = (_req: unknown) => {
+    if (state.attention.length === 0) throw new Error(`the journey does not need attention (stage ${stageOf(state)})`);
+  };
+  setHandler(
+    retryUpdate,
+    (req) => {
+      log.info('operator retry', { actor: req.actor ?? 'unknown' });
+      dispatch({ type: 'attention_resolved', at: nowIso() });
+      return { stage: stageOf(state) };
+    },
+    { validator: requireAttention },
+  );
+  setHandler(
+    abandonUpdate,
+    (req) => {
+      log.info('operator abandon', { actor: req.actor ?? 'unknown' });
+      dispatch({ type: 'journey_abandoned', at: nowIso() });
+      return { stage: stageOf(state) };
+    },
+    { validator: requireAttention },
+  );
+
+  // ---- steps -----------------------------------------------------------------------------------------------------
+
+  /** Parks the journey until an operator retries (true) or it ends another way (false). */
+  async function parkUntilOperator(): Promise<boolean> {
+    await condition(() => state.attention.length === 0 || state.outcome !== null);
+    return state.outcome === null;
+  }
+
+  async function checkCatalog(): Promise<boolean> {
+    for (;;) {
+      try {
+        const catalog = await service.getExamCatalog(state.clinicId);
+        const issues = checkAgainstCatalog(input, catalog);
+        if (issues.length > 0) {
+          dispatch({
+            type: 'journey_failed',
+            at: nowIso(),
+            error: {
+              kind: 'validation',
+              operation: 'catalog_check',
+              message: issues.map((i) => `${i.field}: ${i.message}`).join('; '),
+              field: issues[0]!.field,
+              at: nowIso(),
+            },
+          });
+          return false;
+        }
+        dispatch({
+          type: 'catalog_checked',
+          at: nowIso(),
+          exams: catalog
+            .filter((c) => input.exams.includes(c.examId))
+            .map((c) => ({ examId: c.examId, title: c.title, rxType: c.rxType })),
+        });
+        return true;
+      } catch (err) {
+        const c = classify(err, 'exam_list');
+        dispatch({ type: 'error_recorded', at: nowIso(), error: errorFacts(c, nowIso()) });
+        dispatch({
+          type: 'attention_needed',
+          at: nowIso(),
+          attention: {
+            code: c.failureType === FailureType.unauthorized ? 'unauthorized' : 'service_unavailable',
+            message: `the exam list could not be read (${c.facts.kind}); retry when the service or the clinic's key is fixed`,
+            facts: { kind: c.facts.kind },
+          },
+        });
+        if (!(await parkUntilOperator())) return false;
+      }
+    }
+  }
+
+  /** Creates one invite, retrying only what provably never reached the service. */
+  async function createInvite(examIds: number[], reinviteOf?: number): Promise<boolean> {
+    for (;;) {
+      dispatch({ type: 'invite_started', at: nowIso() });
+      let notSent = 0;
+      for (;;) {
+        try {
+          const r = await invite.createInvite({ input, examIds });
+          dispatch({
+            type: 'invite_created',
+            at: nowIso(),
+            meetingUuid: r.meetingUuid,
+            meetingUrl: r.meetingUrl,
+            patientExams: r.patientExams,
+            ...(reinviteOf !== undefined ? { reinviteOf } : {}),
+          });
+          return true;
+        } catch (err) {
+          const c = classify(err, 'exam_invite');
+          if (c.failureType === FailureType.not_sent && ++notSent <= INVITE_NOT_SENT_RETRIES) {
+            await sleep(Math.min(2_000 * 2 ** (notSent - 1), 120_000));
+            continue;
+          }
+          dispatch({ type: 'invite_not_created', at: nowIso() });
+          dispatch({ type: 'error_recorded', at: nowIso(), error: errorFacts(c, nowIso()) });
+          if (c.failureType === FailureType.validation || c.failureType === FailureType.bad_response) {
+            dispatch({ type: 'journey_failed', at: nowIso(), error: errorFacts(c, nowIso()) });
+            return false;
+          }
+          dispatch({ type: 'attention_needed', at: nowIso(), attention: inviteAttention(c, examIds) });
+          break;
+        }
+      }
+      if (!(await parkUntilOperator())) return false;
+    }
+  }
+
+  async function prepare(patientExamIds: number[]) {
+    dispatch({ type: 'preparation_started', at: nowIso() });
+    for (const id of patientExamIds) {
+      const exam = findExam(state, id);
+      if (!exam) continue;
+      for (const a of (input.attachments ?? []).filter((x) => x.examId === exam.examId)) {
+        try {
+          await service.uploadAttachment({ clinicId: state.clinicId, patientExamId: id, attachment: a.attachment });
+          dispatch({ type: 'attachment_uploaded', at: nowIso(), patientExamId: id, kind: a.attachment.kind });
+        } catch (err) {
+          dispatch({
+            type: 'error_recorded',
+            at: nowIso(),
+            error: errorFacts(classify(err, 'exam_upload_attachment'), nowIso()),
+          });
+        }
+      }
+      const answers = input.answers?.find((x) => x.examId === exam.examId)?.answers;
+      if (answers?.length) {
+        try {
+          const r = await service.submitAnswers({
+            clinicId: state.clinicId,
+            meetingUuid: exam.meetingUuid,
+            patientExamId: id,
+            answers,
+          });
+          dispatch({ type: 'answers_submitted', at: nowIso(), patientExamId: id, count: r.answered });
+        } catch (err) {
+          dispatch({
+            type: 'error_recorded',
+            at: nowIso(),
+            error: errorFacts(classify(err, 'exam_submit_answers'), nowIso()),
+          });
+        }
+      }
+    }
+    dispatch({ type: 'preparation_finished', at: nowIso() });
+  }
+
+  async function perform(action: DueAction) {
+    const at = nowIso();
+    switch (action.type) {
+      case 'send_reminder':
+        try {
+          await service.resendInvite({ clinicId: state.clinicId, patientExamId: action.patientExamId });
+        } catch (err) {
+          dispatch({ type: 'error_recorded', at, error: errorFacts(classify(err, 'exam_invite_resend'), at) });
+        }
+        dispatch({ type: 'reminder_sent', at: nowIso(), meetingUuid: action.meetingUuid });
+        return;
+      case 'expire_meeting': {
+        for (const id of action.patientExamIds) {
+          if (findExam(state, id)?.status !== 'pending') continue;
+          let r;
+          try {
+            r = await service.cancelInvite({ clinicId: state.clinicId, patientExamId: id });
+          } catch (err) {
+            const c = classify(err, 'exam_invite_cancel');
+            dispatch({ type: 'error_recorded', at: nowIso(), error: errorFacts(c, nowIso()) });
+            dispatch({
+              type: 'attention_needed',
+              at: nowIso(),
+              attention: {
+                code: 'service_unavailable',
+                message: `the consultation deadline passed but the invite could not be cancelled (${c.facts.kind})`,
+                patientExamId: id,
+                facts: { kind: c.facts.kind },
+              },
+            });
+            return;
+          }
+          if (r.outcome === 'already_final') {
+            const status = r.finalStatus ?? 'Approved';
+            dispatch({ type: 'expiry_found_verdict', at: nowIso(), patientExamId: id, status });
+            dispatch({
+              type: 'attention_needed',
+              at: nowIso(),
+              attention: {
+                code: 'verdict_lost',
+                message: `the service reports patient exam ${id} as ${status} but its callback never arrived`,
+                patientExamId: id,
+                facts: { patientExamId: id, status },
+              },
+            });
+          } else {
+            dispatch({ type: 'exam_cancelled', at: nowIso(), patientExamId: id, by: 'expiry' });
+          }
+        }
+        dispatch({ type: 'expiry_handled', at: nowIso(), meetingUuid: action.meetingUuid });
+        return;
+      }
+      case 'reinvite': {
+        const created = await createInvite([action.examId], action.patientExamId);
+        if (created) {
+          const latest = state.meetings[state.meetings.length - 1]!;
+          await prepare(latest.patientExamIds);
+        }
+        return;
+      }
+      case 'prescription_overdue':
+      case 'tracking_overdue':
+        dispatch({ type: action.type, at, patientExamId: action.patientExamId });
+        return;
+      case 'give_up':
+        dispatch({ type: 'gave_up_waiting', at, patientExamId: action.patientExamId, what: action.what });
+        return;
+    }
+  }
+
+  // ---- the journey ------------------------------------------------------------------------------------------------
+
+  publish();
+  if ((await checkCatalog()) && state.outcome === null && (await createInvite(input.exams))) {
+    await prepare(state.exams.map((e) => e.patientExamId));
+    while (!isFinished(state)) {
+      if (state.attention.length > 0) {
+        await parkUntilOperator();
+        continue;
+      }
+      const now = Date.now();
+      const due = dueActions(state, now);
+      if (due.length > 0) {
+        await perform(due[0]!);
+        continue;
+      }
+      const next = nextDeadline(state);
+      const version = state.version;
+      if (next === null) await condition(() => state.version !== version);
+      else await condition(() => state.version !== version, Math.max(1, next - now));
+    }
+  }
+  await condition(allHandlersFinished);
+  await Promise.all(notifications);
+  return summary(state, nowIso());
+}
+
+function inviteAttention(c: Classified, examIds: number[]) {
+  const facts = { kind: c.facts.kind, exams: examIds.join(','), httpStatus: c.facts.httpStatus ?? null };
+  switch (c.failureType) {
+    case FailureType.account_setup:
+      return {
+        code: 'account_setup' as const,
+        message: `the clinic's account needs setting up at the service (${c.facts.setupCode ?? 'unknown'}); retry once the portal settings are fixed`,
+        facts: { ...facts, setupCode: c.facts.setupCode ?? null },
+      };
+    case FailureType.unauthorized:
+      return {
+        code: 'unauthorized' as const,
+        message: "the service refused the clinic's api key; retry once the key is fixed",
+        facts,
+      };
+    case FailureType.not_sent:
+      return {
+        code: 'service_unavailable' as const,
+        message: 'the service could not be reached; the invite was never sent. Retry when it is back',
+        facts,
+      };
+    default:
+      return {
+        code: 'invite_ambiguous' as const,
+        message:
+          'the invite may or may not have been created (the request was sent but no answer came). Check the service portal: retry only if no invite exists, else abandon',
+        facts,
+      };
+  }
+}
+
+function notificationOf(state: JourneyState): ExamNotification {
+  return {
+    type: 'journey.updated',
+    journeyId: state.journeyId,
+    clinicId: state.clinicId,
+    sequence: 0,
+    stage: stageOf(state),
+    occurredAt: state.updatedAt,
+    exams: state.exams.map((e) => ({
+      patientExamId: e.patientExamId,
+      examId: e.examId,
+      status: e.status,
+      rxStatus: e.rxStatus,
+      prescriptionOverdue: e.prescriptionOverdue,
+      trackingOverdue: e.trackingOverdue,
+      gaveUpWaiting: e.gaveUpWaiting,
+      prescriptions: e.prescriptions.map((rx) => ({
+        prescriptionId: rx.prescriptionId,
+        shipped: rx.tracking !== null,
+      })),
+    })),
+    attention: state.attention.map((a) => ({ code: a.code, message: a.message })),
+    lastError: state.lastError
+      ? { kind: state.lastError.kind, operation: state.lastError.operation, message: state.lastError.message }
+      : null,
+  };
+}
