@@ -81,7 +81,8 @@ export type ScenarioType = Scenario['type'];
 
 export const PrefilledAnswer = z.object({
   no: z.number().int().positive(),
-  question: z.string().min(1).max(2000),
+  /** Filled in from the service's own question list when absent. */
+  question: z.string().min(1).max(2000).optional(),
   answer: z.union([z.string().max(5000), z.array(z.string().max(5000)).max(50)]),
 });
 export type PrefilledAnswer = z.infer<typeof PrefilledAnswer>;
