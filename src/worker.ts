@@ -1,28 +1,12 @@
 // The worker: builds the activities' dependencies from configuration and runs the journey workflows.
 // Scales out by running more of these against the same task queue.
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { DefaultLogger, Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { createActivities, type ActivityDeps, type AttachmentReader } from './activities';
+import { createActivities, type ActivityDeps } from './activities';
+import { LocalFolderAttachmentStore } from './attachments/store';
 import { clinicById, loadConfig, type Config } from './config';
 import { ExamServiceClient } from './exam-service/client';
 import { connectWorkerConnection } from './temporal';
 import { webhookUrl } from './webhook-url';
-
-/** Reads claim-checked attachment bytes from the local attachment folder (`<dir>/<ref>`). */
-export function folderAttachmentReader(dir: string): AttachmentReader {
-  return {
-    async get(ref) {
-      if (!/^att_[A-Za-z0-9_-]+$/.test(ref)) return undefined;
-      try {
-        return { bytes: await readFile(path.join(dir, ref)) };
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-        throw err;
-      }
-    },
-  };
-}
 
 export function activityDeps(config: Config): ActivityDeps & { close(): Promise<void> } {
   const clients = new Map<string, ExamServiceClient>();
@@ -43,7 +27,7 @@ export function activityDeps(config: Config): ActivityDeps & { close(): Promise<
       return client;
     },
     webhookUrlFor: (journeyId) => webhookUrl(config.api.publicBaseUrl, journeyId, config.api.webhookSecret),
-    attachments: folderAttachmentReader(config.attachmentsDir),
+    attachments: new LocalFolderAttachmentStore(config.attachmentsDir),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
     async close() {

@@ -1,0 +1,164 @@
+// End to end on the real Temporal dev server: the real worker and activities call the sandbox over HTTP, and the
+// sandbox's callbacks reach the workflow through a minimal receiver (the API's webhook has its own tests).
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import type { Worker } from '@temporalio/worker';
+import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
+import { parseCallback } from '../../src/exam-service/schemas';
+import { toJourneyCallback } from '../../src/api/callbacks';
+import { loadConfig } from '../../src/config';
+import { createWorker } from '../../src/worker';
+import { patientJourney } from '../../src/workflows';
+import {
+  callbackReceived,
+  journeyWorkflowId,
+  SEARCH_ATTRIBUTE_KEYS,
+  snapshotQuery,
+} from '../../src/workflows/definitions';
+import { startDevServer } from '../support/temporal-env';
+import { journeyInput, requiredAttachments, type ScenarioName } from '../support/journey-requests';
+import { LocalFolderAttachmentStore } from '../../src/attachments/store';
+
+const TASK_QUEUE = 'journeys-integration';
+const HISTORIES = path.resolve(__dirname, '../fixtures/histories');
+
+describe('patient journey on the dev server with the sandbox', () => {
+  let env: TestWorkflowEnvironment;
+  let sandbox: Sandbox;
+  let receiver: Server;
+  let receiverUrl: string;
+  let worker: Worker;
+  let running: Promise<void>;
+  let closeWorker: () => Promise<void>;
+  const received: { journeyId: string; event: number }[] = [];
+  const dataDir = path.join(tmpdir(), `journeys-it-${process.pid}`);
+  const attachments = new LocalFolderAttachmentStore(path.join(dataDir, 'attachments'));
+
+  beforeAll(async () => {
+    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
+    sandbox = await buildSandbox({ providerDelayMs: 300, prescriptionDelayMs: 300, shipmentDelayMs: 300 });
+    receiver = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const journeyId = decodeURIComponent(req.url!.split('/').pop()!);
+        const raw: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        const parsed = parseCallback(raw);
+        res.writeHead(parsed.ok ? 200 : 400).end();
+        if (!parsed.ok) return;
+        received.push({ journeyId, event: parsed.event.event });
+        void env.client.workflow.getHandle(journeyWorkflowId(journeyId)).signal(callbackReceived, {
+          deliveryId: randomUUID(),
+          receivedAt: new Date().toISOString(),
+          callback: toJourneyCallback(parsed.event),
+          raw,
+        });
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks`;
+
+    const config = loadConfig({
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      EXAM_SERVICE_BASE_URL: sandbox.baseUrl,
+      WEBHOOK_SECRET: 'integration-test-webhook-secret',
+      CLINICS_JSON: JSON.stringify([{ clinicId: 'demo-clinic', examServiceApiKey: DEMO_API_KEY }]),
+      DATA_DIR: dataDir,
+    });
+    const created = await createWorker(config, {
+      connection: env.nativeConnection,
+      deps: { webhookUrlFor: (journeyId) => `${receiverUrl}/${encodeURIComponent(journeyId)}` },
+    });
+    worker = created.worker;
+    closeWorker = created.close;
+    running = worker.run();
+  });
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await closeWorker?.();
+    await sandbox?.close();
+    await new Promise((resolve) => receiver?.close(resolve));
+    await env?.teardown();
+  });
+
+  async function runJourney(name: ScenarioName, outcome?: string) {
+    const journeyId = `it-${name}-${randomUUID().slice(0, 8)}`;
+    const input = journeyInput(journeyId, name, outcome);
+    input.attachments = await requiredAttachments(attachments, input.exams);
+    const handle = await env.client.workflow.start(patientJourney, {
+      taskQueue: TASK_QUEUE,
+      workflowId: journeyWorkflowId(journeyId),
+      args: [input],
+    });
+    const result = await handle.result();
+    const snapshot = await handle.query(snapshotQuery);
+    if (process.env.RECORD_HISTORIES) {
+      const history = await handle.fetchHistory();
+      writeFileSync(
+        path.join(HISTORIES, `${name}${outcome ? `-${outcome.toLowerCase().replace(/\W+/g, '-')}` : ''}.json`),
+        historyToJSON(history),
+      );
+    }
+    return { journeyId, result, snapshot, handle };
+  }
+
+  it('completes a GFE journey on event 1', async () => {
+    const { journeyId, result, snapshot } = await runJourney('gfe');
+    expect(result.stage).toBe('completed');
+    expect(result.exams).toEqual([
+      expect.objectContaining({ examId: 101, status: 'Approved', verdictSource: 'callback' }),
+    ]);
+    expect(snapshot.events.map((e) => [e.event, e.disposition])).toEqual([[1, 'applied']]);
+    expect(received.filter((r) => r.journeyId === journeyId).map((r) => r.event)).toEqual([1]);
+  });
+
+  it('completes a partner-pharmacy journey through events 1, 2 and 3', async () => {
+    const { journeyId, result, snapshot, handle } = await runJourney('partner_pharmacy');
+    expect(result.stage).toBe('completed');
+    const exam = result.exams[0]!;
+    expect(exam).toMatchObject({ status: 'Approved', rxStatus: 'Pharmacy Confirmed', fulfilment: 'partner' });
+    expect(exam.prescriptions.length).toBeGreaterThan(0);
+    expect(exam.attachmentsUploaded).toEqual(['Lab']);
+    expect(exam.prescriptions.every((rx) => rx.tracking?.trackingNumber)).toBe(true);
+    const events = received.filter((r) => r.journeyId === journeyId).map((r) => r.event);
+    expect(events).toEqual([1, 2, ...exam.prescriptions.map(() => 3)]);
+    expect(snapshot.events.every((e) => e.disposition === 'applied')).toBe(true);
+    const description = await handle.describe();
+    expect(description.searchAttributes).toMatchObject({
+      JourneyStage: ['completed'],
+      ExamStatus: ['Approved'],
+      RxStatus: ['Pharmacy Confirmed'],
+      NeedsAttention: [false],
+      ClinicId: ['demo-clinic'],
+      Scenario: ['partner_pharmacy'],
+    });
+  });
+
+  it('completes urgent-care and choose-your-own-pharmacy journeys on events 1 and 2', async () => {
+    for (const name of ['urgent_care', 'custom_pharmacy'] as const) {
+      const { journeyId, result } = await runJourney(name);
+      expect(result.stage).toBe('completed');
+      expect(result.exams[0]).toMatchObject({
+        status: 'Approved',
+        fulfilment: 'custom',
+        rxStatus: 'Pharmacy Confirmed',
+      });
+      expect(received.filter((r) => r.journeyId === journeyId).map((r) => r.event)).toEqual([1, 2]);
+    }
+  });
+
+  it('ends a rejected prescription journey on event 1', async () => {
+    const { journeyId, result } = await runJourney('partner_pharmacy', 'Prescription Reject');
+    expect(result.stage).toBe('completed');
+    expect(result.exams[0]).toMatchObject({ status: 'Rejected', rxStatus: null });
+    expect(received.filter((r) => r.journeyId === journeyId).map((r) => r.event)).toEqual([1]);
+  });
+});
