@@ -67,7 +67,10 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
 
 async function main() {
   const config = loadConfig();
-  Runtime.install({ logger: new DefaultLogger(config.logLevel === 'silent' ? 'ERROR' : 'INFO') });
+  const levels = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN' } as const;
+  Runtime.install({
+    logger: new DefaultLogger(config.logLevel in levels ? levels[config.logLevel as keyof typeof levels] : 'ERROR'),
+  });
   const running = await createWorker(config);
   console.log(
     `worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace})`,

@@ -1,0 +1,219 @@
+// The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
+// the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import path from 'node:path';
+import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
+import { DEMO_API_KEY } from '../src/sandbox/seed';
+
+const root = path.resolve(__dirname, '..');
+const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(root, '.data'));
+const ports = {
+  temporal: Number(process.env.TEMPORAL_PORT ?? 7233),
+  ui: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
+  sandbox: Number(process.env.SANDBOX_PORT ?? 4010),
+  api: Number(process.env.API_PORT ?? 3000),
+};
+export const DEMO_CLINIC_ID = 'demo-clinic';
+export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
+
+const children: { name: string; proc: ChildProcess }[] = [];
+let stopping = false;
+
+function say(message: string) {
+  console.log(`[stack] ${message}`);
+}
+
+/** Local secrets and the demo clinic, made once and kept in the git-ignored data folder. */
+function localConfig(): Record<string, string> {
+  mkdirSync(dataDir, { recursive: true });
+  const secretsFile = path.join(dataDir, 'local-secrets.json');
+  if (!existsSync(secretsFile)) {
+    const secrets = {
+      webhookSecret: randomBytes(32).toString('base64url'),
+      notificationSecret: `whsec_${randomBytes(24).toString('base64')}`,
+    };
+    writeFileSync(secretsFile, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  }
+  const secrets = JSON.parse(readFileSync(secretsFile, 'utf8')) as {
+    webhookSecret: string;
+    notificationSecret: string;
+  };
+  const clinicsFile = path.join(dataDir, 'clinics.json');
+  writeFileSync(
+    clinicsFile,
+    JSON.stringify(
+      [
+        {
+          clinicId: DEMO_CLINIC_ID,
+          name: 'Demo Clinic (sandbox)',
+          examServiceApiKey: DEMO_API_KEY,
+          apiTokenSha256: [createHash('sha256').update(DEMO_CLINIC_TOKEN).digest('hex')],
+          notificationSecret: secrets.notificationSecret,
+        },
+      ],
+      null,
+      2,
+    ),
+    { mode: 0o600 },
+  );
+  return {
+    DATA_DIR: dataDir,
+    TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal}`,
+    EXAM_SERVICE_BASE_URL: `http://127.0.0.1:${ports.sandbox}`,
+    CLINICS_FILE: clinicsFile,
+    WEBHOOK_SECRET: secrets.webhookSecret,
+    API_PORT: String(ports.api),
+    PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${ports.api}`,
+    SANDBOX_PORT: String(ports.sandbox),
+  };
+}
+
+function start(name: string, command: string, args: string[], env: Record<string, string>) {
+  // Own process group: Ctrl-C reaches the stack alone, which then stops the parts in order.
+  const proc = spawn(command, args, {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const prefix = (chunk: Buffer) =>
+    chunk
+      .toString()
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => `[${name}] ${line}\n`)
+      .join('');
+  proc.stdout?.on('data', (c: Buffer) => process.stdout.write(prefix(c)));
+  proc.stderr?.on('data', (c: Buffer) => process.stderr.write(prefix(c)));
+  proc.on('exit', (code, signal) => {
+    if (stopping) return;
+    say(`${name} exited (${signal ?? code}); stopping the stack`);
+    void stop(1);
+  });
+  children.push({ name, proc });
+  return proc;
+}
+
+function waitForPort(port: number, name: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (stopping) return reject(new Error('stopping'));
+        if (Date.now() > deadline) return reject(new Error(`${name} did not listen on port ${port}`));
+        setTimeout(attempt, 250);
+      });
+    };
+    attempt();
+  });
+}
+
+async function stop(code: number) {
+  if (stopping) return;
+  stopping = true;
+  say('stopping...');
+  // Reverse order: API and worker first, so nothing talks to a server that is already gone.
+  for (const { name, proc } of [...children].reverse()) {
+    if (proc.exitCode !== null || proc.signalCode !== null) continue;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        say(`${name} did not stop in 15 s; killing it`);
+        proc.kill('SIGKILL');
+      }, 15_000);
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      proc.kill('SIGTERM');
+    });
+    say(`${name} stopped`);
+  }
+  process.exit(code);
+}
+
+async function main() {
+  say('checking the Temporal tools (installed into .tools/ on first run)...');
+  const tools = spawnSync('bash', [path.join(root, 'scripts/install-temporal-tools.sh')], { stdio: 'inherit' });
+  if (tools.status !== 0) throw new Error('installing the Temporal tools failed');
+
+  const env = localConfig();
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+
+  const temporal = path.join(root, '.tools/bin/temporal');
+  start(
+    'temporal',
+    temporal,
+    [
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(ports.temporal),
+      '--ui-port',
+      String(ports.ui),
+      '--db-filename',
+      path.join(dataDir, 'temporal.db'),
+      '--log-level',
+      'error',
+      // WAL lets readers and the writer work at once; NORMAL syncs at checkpoints, not at every commit.
+      '--sqlite-pragma',
+      'journal_mode=wal',
+      '--sqlite-pragma',
+      'synchronous=normal',
+      ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeType(k.type)}`]),
+      ...(process.env.CODEC_ENDPOINT ? ['--ui-codec-endpoint', process.env.CODEC_ENDPOINT] : []),
+    ],
+    {},
+  );
+  start('sandbox', process.execPath, [require.resolve('tsx/cli'), 'src/sandbox/main.ts'], env);
+  await Promise.all([waitForPort(ports.temporal, 'temporal'), waitForPort(ports.sandbox, 'sandbox')]);
+  start('worker', process.execPath, [require.resolve('tsx/cli'), 'src/worker.ts'], env);
+  const hasApi = existsSync(path.join(root, 'src/api/server.ts'));
+  if (hasApi) {
+    start('api', process.execPath, [require.resolve('tsx/cli'), 'src/api/server.ts'], env);
+    await waitForPort(ports.api, 'api');
+  }
+  say('the engine is up:');
+  if (hasApi) {
+    say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
+    say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);
+  }
+  say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
+  say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
+  say(`  sandbox        http://127.0.0.1:${ports.sandbox}  (api_key ${DEMO_API_KEY})`);
+  say(`  data           ${dataDir}`);
+  say('Ctrl-C stops everything.');
+}
+
+function searchAttributeType(type: string): string {
+  const names: Record<string, string> = {
+    KEYWORD: 'Keyword',
+    KEYWORD_LIST: 'KeywordList',
+    BOOL: 'Bool',
+    TEXT: 'Text',
+    INT: 'Int',
+    DOUBLE: 'Double',
+    DATETIME: 'Datetime',
+  };
+  return names[type] ?? type;
+}
+
+process.on('exit', () => {
+  for (const { proc } of children) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+});
+
+main().catch((err: unknown) => {
+  console.error(`[stack] ${err instanceof Error ? err.message : String(err)}`);
+  void stop(1);
+});
