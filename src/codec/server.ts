@@ -1,0 +1,94 @@
+// The codec server: lets operators read decrypted payloads in the Temporal Web UI (Settings > Codec Server, or the
+// dev server's --ui-codec-endpoint). It decrypts for whoever reaches it, so it listens on loopback by default and
+// can require a bearer token; the browser calls it directly, hence CORS for the UI's origins.
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import { timingSafeEqual } from 'node:crypto';
+
+interface JsonPayload {
+  metadata?: Record<string, string>;
+  data?: string;
+}
+
+export interface CodecServerOptions {
+  codec: PayloadCodec;
+  /** Origins allowed to call from a browser, e.g. the Temporal UI's. */
+  corsOrigins: string[];
+  /** When set, requests need `Authorization: Bearer <token>` (the UI can forward one). */
+  token?: string;
+}
+
+const fromJson = (p: JsonPayload): Payload => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+  data: Buffer.from(p.data ?? '', 'base64'),
+});
+const toJson = (p: Payload): JsonPayload => ({
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+  ),
+  data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
+});
+
+const PayloadsBody = {
+  type: 'object',
+  required: ['payloads'],
+  properties: {
+    payloads: {
+      type: 'array',
+      maxItems: 10_000,
+      items: {
+        type: 'object',
+        properties: {
+          metadata: { type: 'object', additionalProperties: { type: 'string' } },
+          data: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+
+export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: 32 * 1024 * 1024 });
+  const allowed = new Set(options.corsOrigins);
+  const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+
+  app.addHook('onRequest', async (request, reply) => {
+    const origin = request.headers.origin;
+    if (origin && allowed.has(origin)) {
+      reply.header('access-control-allow-origin', origin);
+      reply.header('access-control-allow-credentials', 'true');
+      reply.header('vary', 'origin');
+    }
+    if (request.method === 'OPTIONS') {
+      reply.header('access-control-allow-methods', 'POST, OPTIONS');
+      reply.header('access-control-allow-headers', 'content-type, x-namespace, authorization');
+      reply.header('access-control-max-age', '600');
+      return reply.code(204).send();
+    }
+    if (expected) {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        return reply.code(401).send({ error: 'a valid bearer token is required' });
+      }
+    }
+  });
+  app.options('/*', () => undefined);
+
+  for (const op of ['encode', 'decode'] as const) {
+    app.post<{ Body: { payloads: JsonPayload[] } }>(
+      `/${op}`,
+      { schema: { body: PayloadsBody } },
+      async (request, reply) => {
+        try {
+          const out = await options.codec[op](request.body.payloads.map(fromJson));
+          return { payloads: out.map(toJson) };
+        } catch (err) {
+          // The codec's messages name key ids and shapes, never payload content.
+          return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
+        }
+      },
+    );
+  }
+  app.get('/healthz', () => ({ ok: true }));
+  return app;
+}

@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { EncryptionCodec, METADATA_KEY_ID, parseEncryptionKeys } from '../../src/codec/encryption-codec';
+import { buildCodecServer } from '../../src/codec/server';
+
+const key = (id: string) => ({ id, key: randomBytes(32) });
+const PHI = { firstName: 'Maria', lastName: 'Gonzalez', email: 'maria@example.test', dob: '1979-03-02' };
+const payload = (): Payload => defaultPayloadConverter.toPayload(PHI);
+const str = (b?: Uint8Array | null) => Buffer.from(b ?? []).toString('utf8');
+
+describe('EncryptionCodec', () => {
+  it('encrypts with AES-256-GCM, names the key, and hides the content', async () => {
+    const codec = new EncryptionCodec([key('k1')]);
+    const [sealed] = await codec.encode([payload()]);
+    expect(str(sealed!.metadata!.encoding)).toBe('binary/encrypted');
+    expect(str(sealed!.metadata![METADATA_KEY_ID])).toBe('k1');
+    expect(str(sealed!.data)).not.toContain('Maria');
+    expect(str(sealed!.data)).not.toContain('1979-03-02');
+    const [opened] = await codec.decode([sealed!]);
+    expect(defaultPayloadConverter.fromPayload(opened!)).toEqual(PHI);
+  });
+
+  it('uses a fresh nonce each time', async () => {
+    const codec = new EncryptionCodec([key('k1')]);
+    const [a, b] = await codec.encode([payload(), payload()]);
+    expect(Buffer.from(a!.data!).equals(Buffer.from(b!.data!))).toBe(false);
+  });
+
+  it('decrypts payloads of an older key after a rotation, and encrypts with the new one', async () => {
+    const old = key('2026-05');
+    const [sealedOld] = await new EncryptionCodec([old]).encode([payload()]);
+    const rotated = new EncryptionCodec([key('2026-11'), old]);
+    expect(defaultPayloadConverter.fromPayload((await rotated.decode([sealedOld!]))[0]!)).toEqual(PHI);
+    expect(str((await rotated.encode([payload()]))[0]!.metadata![METADATA_KEY_ID])).toBe('2026-11');
+  });
+
+  it('refuses a payload of an unknown key, naming the key id only', async () => {
+    const [sealed] = await new EncryptionCodec([key('gone')]).encode([payload()]);
+    await expect(new EncryptionCodec([key('k2')]).decode([sealed!])).rejects.toThrow('unknown key id "gone"');
+  });
+
+  it('detects tampering', async () => {
+    const codec = new EncryptionCodec([key('k1')]);
+    const [sealed] = await codec.encode([payload()]);
+    const data = Buffer.from(sealed!.data!);
+    data[20] = data[20]! ^ 0xff;
+    await expect(codec.decode([{ ...sealed!, data }])).rejects.toThrow();
+  });
+
+  it('passes payloads that were never encrypted through', async () => {
+    const codec = new EncryptionCodec([key('k1')]);
+    const plain = payload();
+    expect(await codec.decode([plain])).toEqual([plain]);
+  });
+
+  it('parses keys from configuration and rejects bad ones', () => {
+    const k = randomBytes(32).toString('base64');
+    expect(parseEncryptionKeys(`a:${k}, b:${k}`).map((x) => x.id)).toEqual(['a', 'b']);
+    expect(() => parseEncryptionKeys('a:c2hvcnQ=')).toThrow('32 bytes');
+    expect(() => parseEncryptionKeys('nokey')).toThrow('id:base64key');
+  });
+});
+
+describe('codec server', () => {
+  const codec = new EncryptionCodec([key('k1')]);
+  const app = buildCodecServer({ codec, corsOrigins: ['http://127.0.0.1:8233'], token: 'operator-token' });
+  afterAll(() => app.close());
+  const asJson = (p: Payload) => ({
+    metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    data: Buffer.from(p.data!).toString('base64'),
+  });
+
+  it('decodes for the UI with CORS and a token', async () => {
+    const [sealed] = await codec.encode([payload()]);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/decode',
+      headers: { origin: 'http://127.0.0.1:8233', authorization: 'Bearer operator-token', 'x-namespace': 'default' },
+      payload: { payloads: [asJson(sealed!)] },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBe('http://127.0.0.1:8233');
+    const decoded = res.json<{ payloads: { data: string }[] }>().payloads[0]!;
+    expect(JSON.parse(Buffer.from(decoded.data, 'base64').toString('utf8'))).toEqual(PHI);
+  });
+
+  it('answers the browser preflight', async () => {
+    const res = await app.inject({
+      method: 'OPTIONS',
+      url: '/decode',
+      headers: { origin: 'http://127.0.0.1:8233', 'access-control-request-method': 'POST' },
+    });
+    expect(res.statusCode).toBe(204);
+    expect(res.headers['access-control-allow-headers']).toContain('x-namespace');
+  });
+
+  it('refuses callers without the token and origins it does not know', async () => {
+    const res = await app.inject({ method: 'POST', url: '/decode', payload: { payloads: [] } });
+    expect(res.statusCode).toBe(401);
+    const foreign = await app.inject({
+      method: 'POST',
+      url: '/decode',
+      headers: { origin: 'http://evil.example', authorization: 'Bearer operator-token' },
+      payload: { payloads: [] },
+    });
+    expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('answers 400 with the reason for a payload it cannot decrypt', async () => {
+    const [other] = await new EncryptionCodec([key('other')]).encode([payload()]);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/decode',
+      headers: { authorization: 'Bearer operator-token' },
+      payload: { payloads: [asJson(other!)] },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<{ error: string }>().error).toContain('unknown key id "other"');
+  });
+});
