@@ -35,6 +35,7 @@ import type { JourneyInput } from './journey-request';
 import {
   cancellableExams,
   dueActions,
+  examPhase,
   findExam,
   initialState,
   isFinished,
@@ -44,6 +45,7 @@ import {
   snapshot,
   stageOf,
   summary,
+  type Attention,
   type DueAction,
   type ErrorFacts,
   type JourneyEvent,
@@ -204,6 +206,8 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     if (exam.status !== 'pending') throw new Error(`cannot ${what}: patient exam ${patientExamId} is ${exam.status}`);
   };
 
+  const reinvitePending = () => state.exams.some((e) => examPhase(state, e) === 'awaiting_reinvite');
+
   setHandler(
     cancelUpdate,
     async (req): Promise<CancelResult> => {
@@ -227,6 +231,14 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
           result.cancelled.push(exam.patientExamId);
         }
       }
+      // What parked the journey was a deadline cancel that failed for these exams: this cancel settled it.
+      const settled = (a: Attention) =>
+        a.patientExamId !== undefined && findExam(state, a.patientExamId)?.status === 'cancelled';
+      if (result.cancelled.length > 0 && state.attention.length > 0 && state.attention.every(settled)) {
+        dispatch({ type: 'attention_resolved', at: nowIso() });
+      }
+      // No invite is out but a re-invite is due (after Missed/NA): ending the journey is what stops it.
+      if (req.patientExamId === undefined && reinvitePending()) dispatch({ type: 'journey_cancelled', at: nowIso() });
       return result;
     },
     {
@@ -237,7 +249,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
         const targets = cancellableExams(state).filter(
           (e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId,
         );
-        if (targets.length === 0) {
+        if (targets.length === 0 && !(req.patientExamId === undefined && reinvitePending())) {
           const statuses = state.exams
             .filter((e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId)
             .map((e) => `${e.patientExamId}: ${e.status}`)

@@ -1,0 +1,140 @@
+// Callbacks as the service really sends them: duplicated, out of order, before the invite call has even returned,
+// and for patient exams that are not this journey's.
+import type { JourneySnapshot } from '../../src/workflows/journey-state';
+import { FakeExamService } from '../support/fake-exam-service';
+import { journeyInput, startHarness, withJourney, type Harness } from './harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.env.teardown();
+});
+
+const dispositions = (s: JourneySnapshot) => Object.fromEntries(s.events.map((e) => [e.deliveryId, e.disposition]));
+
+describe('callbacks', () => {
+  it('applies 3 before 2 before 1, each delivered twice, in causal order and only once', async () => {
+    await withJourney(h, { input: journeyInput('partner_pharmacy') }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.waitFor('awaiting consultation', (s) => s.stage === 'awaiting_consultation');
+
+      const track = await j.tracking(id, 7001);
+      const trackAgain = await j.tracking(id, 7001);
+      let s = await j.waitFor('tracking buffered', (x) => x.events.length === 2);
+      expect(dispositions(s)).toEqual({ [track]: 'buffered', [trackAgain]: 'duplicate' });
+      expect(s.stage).toBe('awaiting_consultation');
+      expect(s.exams[0]!.prescriptions).toEqual([]);
+
+      const rx = await j.prescription(id);
+      const rxAgain = await j.prescription(id);
+      s = await j.waitFor('prescription buffered', (x) => x.events.length === 4);
+      expect(dispositions(s)).toMatchObject({ [rx]: 'buffered', [rxAgain]: 'duplicate' });
+      expect(s.exams[0]).toMatchObject({ status: 'pending', rxStatus: null });
+
+      const verdict = await j.consultation(id, 'Approved');
+      const verdictAgain = await j.consultation(id, 'Approved');
+      s = await j.waitFor('applied', (x) => x.events.length === 6);
+      expect(dispositions(s)).toEqual({
+        [track]: 'applied',
+        [trackAgain]: 'duplicate',
+        [rx]: 'applied',
+        [rxAgain]: 'duplicate',
+        [verdict]: 'applied',
+        [verdictAgain]: 'duplicate',
+      });
+      // The second package has not shipped: the journey waits for its event 3 only.
+      expect(s.stage).toBe('awaiting_tracking');
+      expect(s.exams[0]).toMatchObject({ status: 'Approved', rxStatus: 'Pharmacy Confirmed' });
+      expect(s.exams[0]!.prescriptions.map((p) => p.tracking?.trackingNumber ?? null)).toEqual(['1Z7001', null]);
+
+      await j.tracking(id, 7002);
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams[0]!.prescriptions.map((p) => p.tracking?.trackingNumber)).toEqual(['1Z7001', '1Z7002']);
+      expect(result.eventsApplied).toBe(4);
+      expect(result.eventsIgnored).toBe(3);
+    });
+  });
+
+  it('keeps the first verdict when a different one arrives later', async () => {
+    await withJourney(h, { input: journeyInput('urgent_care') }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.consultation(id, 'Approved');
+      const rejected = await j.consultation(id, 'Rejected');
+      const s = await j.waitFor('second verdict recorded', (x) => x.events.length === 2);
+      expect(s.events.find((e) => e.deliveryId === rejected)).toMatchObject({
+        disposition: 'ignored',
+        note: 'verdict already Approved',
+      });
+      expect(s.exams[0]!.status).toBe('Approved');
+      expect(s.stage).toBe('awaiting_prescription');
+    });
+  });
+
+  it('buffers event 1 that arrives while the invite call is still on the wire, and applies it after', async () => {
+    const fake = new FakeExamService();
+    const release = fake.hold('exam_invite');
+    await withJourney(h, { fake }, async (j) => {
+      await j.waitForCalls('exam_invite', 1);
+      const id = j.fake.nextPatientExamId;
+      const early = await j.deliver({
+        event: 1,
+        patientExamId: id,
+        examId: 101,
+        examStatus: 'Approved',
+        rxStatus: null,
+        examUrl: null,
+        providerName: 'Dr. Quick',
+        reason: 'fast patient',
+      });
+      const s = await j.waitFor('buffered', (x) => x.events.length === 1);
+      expect(s.stage).toBe('inviting');
+      expect(s.events[0]).toMatchObject({ deliveryId: early, disposition: 'buffered', patientExamId: id });
+
+      release();
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams).toEqual([
+        expect.objectContaining({ patientExamId: id, status: 'Approved', providerName: 'Dr. Quick' }),
+      ]);
+      expect(result.eventsApplied).toBe(1);
+      expect(j.fake.count('exam_invite_resend')).toBe(0);
+    });
+  });
+
+  it('records a callback for a patient exam of another journey as foreign and keeps waiting', async () => {
+    await withJourney(h, {}, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.waitFor('awaiting consultation', (s) => s.stage === 'awaiting_consultation');
+      const stray = await j.consultation(id + 1000, 'Approved');
+      const s = await j.waitFor('stray recorded', (x) => x.events.length === 1);
+      expect(s.events[0]).toMatchObject({ deliveryId: stray, disposition: 'foreign' });
+      expect(s.stage).toBe('awaiting_consultation');
+      expect(s.exams[0]!.status).toBe('pending');
+    });
+  });
+
+  it('ignores a tracking event for a custom pharmacy and a prescription event for a GFE', async () => {
+    await withJourney(h, { input: journeyInput('custom_pharmacy') }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.consultation(id, 'Approved');
+      const shipped = await j.tracking(id, 7001);
+      const s = await j.waitFor('recorded', (x) => x.events.length === 2);
+      expect(s.events[1]).toMatchObject({
+        deliveryId: shipped,
+        disposition: 'ignored',
+        note: 'no tracking for a custom pharmacy',
+      });
+      expect(s.stage).toBe('awaiting_prescription');
+    });
+    await withJourney(h, {}, async (j) => {
+      const id = await j.firstPatientExamId();
+      const rx = await j.prescription(id);
+      const s = await j.waitFor('recorded', (x) => x.events.length === 1);
+      expect(s.events[0]).toMatchObject({ deliveryId: rx, disposition: 'ignored', note: 'not a prescription exam' });
+      expect(s.stage).toBe('awaiting_consultation');
+    });
+  });
+});

@@ -1,0 +1,243 @@
+// How the journey meets the exam service's failures: what it retries by itself, what it parks for an operator (and
+// what the operator's retry/abandon then does), and what ends it. Every failure is a real ExamServiceError thrown by
+// the fake and classified by the real activities.
+import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
+import {
+  FakeExamService,
+  GFE_EXAM,
+  GFE_WITH_LAB,
+  RX_EXAM,
+  RX_EXAM_2,
+  serviceError,
+} from '../support/fake-exam-service';
+import {
+  journeyInput,
+  PHI_VALUES,
+  refusal,
+  searchAttributesOf,
+  startHarness,
+  waitForSearchAttributes,
+  withJourney,
+  type Harness,
+} from './harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.env.teardown();
+});
+
+const MINUTE = 60_000;
+
+describe('an invite that may or may not have been created', () => {
+  it.each([
+    ['a transport failure after sending', serviceError('ambiguous', 'exam_invite'), null],
+    ['HTTP 500', serviceError('server', 'exam_invite'), 500],
+  ])('(%s) is never sent twice by itself: the journey needs attention', async (_what, error, httpStatus) => {
+    const fake = new FakeExamService().failNext('exam_invite', error);
+    await withJourney(h, { fake }, async (j) => {
+      const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      expect(s.attention).toEqual([
+        expect.objectContaining({
+          code: 'invite_ambiguous',
+          message: expect.stringContaining('service portal'),
+          facts: expect.objectContaining({ httpStatus, exams: String(GFE_EXAM.id) }),
+        }),
+      ]);
+      expect(PHI_VALUES.filter((v) => JSON.stringify(s).includes(v))).toEqual([]);
+      expect(s.lastError).toMatchObject({ kind: 'ambiguous', operation: 'exam_invite' });
+      expect(s.exams).toEqual([]);
+      expect(await waitForSearchAttributes(j.handle, 'needs_attention')).toMatchObject({ NeedsAttention: true });
+
+      // However long nobody looks, nothing is re-sent.
+      await j.env.sleep(3 * 24 * 60 * MINUTE);
+      expect(j.fake.count('exam_invite')).toBe(1);
+      expect((await j.snapshot()).stage).toBe('needs_attention');
+    });
+  });
+
+  it('ends as abandoned when the operator abandons it, still with the one invite call', async () => {
+    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    await withJourney(h, { fake }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      await expect(j.handle.executeUpdate(abandonUpdate, { args: [{ actor: 'ops-2' }] })).resolves.toEqual({
+        stage: 'abandoned',
+      });
+      const result = await j.handle.result();
+      expect(result.stage).toBe('abandoned');
+      expect(result.attention).toEqual([]);
+      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'abandoned', NeedsAttention: false });
+    });
+  });
+
+  it('is sent exactly once more when the operator retries, and the journey proceeds', async () => {
+    const fake = new FakeExamService().failNext('exam_invite', serviceError('server', 'exam_invite'));
+    await withJourney(h, { fake }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      await j.handle.executeUpdate(retryUpdate, { args: [{ actor: 'ops-2' }] });
+      const s = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
+      expect(j.fake.count('exam_invite')).toBe(2);
+      expect(s.attention).toEqual([]);
+
+      await j.consultation(s.exams[0]!.patientExamId, 'Approved');
+      expect((await j.handle.result()).stage).toBe('completed');
+      expect(j.fake.count('exam_invite')).toBe(2);
+    });
+  });
+});
+
+describe('an invite that was not sent', () => {
+  it('is retried by the workflow until it goes through', async () => {
+    const fake = new FakeExamService().failNext('exam_invite', serviceError('not_sent', 'exam_invite'), 2);
+    await withJourney(h, { fake }, async (j) => {
+      await j.env.sleep(MINUTE);
+      const s = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
+      expect(j.fake.count('exam_invite')).toBe(3);
+      expect(s.exams).toHaveLength(1);
+      expect(s.attention).toEqual([]);
+    });
+  });
+
+  it('parks as service_unavailable once the retries are used up; retry tries again', async () => {
+    const fake = new FakeExamService().failAlways('exam_invite', serviceError('not_sent', 'exam_invite'));
+    await withJourney(h, { fake }, async (j) => {
+      await j.env.sleep(10 * MINUTE);
+      const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      expect(s.attention).toEqual([expect.objectContaining({ code: 'service_unavailable' })]);
+      expect(j.fake.count('exam_invite')).toBe(7);
+
+      j.fake.stopFailing('exam_invite');
+      await j.handle.executeUpdate(retryUpdate, { args: [{}] });
+      await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
+      expect(j.fake.count('exam_invite')).toBe(8);
+    });
+  });
+});
+
+describe('account setup', () => {
+  it('parks until the clinic fixed its portal and an operator retries; then the invite is created', async () => {
+    const fake = new FakeExamService().failAlways(
+      'exam_invite',
+      serviceError('account_setup', 'exam_invite', { setupCode: 'prescriptive_contract_unsigned' }),
+    );
+    await withJourney(h, { fake, input: journeyInput('urgent_care') }, async (j) => {
+      const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      expect(s.attention).toEqual([
+        expect.objectContaining({
+          code: 'account_setup',
+          message: expect.stringContaining('prescriptive_contract_unsigned'),
+          facts: expect.objectContaining({ setupCode: 'prescriptive_contract_unsigned', httpStatus: 401 }),
+        }),
+      ]);
+      expect(j.fake.count('exam_invite')).toBe(1);
+
+      // An impatient retry while the portal is still not fixed parks it again, after one more call.
+      await j.handle.executeUpdate(retryUpdate, { args: [{}] });
+      await j.waitForCalls('exam_invite', 2);
+      await j.waitFor('needs attention again', (x) => x.stage === 'needs_attention');
+
+      j.fake.stopFailing('exam_invite');
+      await j.handle.executeUpdate(retryUpdate, { args: [{ actor: 'ops-3', note: 'contract signed' }] });
+      const ok = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
+      expect(j.fake.count('exam_invite')).toBe(3);
+      expect(ok.exams[0]).toMatchObject({ examId: RX_EXAM.id, status: 'pending' });
+      expect(await waitForSearchAttributes(j.handle, 'awaiting_consultation')).toMatchObject({ NeedsAttention: false });
+    });
+  });
+});
+
+describe('a refused invite', () => {
+  it('fails the journey at once, naming the field, without a retry and without PHI', async () => {
+    const fake = new FakeExamService().failNext(
+      'exam_invite',
+      serviceError('validation', 'exam_invite', { field: 'phone_number' }),
+    );
+    await withJourney(h, { fake }, async (j) => {
+      const result = await j.handle.result();
+      expect(result.stage).toBe('failed');
+      expect(result.lastError).toMatchObject({ kind: 'validation', operation: 'exam_invite', field: 'phone_number' });
+      expect(result.lastError!.message).toContain('phone_number');
+      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(PHI_VALUES.filter((v) => JSON.stringify(result).includes(v))).toEqual([]);
+      expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'failed', NeedsAttention: false });
+    });
+  });
+});
+
+describe('the catalog check', () => {
+  it.each([
+    {
+      what: 'two prescription exams',
+      input: () => journeyInput('urgent_care', { exams: [RX_EXAM.id, RX_EXAM_2.id] }),
+      field: 'exams',
+      says: 'only one prescription exam',
+    },
+    {
+      what: 'a gfe journey with a prescription exam',
+      input: () => journeyInput('gfe', { exams: [GFE_EXAM.id, RX_EXAM.id] }),
+      field: 'scenario.type',
+      says: 'rx_type 1 exams only',
+    },
+    {
+      what: 'a prescription journey without a prescription exam',
+      input: () => journeyInput('partner_pharmacy', { exams: [GFE_EXAM.id] }),
+      field: 'scenario.type',
+      says: 'needs one prescription exam',
+    },
+    {
+      what: 'a missing required attachment',
+      input: () => journeyInput('gfe', { exams: [GFE_WITH_LAB.id] }),
+      field: 'attachments',
+      says: 'missing Lab',
+    },
+    {
+      what: 'an exam the clinic does not have',
+      input: () => journeyInput('gfe', { exams: [GFE_EXAM.id, 999] }),
+      field: 'exams.1',
+      says: 'exam 999 is not in',
+    },
+  ])('fails $what with the field named, before any invite', async ({ input, field, says }) => {
+    const fake = new FakeExamService();
+    fake.catalog.push(RX_EXAM_2);
+    await withJourney(h, { fake, input: input() }, async (j) => {
+      const result = await j.handle.result();
+      expect(result.stage).toBe('failed');
+      expect(result.lastError).toMatchObject({ kind: 'validation', operation: 'catalog_check', field });
+      expect(result.lastError!.message).toContain(says);
+      expect(result.exams).toEqual([]);
+      expect(j.fake.count('exam_list')).toBe(1);
+      expect(j.fake.count('exam_invite')).toBe(0);
+    });
+  });
+
+  it('parks when the exam list cannot be read (bad key), and proceeds on retry once it can', async () => {
+    const fake = new FakeExamService().failNext('exam_list', serviceError('unauthorized', 'exam_list'));
+    await withJourney(h, { fake }, async (j) => {
+      const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      expect(s.attention).toEqual([expect.objectContaining({ code: 'unauthorized' })]);
+      expect(j.fake.count('exam_invite')).toBe(0);
+      await j.handle.executeUpdate(retryUpdate, { args: [{}] });
+      await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
+      expect(j.fake.count('exam_list')).toBe(2);
+      expect(j.fake.count('exam_invite')).toBe(1);
+    });
+  });
+});
+
+describe('operator updates', () => {
+  it('refuses retry and abandon when nothing needs attention', async () => {
+    await withJourney(h, {}, async (j) => {
+      await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
+      expect(await refusal(j.handle.executeUpdate(retryUpdate, { args: [{}] }))).toBe(
+        'the journey does not need attention (stage awaiting_consultation)',
+      );
+      expect(await refusal(j.handle.executeUpdate(abandonUpdate, { args: [{}] }))).toBe(
+        'the journey does not need attention (stage awaiting_consultation)',
+      );
+      expect((await j.snapshot()).stage).toBe('awaiting_consultation');
+    });
+  });
+});

@@ -1,0 +1,279 @@
+// The four invite scenarios end to end on the time-skipping server, with the real activities against the fake
+// exam service: what the clinic gets back, what operators can filter on, and that none of it carries PHI.
+import {
+  FakeExamService,
+  GFE_EXAM,
+  GFE_EXAM_2,
+  GFE_WITH_LAB,
+  RX_EXAM,
+  serviceError,
+} from '../support/fake-exam-service';
+import {
+  journeyInput,
+  PHI_VALUES,
+  PRESCRIPTIONS,
+  searchAttributesOf,
+  startHarness,
+  waitForSearchAttributes,
+  withJourney,
+  type Harness,
+} from './harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.env.teardown();
+});
+
+const containsPhi = (text: string) => PHI_VALUES.filter((v) => text.includes(v));
+
+describe('good faith exam', () => {
+  it('completes on event 1 with the verdict, keeping search attributes current, without PHI anywhere', async () => {
+    const input = journeyInput('gfe');
+    await withJourney(h, { input }, async (j) => {
+      expect(j.handle.workflowId).toBe(`journey-${input.journeyId}`);
+      const id = await j.firstPatientExamId();
+      await j.waitFor('awaiting consultation', (s) => s.stage === 'awaiting_consultation');
+
+      const waiting = await waitForSearchAttributes(j.handle, 'awaiting_consultation');
+      expect(waiting).toMatchObject({
+        ClinicId: 'clinic-7',
+        Scenario: 'gfe',
+        ExamStatus: ['pending'],
+        RxStatus: [],
+        NeedsAttention: false,
+      });
+      expect(containsPhi(waiting.raw)).toEqual([]);
+
+      // What the service was asked for: one invite carrying the patient, the exam and the journey's webhook.
+      const [invite] = j.fake.callsOf('exam_invite') as Record<string, unknown>[];
+      expect(invite).toMatchObject({
+        exams: [GFE_EXAM.id],
+        email: input.patient.email,
+        tele_state: 'TE',
+        webhook_url: `http://127.0.0.1:1/webhooks/${input.journeyId}`,
+      });
+      expect(invite).not.toHaveProperty('pharmacy_id');
+      expect(invite).not.toHaveProperty('custom_pharmacy');
+
+      await j.consultation(id, 'Approved');
+      const result = await j.handle.result();
+
+      expect(result.stage).toBe('completed');
+      expect(result.exams).toEqual([
+        expect.objectContaining({
+          patientExamId: id,
+          examId: GFE_EXAM.id,
+          status: 'Approved',
+          rxStatus: null,
+          verdictSource: 'callback',
+          providerName: 'Dr. Provider',
+          examUrl: 'https://records.example.test/r.pdf',
+        }),
+      ]);
+      expect(result.meetings).toHaveLength(1);
+      expect(result.eventsApplied).toBe(1);
+      expect(result.lastError).toBeNull();
+      expect(containsPhi(JSON.stringify(result))).toEqual([]);
+
+      const done = await searchAttributesOf(j.handle);
+      expect(done).toMatchObject({ JourneyStage: 'completed', ExamStatus: ['Approved'], NeedsAttention: false });
+      expect(containsPhi(done.raw)).toEqual([]);
+      // No reminder, no cancel: the patient acted in time.
+      expect(j.fake.count('exam_invite_resend')).toBe(0);
+      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+    });
+  });
+
+  it('stacks several rx_type 1 exams in one meeting and completes when every one has a verdict', async () => {
+    const input = journeyInput('gfe', { exams: [GFE_EXAM.id, GFE_EXAM_2.id] });
+    await withJourney(h, { input }, async (j) => {
+      const s = await j.waitFor('two patient exams', (x) => x.exams.length === 2);
+      const [a, b] = s.exams.map((e) => e.patientExamId) as [number, number];
+      expect(s.meetings).toHaveLength(1);
+
+      await j.consultation(a, 'Approved');
+      const half = await j.waitFor('first verdict', (x) => x.exams[0]!.status === 'Approved');
+      expect(half.stage).toBe('awaiting_consultation');
+      const attrs = await waitForSearchAttributes(j.handle, 'awaiting_consultation');
+      expect(attrs.ExamStatus).toEqual(['Approved', 'pending']);
+
+      await j.consultation(b, 'Rejected');
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams.map((e) => [e.examId, e.status])).toEqual([
+        [GFE_EXAM.id, 'Approved'],
+        [GFE_EXAM_2.id, 'Rejected'],
+      ]);
+      expect((await searchAttributesOf(j.handle)).ExamStatus).toEqual(['Approved', 'Rejected']);
+    });
+  });
+});
+
+describe.each(['urgent_care', 'custom_pharmacy'] as const)('%s', (scenario) => {
+  it('completes after events 1 and 2 without waiting for a tracking event', async () => {
+    const input = journeyInput(scenario);
+    await withJourney(h, { input }, async (j) => {
+      const id = await j.firstPatientExamId();
+      const [invite] = j.fake.callsOf('exam_invite') as Record<string, unknown>[];
+      expect(invite).toMatchObject({ exams: [RX_EXAM.id], custom_pharmacy: 1, ncpdpid: '1234567' });
+
+      await j.consultation(id, 'Approved');
+      const approved = await j.waitFor('awaiting prescription', (s) => s.stage === 'awaiting_prescription');
+      expect(approved.exams[0]).toMatchObject({
+        status: 'Approved',
+        fulfilment: 'custom',
+        phase: 'awaiting_prescription',
+      });
+      const waiting = await waitForSearchAttributes(j.handle, 'awaiting_prescription');
+      expect(waiting).toMatchObject({ Scenario: scenario, ExamStatus: ['Approved'], NeedsAttention: false });
+
+      await j.prescription(id, [PRESCRIPTIONS[0]!]);
+      // Real time only: the journey must finish on event 2 itself, not after a tracking timer gave up.
+      const done = await j.waitFor('completed', (s) => s.stage === 'completed');
+      expect(done.deadlines).toEqual([]);
+      const result = await j.handle.result();
+      expect(result.exams[0]).toMatchObject({
+        status: 'Approved',
+        rxStatus: 'Pharmacy Confirmed',
+        gaveUpWaiting: null,
+        trackingOverdue: false,
+        prescriptions: [expect.objectContaining({ prescriptionId: 7001, drugName: 'Semaglutide', tracking: null })],
+      });
+      expect(containsPhi(JSON.stringify(result))).toEqual([]);
+      const attrs = await searchAttributesOf(j.handle);
+      expect(attrs).toMatchObject({ JourneyStage: 'completed', RxStatus: ['Pharmacy Confirmed'] });
+    });
+  });
+});
+
+describe('partner pharmacy', () => {
+  it('waits for event 3 of every prescription, then completes with the tracking in the summary', async () => {
+    const input = journeyInput('partner_pharmacy');
+    await withJourney(h, { input }, async (j) => {
+      const id = await j.firstPatientExamId();
+      const [invite] = j.fake.callsOf('exam_invite') as Record<string, unknown>[];
+      expect(invite).toMatchObject({ custom_pharmacy: 2, pharmacy_id: 7, order_set_id: 'os-semaglutide-1' });
+
+      await j.consultation(id, 'Approved');
+      await j.prescription(id);
+      const shipping = await j.waitFor('awaiting tracking', (s) => s.stage === 'awaiting_tracking');
+      expect(shipping.exams[0]).toMatchObject({ fulfilment: 'partner', rxStatus: 'Pharmacy Confirmed' });
+      const attrs = await waitForSearchAttributes(j.handle, 'awaiting_tracking');
+      expect(attrs).toMatchObject({ ExamStatus: ['Approved'], RxStatus: ['Pharmacy Confirmed'] });
+
+      await j.tracking(id, 7001, '1ZFIRST');
+      const half = await j.waitFor('first shipment', (s) => s.exams[0]!.prescriptions[0]!.tracking !== null);
+      expect(half.stage).toBe('awaiting_tracking');
+
+      await j.tracking(id, 7002, '1ZSECOND');
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams[0]!.gaveUpWaiting).toBeNull();
+      expect(result.exams[0]!.prescriptions).toEqual([
+        expect.objectContaining({
+          prescriptionId: 7001,
+          tracking: expect.objectContaining({ trackingNumber: '1ZFIRST', deliveryService: 'Overnight' }),
+        }),
+        expect.objectContaining({
+          prescriptionId: 7002,
+          tracking: expect.objectContaining({ trackingNumber: '1ZSECOND', orderId: 'order-7002' }),
+        }),
+      ]);
+      expect(result.eventsApplied).toBe(4);
+      expect(containsPhi(JSON.stringify(result))).toEqual([]);
+      expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'completed', NeedsAttention: false });
+    });
+  });
+});
+
+describe('preparation', () => {
+  it('uploads attachments and submits pre-filled answers per patient exam after the invite', async () => {
+    const attachment = (kind: string, ref: string) => ({
+      ref,
+      kind,
+      fileName: `${kind.toLowerCase()}.pdf`,
+      contentType: 'application/pdf',
+      size: 1,
+    });
+    const input = journeyInput('gfe', {
+      exams: [GFE_EXAM.id, GFE_WITH_LAB.id],
+      attachments: [
+        { examId: GFE_WITH_LAB.id, attachment: attachment('Lab', 'att_lab_result_01') },
+        { examId: GFE_WITH_LAB.id, attachment: attachment('ID', 'att_id_photo_0001') },
+      ],
+      answers: [
+        { examId: GFE_EXAM.id, answers: [{ no: 1, answer: 'None' }] },
+        {
+          examId: GFE_WITH_LAB.id,
+          answers: [
+            { no: 1, answer: 'Penicillin' },
+            { no: 2, question: 'Medications?', answer: ['Metformin', 'Lisinopril'] },
+          ],
+        },
+      ],
+    });
+    await withJourney(h, { input }, async (j) => {
+      const s = await j.waitFor('prepared', (x) => x.stage === 'awaiting_consultation');
+      const plain = s.exams.find((e) => e.examId === GFE_EXAM.id)!;
+      const lab = s.exams.find((e) => e.examId === GFE_WITH_LAB.id)!;
+      expect(plain).toMatchObject({ attachmentsUploaded: [], answersSubmitted: 1 });
+      expect(lab).toMatchObject({ attachmentsUploaded: ['Lab', 'ID'], answersSubmitted: 2 });
+
+      // Each went to its own patient exam, after the invite created it.
+      expect(j.fake.calls.map((c) => c.operation)[0]).toBe('exam_list');
+      expect(j.fake.calls.map((c) => c.operation)[1]).toBe('exam_invite');
+      expect(j.fake.callsOf('exam_upload_attachment')).toEqual([
+        expect.objectContaining({ patient_exam_id: lab.patientExamId, kind: 'Lab', content_base64: 'eA==' }),
+        expect.objectContaining({ patient_exam_id: lab.patientExamId, kind: 'ID', file_name: 'id.pdf' }),
+      ]);
+      expect(j.fake.callsOf('exam_submit_answers')).toEqual([
+        {
+          patient_exam_id: plain.patientExamId,
+          answers: [{ no: 1, question: 'Do you have any allergies?', answer: 'None' }],
+        },
+        {
+          patient_exam_id: lab.patientExamId,
+          answers: [
+            { no: 1, question: 'Do you have any allergies?', answer: 'Penicillin' },
+            { no: 2, question: 'Medications?', answer: ['Metformin', 'Lisinopril'] },
+          ],
+        },
+      ]);
+
+      await j.consultation(plain.patientExamId, 'Approved');
+      await j.consultation(lab.patientExamId, 'Approved');
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams.map((e) => e.attachmentsUploaded)).toEqual([[], ['Lab', 'ID']]);
+      expect(containsPhi(JSON.stringify(result))).toEqual([]);
+    });
+  });
+
+  it('records a failed upload as the last error and still waits for the consultation', async () => {
+    const input = journeyInput('gfe', {
+      attachments: [
+        {
+          examId: GFE_EXAM.id,
+          attachment: { ref: 'att_id_photo_0001', kind: 'ID', fileName: 'id.jpg', contentType: 'image/jpeg', size: 1 },
+        },
+      ],
+    });
+    const fake = new FakeExamService().failNext(
+      'exam_upload_attachment',
+      serviceError('validation', 'exam_upload_attachment', { field: 'content_type' }),
+    );
+    await withJourney(h, { input, fake }, async (j) => {
+      const s = await j.waitFor('prepared', (x) => x.stage === 'awaiting_consultation');
+      expect(s.exams[0]!.attachmentsUploaded).toEqual([]);
+      expect(s.lastError).toMatchObject({
+        kind: 'validation',
+        operation: 'exam_upload_attachment',
+        field: 'content_type',
+      });
+      expect(j.fake.count('exam_upload_attachment')).toBe(1);
+    });
+  });
+});
