@@ -60,10 +60,18 @@ const ConfigSchema = z.object({
       .optional(),
     bodyLimitBytes: z.number().int().positive(),
     rateLimitPerMinute: z.number().int().positive(),
+    /** The webhook waits this long for the signal before it spools the callback and answers 200. */
+    webhookSignalBudgetMs: z.number().int().positive(),
+    /** Deadline of the API's own Temporal calls (describe, query, update, a forwarded signal). */
+    temporalTimeoutMs: z.number().int().positive(),
+    /** Longest wait of the spool forwarder between attempts while Temporal is unreachable. */
+    spoolMaxBackoffMs: z.number().int().positive(),
   }),
   dataDir: z.string().min(1),
   attachmentsDir: z.string().min(1),
   spoolDir: z.string().min(1),
+  /** Callbacks no journey could take (unknown or finished journey, unparseable body), kept for operators. */
+  deadLetterDir: z.string().min(1),
   worker: z.object({
     maxCachedWorkflows: z.number().int().positive(),
     maxConcurrentActivities: z.number().int().positive(),
@@ -132,10 +140,14 @@ export function loadConfig(env: Env = process.env): Config {
         adminTokenSha256: env.ADMIN_TOKEN_SHA256,
         bodyLimitBytes: num(ms, env.API_BODY_LIMIT_BYTES, 8 * 1024 * 1024),
         rateLimitPerMinute: num(ms, env.API_RATE_LIMIT_PER_MINUTE, 600),
+        webhookSignalBudgetMs: num(ms, env.WEBHOOK_SIGNAL_BUDGET_MS, 50),
+        temporalTimeoutMs: num(ms, env.API_TEMPORAL_TIMEOUT_MS, 10_000),
+        spoolMaxBackoffMs: num(ms, env.SPOOL_MAX_BACKOFF_MS, 30_000),
       },
       dataDir,
       attachmentsDir: path.resolve(env.ATTACHMENTS_DIR ?? path.join(dataDir, 'attachments')),
       spoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
+      deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
       worker: {
         maxCachedWorkflows: num(ms, env.WORKER_MAX_CACHED_WORKFLOWS, 2_000),
         maxConcurrentActivities: num(ms, env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),

@@ -379,6 +379,8 @@ function drainPending(state: JourneyState): JourneyState {
 }
 
 function receiveCallback(state: JourneyState, p: PendingCallback): JourneyState {
+  // The same HTTP delivery again (the webhook's signal landed although it spooled a copy): nothing new happened.
+  if (state.received.some((r) => r.deliveryId === p.deliveryId)) return state;
   const key = callbackKey(p.callback);
   if (state.seen.includes(key)) return record(state, p, 'duplicate');
   const s = { ...state, seen: [...state.seen, key] };

@@ -184,6 +184,19 @@ describe('journey reducer: delivery quirks', () => {
     ]);
   });
 
+  it('takes the same delivery twice as one (a webhook signal that landed and was also spooled)', () => {
+    const s = invited({ type: 'gfe' }, [GFE]);
+    const once = reduce(s, cb(ev1(100)));
+    const again = reduce(once, {
+      type: 'callback',
+      at: at(HOUR),
+      deliveryId: once.received[0]!.deliveryId,
+      callback: ev1(100),
+    });
+    expect(again).toBe(once);
+    expect(again.received).toEqual([expect.objectContaining({ disposition: 'applied' })]);
+  });
+
   it('applies out-of-order events in causal order: 3 before 2 before 1', () => {
     let s = invited({ type: 'partner_pharmacy', pharmacyId: 1 }, [RX]);
     s = run(s, [cb(ev3(100, 501)), cb(ev3(100, 502)), cb(ev2(100))]);

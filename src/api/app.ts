@@ -1,0 +1,170 @@
+// buildApp(deps): the API as a Fastify instance, dependencies injected (tests pass their own). Layout after
+// fastify/demo: external plugins first (swagger), then the shared context, then one encapsulated plugin per route
+// group, auth and rate limits in the group that needs them.
+import rateLimit from '@fastify/rate-limit';
+import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Client } from '@temporalio/client';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type FastifyPluginAsyncZod,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { LocalFolderAttachmentStore, type AttachmentStore } from '../attachments/store';
+import type { Config } from '../config';
+import { clinicAuth } from './auth';
+import { CallbackDelivery } from './callback-delivery';
+import { CallbackSpool, DeadLetterStore } from './callback-files';
+import type { ApiContext, RouteOptions } from './context';
+import { ClinicExamService, type ExamServiceFor } from './exam-service';
+import { JourneyGateway } from './journeys';
+import { createApiMetrics } from './metrics';
+import { ApiProblem, registerProblemHandlers } from './problem';
+import { adminRoutes } from './routes/admin';
+import { catalogRoutes } from './routes/catalog';
+import { journeyRoutes } from './routes/journeys';
+import { opsRoutes } from './routes/ops';
+import { webhookRoutes } from './routes/webhooks';
+
+export interface ApiDeps {
+  config: Config;
+  temporal: Client;
+  /** The exam-service client acting for a clinic (tests pass fakes or point it at the sandbox). */
+  examServiceFor: ExamServiceFor;
+  attachments?: AttachmentStore;
+  spool?: CallbackSpool;
+  deadLetters?: DeadLetterStore;
+  clock?: () => Date;
+  logger?: FastifyServerOptions['logger'];
+  /** The spool forwarder starts with the app unless false (tests drive it themselves). */
+  startForwarder?: boolean;
+  /** First wait of the forwarder after a failed attempt; doubles up to config.api.spoolMaxBackoffMs. */
+  forwarderMinBackoffMs?: number;
+}
+
+export type ApiApp = FastifyInstance & { journeyApi: ApiContext };
+
+export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
+  const { config } = deps;
+  const now = deps.clock ?? (() => new Date());
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: config.api.bodyLimitBytes,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerProblemHandlers(app);
+
+  const spool = deps.spool ?? new CallbackSpool(config.spoolDir);
+  const deadLetters = deps.deadLetters ?? new DeadLetterStore(config.deadLetterDir);
+  await Promise.all([spool.init(), deadLetters.init()]);
+  const metrics = createApiMetrics({ spoolDepth: () => spool.depth, deadLetters: () => deadLetters.count });
+  const delivery = new CallbackDelivery({
+    temporal: deps.temporal,
+    spool,
+    deadLetters,
+    metrics,
+    budgetMs: config.api.webhookSignalBudgetMs,
+    signalTimeoutMs: config.api.temporalTimeoutMs,
+    maxBackoffMs: config.api.spoolMaxBackoffMs,
+    ...(deps.forwarderMinBackoffMs !== undefined ? { minBackoffMs: deps.forwarderMinBackoffMs } : {}),
+    log: app.log,
+    now,
+  });
+  const ctx: ApiContext = {
+    config,
+    temporal: deps.temporal,
+    journeys: new JourneyGateway({
+      temporal: deps.temporal,
+      taskQueue: config.temporal.taskQueue,
+      timeoutMs: config.api.temporalTimeoutMs,
+      pageTokenSecret: config.api.webhookSecret,
+    }),
+    examService: new ClinicExamService(deps.examServiceFor, config.examService.catalogCacheTtlMs),
+    attachments: deps.attachments ?? new LocalFolderAttachmentStore(config.attachmentsDir),
+    spool,
+    deadLetters,
+    delivery,
+    metrics,
+    now,
+  };
+  app.decorate('journeyApi', ctx);
+  app.decorateRequest('clinic', null);
+
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.httpRequests.inc({
+      route: request.routeOptions.url ?? 'unmatched',
+      method: request.method,
+      status: String(reply.statusCode),
+    });
+  });
+  if (deps.startForwarder !== false) {
+    app.addHook('onReady', (done) => {
+      delivery.start();
+      done();
+    });
+  }
+  // Stop taking new work first (Fastify closes the listener), then let the forwarder finish its current item.
+  app.addHook('onClose', async () => delivery.stop());
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Patient journey engine',
+        version: '1.0.0',
+        description:
+          'Clinic API (/v1), the exam-service webhook receiver, operator routes (/admin) and operations. Errors are application/problem+json (RFC 9457).',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: "a clinic's API token" },
+          adminAuth: { type: 'http', scheme: 'bearer', description: 'the operator token' },
+        },
+      },
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  const opts: RouteOptions = { ctx };
+  await app.register(opsRoutes, opts);
+  await app.register(webhookRoutes, opts);
+  await app.register(adminRoutes, { ...opts, prefix: '/admin' });
+  await app.register(clinicApi, { ...opts, prefix: '/v1' });
+  return app as unknown as ApiApp;
+}
+
+/** Everything a clinic calls: bearer auth, then a rate limit per clinic, multipart for uploads. */
+const clinicApi: FastifyPluginAsyncZod<RouteOptions> = async (app, { ctx }) => {
+  const { config } = ctx;
+  app.addHook('onRequest', clinicAuth(config));
+  // JSON (and multipart for uploads) only: text bodies are a 415, not a confusing type error.
+  app.removeContentTypeParser('text/plain');
+  await app.register(rateLimit, {
+    max: config.api.rateLimitPerMinute,
+    timeWindow: 60_000,
+    hook: 'preHandler',
+    keyGenerator: (request) => `clinic:${request.clinic?.clinicId ?? request.ip}`,
+    errorResponseBuilder: (_request, context) =>
+      new ApiProblem(
+        429,
+        'rate-limited',
+        `more than ${context.max} requests per minute for this clinic; retry in ${context.after}`,
+        { headers: { 'retry-after': String(Math.ceil(context.ttl / 1000)) } },
+      ),
+  });
+  await app.register(multipart, {
+    limits: { fileSize: config.api.bodyLimitBytes, files: 1, fields: 10, parts: 12 },
+  });
+  await app.register(journeyRoutes, { ctx });
+  await app.register(catalogRoutes, { ctx });
+};

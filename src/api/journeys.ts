@@ -1,0 +1,365 @@
+// The API's side of the journey workflows: idempotent start, ownership-checked lookups, the snapshot (query, then
+// result, then visibility), the clinic's list from Temporal visibility, and updates with their failures mapped to
+// problems. Routes stay thin; everything Temporal-specific is here.
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+  WorkflowUpdateFailedError,
+  isGrpcDeadlineError,
+  isGrpcServiceError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowExecutionInfo,
+} from '@temporalio/client';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
+import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
+import { FailureType, type FailureFacts } from '../activities/types';
+import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../workflows/definitions';
+import type { JourneyInput } from '../workflows/journey-request';
+import type { JourneySummary } from '../workflows/journey-state';
+import { ApiProblem, notFound } from './problem';
+import { journeyLinks, type JourneyState } from './schemas';
+import type { z } from 'zod';
+
+const WORKFLOW_TYPE = 'patientJourney';
+/** gRPC status codes the API decides on. */
+const status = { RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
+const WORKFLOW_ID_PREFIX = journeyWorkflowId('');
+
+export interface JourneyGatewayOptions {
+  temporal: Client;
+  taskQueue: string;
+  /** Deadline of describe, query, update and list calls. */
+  timeoutMs: number;
+  /** Key of the page tokens' MAC (a token only works for the clinic and filters it was made for). */
+  pageTokenSecret: string;
+}
+
+export interface StartOutcome {
+  journeyId: string;
+  created: boolean;
+}
+
+type JourneyStateOut = z.output<typeof JourneyState>;
+
+export type JourneyStatus = WorkflowExecutionInfo['status']['name'];
+
+export interface JourneyViewData {
+  journeyId: string;
+  workflowStatus: JourneyStatus;
+  startedAt: string;
+  closedAt: string | null;
+  source: 'query' | 'result' | 'visibility';
+  /** A JourneySnapshot (query), a JourneySummary (result), or what the search attributes tell (visibility). */
+  journey: z.output<typeof JourneyState>;
+  links: ReturnType<typeof journeyLinks>;
+}
+
+const temporalUnavailable = (what: string) =>
+  new ApiProblem(503, 'temporal-unavailable', `${what}: the workflow service is not reachable; try again shortly`, {
+    headers: { 'retry-after': '5' },
+  });
+
+/** Errors of Temporal calls that say nothing about the request: the service is slow or down. */
+function unavailable(err: unknown, what: string): ApiProblem | undefined {
+  if (isGrpcDeadlineError(err)) {
+    return new ApiProblem(504, 'temporal-timeout', `${what}: the workflow service did not answer in time`);
+  }
+  const grpc = isGrpcServiceError(err)
+    ? err
+    : err instanceof Error && isGrpcServiceError(err.cause)
+      ? err.cause
+      : undefined;
+  // UNAVAILABLE, RESOURCE_EXHAUSTED, ABORTED: the server is down, shedding load or racing; anything else is a bug.
+  if (grpc && [status.UNAVAILABLE, status.RESOURCE_EXHAUSTED, status.ABORTED].some((c) => c === Number(grpc.code))) {
+    return temporalUnavailable(what);
+  }
+  return undefined;
+}
+
+type Attributed = Pick<WorkflowExecutionInfo, 'typedSearchAttributes' | 'memo'>;
+
+function searchAttributes(info: Attributed) {
+  const sa = info.typedSearchAttributes;
+  return {
+    clinicId: sa.get(SearchAttr.ClinicId) ?? null,
+    stage: sa.get(SearchAttr.JourneyStage) ?? null,
+    scenario: sa.get(SearchAttr.Scenario) ?? null,
+    examStatus: sa.get(SearchAttr.ExamStatus) ?? [],
+    rxStatus: sa.get(SearchAttr.RxStatus) ?? [],
+    needsAttention: sa.get(SearchAttr.NeedsAttention) ?? null,
+  };
+}
+
+const quoted = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
+export class JourneyGateway {
+  constructor(private readonly o: JourneyGatewayOptions) {}
+
+  #deadline<T>(fn: () => Promise<T>): Promise<T> {
+    return this.o.temporal.connection.withDeadline(Date.now() + this.o.timeoutMs, fn);
+  }
+
+  /** The workflow's description, or undefined when no journey has this id. */
+  async describe(journeyId: string): Promise<WorkflowExecutionDescription | undefined> {
+    const handle = this.o.temporal.workflow.getHandle(journeyWorkflowId(journeyId));
+    try {
+      return await this.#deadline(() => handle.describe());
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw unavailable(err, 'looking up the journey') ?? err;
+    }
+  }
+
+  /** The journey if the clinic owns it; another clinic's journey is as absent as a missing one. */
+  async findOwned(clinicId: string, journeyId: string): Promise<WorkflowExecutionDescription> {
+    const desc = await this.describe(journeyId);
+    if (!desc || desc.type !== WORKFLOW_TYPE || !ownedBy(desc, clinicId)) throw notFound(`journey ${journeyId}`);
+    return desc;
+  }
+
+  /**
+   * Starts the journey once per workflow id. A start that finds the id taken (a replay, or a concurrent twin) is a
+   * replay when the request hash matches and a conflict when it does not.
+   */
+  async start(input: JourneyInput, requestSha256: string): Promise<StartOutcome> {
+    const workflowId = journeyWorkflowId(input.journeyId);
+    try {
+      await this.#deadline(() =>
+        this.o.temporal.workflow.start(WORKFLOW_TYPE, {
+          workflowId,
+          taskQueue: this.o.taskQueue,
+          args: [input],
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+          memo: { clinicId: input.clinicId, requestSha256 },
+          typedSearchAttributes: [
+            { key: SearchAttr.ClinicId, value: input.clinicId },
+            { key: SearchAttr.Scenario, value: input.scenario.type },
+            { key: SearchAttr.JourneyStage, value: 'validating' },
+            { key: SearchAttr.NeedsAttention, value: false },
+          ],
+        }),
+      );
+      return { journeyId: input.journeyId, created: true };
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+        throw unavailable(err, 'starting the journey') ?? err;
+      }
+    }
+    const existing = await this.describe(input.journeyId);
+    const replay = existing && this.isReplay(existing, input.clinicId, requestSha256);
+    if (!replay) throw idempotencyConflict();
+    return { journeyId: input.journeyId, created: false };
+  }
+
+  /** Same clinic and same request hash as the journey that holds this id. */
+  isReplay(desc: WorkflowExecutionDescription, clinicId: string, requestSha256: string): boolean {
+    return ownedBy(desc, clinicId) && desc.memo?.requestSha256 === requestSha256;
+  }
+
+  async view(desc: WorkflowExecutionDescription, journeyId: string): Promise<JourneyViewData> {
+    const base = {
+      journeyId,
+      workflowStatus: desc.status.name,
+      startedAt: desc.startTime.toISOString(),
+      closedAt: desc.closeTime?.toISOString() ?? null,
+      links: journeyLinks(journeyId),
+    };
+    const handle = this.o.temporal.workflow.getHandle(desc.workflowId, desc.runId);
+    try {
+      const snapshot = await this.#deadline(() => handle.query(snapshotQuery));
+      return { ...base, source: 'query', journey: snapshot as unknown as JourneyStateOut };
+    } catch {
+      // No worker answered in time (or the query failed): fall back to what the server alone can tell.
+    }
+    if (desc.status.name === 'COMPLETED') {
+      try {
+        const summary = (await this.#deadline(() => handle.result())) as JourneySummary;
+        return { ...base, source: 'result', journey: summary as unknown as JourneyStateOut };
+      } catch {
+        // fall through to visibility
+      }
+    }
+    const sa = searchAttributes(desc);
+    return {
+      ...base,
+      source: 'visibility',
+      journey: {
+        journeyId,
+        clinicId: sa.clinicId ?? '',
+        scenario: sa.scenario ?? '',
+        stage: (sa.stage ?? 'validating') as JourneyStateOut['stage'],
+        examStatus: sa.examStatus,
+        rxStatus: sa.rxStatus,
+        needsAttention: sa.needsAttention,
+      },
+    };
+  }
+
+  async list(
+    clinicId: string,
+    filters: { stage?: string; scenario?: string; examStatus?: string; needsAttention?: boolean },
+    page: { pageSize: number; nextPageToken?: string },
+  ) {
+    // The clinic is always in the query: nothing else decides what a clinic can see.
+    const clauses = [`WorkflowType = ${quoted(WORKFLOW_TYPE)}`, `ClinicId = ${quoted(clinicId)}`];
+    if (filters.stage) clauses.push(`JourneyStage = ${quoted(filters.stage)}`);
+    if (filters.scenario) clauses.push(`Scenario = ${quoted(filters.scenario)}`);
+    if (filters.examStatus) clauses.push(`ExamStatus = ${quoted(filters.examStatus)}`);
+    if (filters.needsAttention !== undefined) clauses.push(`NeedsAttention = ${String(filters.needsAttention)}`);
+    const { temporal } = this.o;
+    const query = clauses.join(' AND ');
+    const pageToken = page.nextPageToken === undefined ? undefined : this.#openPageToken(page.nextPageToken, query);
+    let response;
+    try {
+      response = await this.#deadline(() =>
+        temporal.workflowService.listWorkflowExecutions({
+          namespace: temporal.options.namespace,
+          // No ORDER BY: SQL visibility (dev server, self-hosted) refuses it; its default order is newest first.
+          query,
+          pageSize: page.pageSize,
+          nextPageToken: pageToken,
+        }),
+      );
+    } catch (err) {
+      throw unavailable(err, 'listing journeys') ?? err;
+    }
+    const infos = await Promise.all(
+      response.executions.map((raw) =>
+        executionInfoFromRaw(raw, temporal.options.loadedDataConverter, raw, temporal.options.namespace),
+      ),
+    );
+    const journeys = infos.map((info) => {
+      const sa = searchAttributes(info);
+      const journeyId = info.workflowId.slice(WORKFLOW_ID_PREFIX.length);
+      return {
+        journeyId,
+        stage: sa.stage,
+        scenario: sa.scenario,
+        examStatus: sa.examStatus,
+        rxStatus: sa.rxStatus,
+        needsAttention: sa.needsAttention,
+        workflowStatus: info.status.name,
+        startedAt: info.startTime.toISOString(),
+        closedAt: info.closeTime?.toISOString() ?? null,
+        links: { self: journeyLinks(journeyId).self },
+      };
+    });
+    const token = response.nextPageToken;
+    return { journeys, nextPageToken: token && token.length > 0 ? this.#sealPageToken(token, query) : null };
+  }
+
+  #pageTokenMac(token: string, query: string): string {
+    return createHmac('sha256', this.o.pageTokenSecret)
+      .update(`journey-list-page\n${query}\n${token}`)
+      .digest('base64url')
+      .slice(0, 22);
+  }
+
+  /** Temporal's token, with a MAC over it and the list's query (which holds the clinic and the filters). */
+  #sealPageToken(raw: Uint8Array, query: string): string {
+    const token = Buffer.from(raw).toString('base64url');
+    return `${token}.${this.#pageTokenMac(token, query)}`;
+  }
+
+  #openPageToken(sealed: string, query: string): Buffer {
+    const at = sealed.lastIndexOf('.');
+    const token = sealed.slice(0, at);
+    const mac = Buffer.from(sealed.slice(at + 1));
+    const expected = Buffer.from(this.#pageTokenMac(token, query));
+    if (at <= 0 || mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
+      throw new ApiProblem(400, 'validation', 'nextPageToken is not a token of this list (same clinic, same filters)', {
+        errors: [{ field: 'querystring.nextPageToken', message: 'not a token of this list' }],
+      });
+    }
+    return Buffer.from(token, 'base64url');
+  }
+
+  /** Runs an update; a validator's refusal is a 409 with its message, the exam service's refusal a 4xx/5xx. */
+  async update<Ret, Arg>(
+    desc: WorkflowExecutionDescription,
+    def: UpdateDefinition<Ret, [Arg]>,
+    arg: Arg,
+  ): Promise<Ret> {
+    if (desc.status.name !== 'RUNNING') throw journeyEnded(desc.status.name);
+    const handle = this.o.temporal.workflow.getHandle(desc.workflowId, desc.runId);
+    try {
+      return await this.#deadline(() => handle.executeUpdate(def, { args: [arg] }));
+    } catch (err) {
+      throw updateProblem(err);
+    }
+  }
+}
+
+function ownedBy(desc: Attributed, clinicId: string): boolean {
+  return desc.typedSearchAttributes.get(SearchAttr.ClinicId) === clinicId || desc.memo?.clinicId === clinicId;
+}
+
+function idempotencyConflict(): ApiProblem {
+  return new ApiProblem(
+    409,
+    'idempotency-conflict',
+    'this Idempotency-Key was already used with a different request body; use a new key for a new journey',
+    { errors: [{ field: 'headers.idempotency-key', message: 'already used with a different body' }] },
+  );
+}
+export { idempotencyConflict };
+
+function journeyEnded(status: string): ApiProblem {
+  return new ApiProblem(409, 'journey-ended', `the journey has ended (workflow ${status.toLowerCase()})`);
+}
+
+const SERVICE_FAILURES: Record<string, { status: number; slug: string; say: string }> = {
+  [FailureType.validation]: { status: 422, slug: 'exam-service-refused', say: 'the exam service refused the request' },
+  [FailureType.already_final]: {
+    status: 409,
+    slug: 'already-final',
+    say: 'the provider has already acted on the exam',
+  },
+  [FailureType.unauthorized]: {
+    status: 502,
+    slug: 'exam-service-unauthorized',
+    say: "the exam service refused the clinic's api key",
+  },
+  [FailureType.account_setup]: {
+    status: 502,
+    slug: 'exam-service-account-setup',
+    say: "the clinic's account at the exam service needs setting up",
+  },
+  [FailureType.attachment_missing]: {
+    status: 409,
+    slug: 'attachment-missing',
+    say: 'the attachment is no longer in the store',
+  },
+};
+
+export function updateProblem(err: unknown): unknown {
+  if (err instanceof WorkflowNotFoundError) return journeyEnded('closed');
+  if (err instanceof WorkflowUpdateFailedError) {
+    const cause = err.cause;
+    if (cause instanceof ActivityFailure) {
+      const failure = cause.cause instanceof ApplicationFailure ? cause.cause : undefined;
+      const facts = failure?.details?.[0] as FailureFacts | undefined;
+      const known = SERVICE_FAILURES[failure?.type ?? ''];
+      const what = known?.say ?? `the exam service call failed (${facts?.kind ?? 'unknown'})`;
+      const detail = [
+        what,
+        facts?.operation && `in ${facts.operation}`,
+        facts?.httpStatus && `HTTP ${facts.httpStatus}`,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      return new ApiProblem(known?.status ?? 502, known?.slug ?? 'exam-service-failed', detail, {
+        ...(facts?.field ? { errors: [{ field: facts.field, message: what }] } : {}),
+      });
+    }
+    // The workflow's validator (or handler) refused: its message says why, e.g. "patient exam 9 is Approved".
+    return new ApiProblem(409, 'refused-by-journey', cause?.message ?? err.message);
+  }
+  return unavailable(err, 'updating the journey') ?? err;
+}

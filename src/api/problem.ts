@@ -1,0 +1,175 @@
+// Every error the API answers is an RFC 9457 problem (application/problem+json) that names what is wrong; bad input
+// is a 4xx, never a 500. The error handler turns framework and validation errors into problems once, here.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const TYPE_BASE = 'https://patient-journeys.dev/problems/';
+
+export const FieldError = z.object({
+  field: z.string().describe('dotted path of the failing field, e.g. patient.dob or exams.0; "(body)" for the body'),
+  message: z.string(),
+});
+export type FieldError = z.infer<typeof FieldError>;
+
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string().optional(),
+    errors: z.array(FieldError).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details' });
+export type Problem = z.infer<typeof Problem>;
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  428: 'Precondition Required',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** An error that is answered as the problem it describes. */
+export class ApiProblem extends Error {
+  readonly status: number;
+  readonly slug: string;
+  readonly errors: FieldError[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    slug: string,
+    detail: string,
+    options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = 'ApiProblem';
+    this.status = status;
+    this.slug = slug;
+    this.errors = options.errors;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export function problemBody(status: number, slug: string, detail: string, errors?: FieldError[]): Problem {
+  return {
+    type: `${TYPE_BASE}${slug}`,
+    title: TITLES[status] ?? (status >= 500 ? 'Server Error' : 'Client Error'),
+    status,
+    detail,
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, problem: Problem, headers: Record<string, string> = {}) {
+  return reply
+    .code(problem.status)
+    .headers(headers)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send({ ...problem, instance: reply.request.url.split('?')[0] });
+}
+
+/** `/patient/dob` -> `patient.dob`; with the part of the request it came from for params and headers. */
+function fieldOf(instancePath: string, context: string | undefined): string {
+  const path = instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+  const prefix = context === 'body' || context === undefined ? '' : `${context}.`;
+  if (path === '') return context === 'body' || context === undefined ? '(body)' : context;
+  return `${prefix}${path}`;
+}
+
+export function validationProblem(errors: FieldError[], detail?: string): ApiProblem {
+  const summary = errors
+    .slice(0, 5)
+    .map((e) => `${e.field}: ${e.message}`)
+    .join('; ');
+  return new ApiProblem(400, 'validation', detail ?? `the request is invalid: ${summary}`, { errors });
+}
+
+/** Issues of a zod error as field errors (used where a schema is checked by hand, not by the route). */
+export function fieldErrorsOf(error: z.ZodError, prefix = ''): FieldError[] {
+  return error.issues.map((i) => ({
+    field: [prefix, ...i.path.map(String)].filter(Boolean).join('.') || '(body)',
+    message: i.message,
+  }));
+}
+
+function fromFastifyError(err: FastifyError): Problem | undefined {
+  // Errors from elsewhere (gRPC, undici) may carry a numeric code: only Fastify's string codes are read here.
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const context = err.validationContext;
+    const errors = err.validation.map((v) => ({
+      field: fieldOf(v.instancePath, context),
+      message: v.message ?? 'is invalid',
+    }));
+    const p = validationProblem(errors);
+    return problemBody(400, p.slug, p.message, errors);
+  }
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return problemBody(413, 'body-too-large', 'the request body is larger than this API accepts', [
+        { field: '(body)', message: 'too large' },
+      ]);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return problemBody(415, 'unsupported-media-type', 'send application/json (or multipart/form-data for uploads)');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return problemBody(400, 'validation', 'the JSON body is empty', [{ field: '(body)', message: 'required' }]);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return problemBody(400, 'malformed-json', 'the body is not valid JSON', [
+        { field: '(body)', message: 'malformed JSON' },
+      ]);
+    case 'FST_ERR_RESPONSE_SERIALIZATION':
+      return undefined;
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) {
+    return problemBody(400, 'malformed-json', `the body is not valid JSON: ${err.message}`, [
+      { field: '(body)', message: 'malformed JSON' },
+    ]);
+  }
+  if (code === 'FST_REQ_FILE_TOO_LARGE' || code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT') {
+    return problemBody(413, 'body-too-large', err.message, [{ field: 'file', message: 'too large or too many parts' }]);
+  }
+  if (code.startsWith('FST_') && err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+    return problemBody(err.statusCode, 'bad-request', err.message);
+  }
+  return undefined;
+}
+
+const isGrpc = (err: unknown) => typeof (err as { code?: unknown }).code === 'number';
+
+export function registerProblemHandlers(app: FastifyInstance) {
+  app.setErrorHandler((err: FastifyError | ApiProblem, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof ApiProblem) {
+      return sendProblem(reply, problemBody(err.status, err.slug, err.message, err.errors), err.headers);
+    }
+    const problem = fromFastifyError(err);
+    if (problem) return sendProblem(reply, problem);
+    // Rate limit errors and other plugin errors with a client status keep it.
+    if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 && !isGrpc(err)) {
+      return sendProblem(reply, problemBody(err.statusCode, 'client-error', err.message));
+    }
+    request.log.error({ err }, 'unhandled error');
+    return sendProblem(reply, problemBody(500, 'internal', 'an unexpected error occurred; it has been logged'));
+  });
+  // The same answer as a wrong webhook token, so a probe learns nothing from the difference.
+  app.setNotFoundHandler((_request, reply) => sendProblem(reply, NOT_FOUND));
+}
+
+export const NOT_FOUND: Problem = problemBody(404, 'not-found', 'there is nothing at this address');
+
+export const notFound = (what: string) => new ApiProblem(404, 'not-found', `${what} not found`);

@@ -1,0 +1,120 @@
+// Operator routes: the dead letters (callbacks no journey took), to read, replay or discard. Admin bearer token.
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { parseCallback } from '../../exam-service/schemas';
+import type { CallbackSignal } from '../../workflows/definitions';
+import { adminAuth } from '../auth';
+import type { DeadLetter } from '../callback-files';
+import { toJourneyCallback } from '../callbacks';
+import type { RouteOptions } from '../context';
+import { ApiProblem, notFound, Problem } from '../problem';
+import { randomUUID } from 'node:crypto';
+import { DeadLetterDetail, DeadLetterList, DeadLetterListQuery, DeadLetterParams, ReplayResponse } from '../schemas';
+
+const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
+const problems = { 401: Problem, 404: Problem };
+
+function summary(letter: DeadLetter): Omit<DeadLetter, 'rawBody'> {
+  const { rawBody: _raw, ...rest } = letter;
+  return rest;
+}
+
+export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+  app.addHook('onRequest', adminAuth(ctx.config));
+
+  app.get(
+    '/dead-letters',
+    {
+      schema: {
+        ...meta,
+        summary: 'Dead letters, oldest first (without their bodies)',
+        querystring: DeadLetterListQuery,
+        response: { 200: DeadLetterList, 400: Problem, ...problems },
+      },
+    },
+    async (request) => {
+      const { limit, after } = request.query;
+      const page = await ctx.deadLetters.list({ limit, ...(after ? { after } : {}) });
+      return { deadLetters: page.letters.map(summary), next: page.next ?? null };
+    },
+  );
+
+  app.get(
+    '/dead-letters/:id',
+    {
+      schema: {
+        ...meta,
+        summary: 'One dead letter with the body as received',
+        params: DeadLetterParams,
+        response: { 200: DeadLetterDetail, ...problems },
+      },
+    },
+    async (request) => {
+      const letter = await ctx.deadLetters.get(request.params.id);
+      if (!letter) throw notFound(`dead letter ${request.params.id}`);
+      return letter;
+    },
+  );
+
+  app.post(
+    '/dead-letters/:id/replay',
+    {
+      schema: {
+        ...meta,
+        summary: 'Deliver a dead letter to its journey again; it is removed once signalled or spooled',
+        params: DeadLetterParams,
+        response: { 200: ReplayResponse, 409: Problem, 422: Problem, ...problems },
+      },
+    },
+    async (request) => {
+      const letter = await ctx.deadLetters.get(request.params.id);
+      if (!letter) throw notFound(`dead letter ${request.params.id}`);
+      const now = ctx.now();
+      const parsed = parseCallback(letter.rawBody);
+      if (!parsed.ok) {
+        await ctx.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
+        throw new ApiProblem(422, 'unparseable-callback', 'the body still is not a callback of the contract', {
+          errors: parsed.issues.map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
+        });
+      }
+      const signal: CallbackSignal = {
+        // The original delivery when it had one, so the journey's audit trail shows one delivery.
+        deliveryId: letter.deliveryId ?? randomUUID(),
+        receivedAt: letter.receivedAt,
+        callback: toJourneyCallback(parsed.event),
+        raw: JSON.parse(letter.rawBody) as unknown,
+      };
+      const outcome = await ctx.delivery.replay(letter.journeyId, signal);
+      if (outcome !== 'signalled' && outcome !== 'spooled') {
+        await ctx.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
+        throw new ApiProblem(
+          409,
+          'journey-unavailable',
+          outcome === 'journey_finished'
+            ? `journey ${letter.journeyId} has finished; it takes no more callbacks`
+            : `no journey ${letter.journeyId} exists`,
+        );
+      }
+      await ctx.deadLetters.remove(letter.id);
+      ctx.metrics.callbacks.inc({ event: String(parsed.event.event), outcome: `replayed_${outcome}` });
+      return { id: letter.id, outcome };
+    },
+  );
+
+  app.delete(
+    '/dead-letters/:id',
+    {
+      schema: {
+        ...meta,
+        summary: 'Discard a dead letter',
+        params: DeadLetterParams,
+        response: { 204: z.undefined(), ...problems },
+      },
+    },
+    async (request, reply) => {
+      if (!(await ctx.deadLetters.remove(request.params.id))) throw notFound(`dead letter ${request.params.id}`);
+      return reply.code(204).send();
+    },
+  );
+  done();
+};

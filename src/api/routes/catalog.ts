@@ -1,0 +1,134 @@
+// The exam service's catalog, passed through for the clinic in one camelCase layout: exams, partner pharmacies and
+// their treatment packages, and the custom pharmacy search (either form; results ready for scenario.pharmacy).
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { requireClinic } from '../auth';
+import type { RouteOptions } from '../context';
+import { Problem } from '../problem';
+import {
+  CatalogExams,
+  CustomPharmacies,
+  PartnerPharmacies,
+  PharmacyParams,
+  PharmacySearchQuery,
+  TreatmentPackages,
+  TreatmentPackagesQuery,
+} from '../schemas';
+import { searchResultPharmacies, type CustomPharmacySearchInput } from '../../exam-service/schemas';
+
+const problems = { 400: Problem, 401: Problem, 429: Problem, 502: Problem, 503: Problem };
+const meta = { tags: ['catalog'], security: [{ bearerAuth: [] }] };
+
+export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+  app.get(
+    '/catalog/exams',
+    { schema: { ...meta, summary: "The clinic's exams", response: { 200: CatalogExams, ...problems } } },
+    async (request) => {
+      const exams = await ctx.examService.exams(requireClinic(request));
+      return {
+        exams: exams.map((e) => ({
+          examId: e.id,
+          title: e.title,
+          rxType: e.rx_type,
+          price: e.price,
+          attachmentsRequired: e.attachments_required,
+          attachments: e.attachments,
+        })),
+      };
+    },
+  );
+
+  app.get(
+    '/catalog/partner-pharmacies',
+    {
+      schema: {
+        ...meta,
+        summary: 'Partner (compounding) pharmacies',
+        response: { 200: PartnerPharmacies, ...problems },
+      },
+    },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const r = await ctx.examService.call(() => ctx.examService.client(clinic).partnerPharmacyList());
+      return { pharmacies: r.pharmacies.map((p) => ({ pharmacyId: p.pharmacy_id, name: p.name, type: p.type })) };
+    },
+  );
+
+  app.get(
+    '/catalog/partner-pharmacies/:pharmacyId/treatment-packages',
+    {
+      schema: {
+        ...meta,
+        summary: "A partner pharmacy's treatment packages for an exam",
+        params: PharmacyParams,
+        querystring: TreatmentPackagesQuery,
+        response: { 200: TreatmentPackages, ...problems },
+      },
+    },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const r = await ctx.examService.call(() =>
+        ctx.examService.client(clinic).treatmentPackages({
+          pharmacy_id: request.params.pharmacyId,
+          exam_id: request.query.examId,
+        }),
+      );
+      return {
+        treatmentPackages: r.treatment_packages.map((p) => ({
+          orderSetId: p.order_set_id,
+          examPosId: p.exam_pos_id === undefined ? null : Number(p.exam_pos_id),
+          drugName: p.drug_name,
+          strength: p.strength,
+          size: p.size,
+          durationDays: p.duration_days,
+          priceCents: p.price,
+        })),
+      };
+    },
+  );
+
+  app.get(
+    '/catalog/pharmacies/search',
+    {
+      schema: {
+        ...meta,
+        summary: 'Search any U.S. pharmacy (for urgent care and choose-your-own pharmacy journeys)',
+        description:
+          'Form A: search (name fragment), zipCode, ncpdpid. Form B: city, state, zipCode, pharmacyName. Any of city, state or pharmacyName selects form B.',
+        querystring: PharmacySearchQuery,
+        response: { 200: CustomPharmacies, ...problems },
+      },
+    },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const q = request.query;
+      const formB = q.city !== undefined || q.state !== undefined || q.pharmacyName !== undefined;
+      const input: CustomPharmacySearchInput = formB
+        ? {
+            ...(q.city !== undefined ? { city: q.city } : {}),
+            ...(q.state !== undefined ? { state: q.state } : {}),
+            ...(q.zipCode !== undefined ? { zip_code: q.zipCode } : {}),
+            ...(q.pharmacyName !== undefined ? { pharmacy_name: q.pharmacyName } : {}),
+          }
+        : {
+            ...(q.search !== undefined ? { search: q.search } : {}),
+            ...(q.zipCode !== undefined ? { zip_code: q.zipCode } : {}),
+            ...(q.ncpdpid !== undefined ? { ncpdpid: q.ncpdpid } : {}),
+          };
+      const r = await ctx.examService.call(() => ctx.examService.client(clinic).customPharmacySearch(input));
+      return {
+        pharmacies: searchResultPharmacies(r).map((p) => ({
+          ncpdpid: p.ncpdpid,
+          name: p.pharmacy_name,
+          addressLine1: p.pharmacy_address_line_1,
+          ...(p.pharmacy_address_line_2 ? { addressLine2: p.pharmacy_address_line_2 } : {}),
+          city: p.pharmacy_city,
+          state: p.pharmacy_state,
+          zipCode: p.pharmacy_zip_code,
+          phone: p.pharmacy_phone,
+          ...(p.pharmacy_type ? { type: p.pharmacy_type } : {}),
+        })),
+      };
+    },
+  );
+  done();
+};

@@ -1,0 +1,305 @@
+// The clinic's journeys: start (idempotent), read, list, and the actions a clinic may take on its own journeys.
+import type { FastifyRequest } from 'fastify';
+import type { FastifyRouteSchemaDef } from 'fastify/types/schema';
+import { validatorCompiler, type FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import { requireClinic } from '../auth';
+import type { ApiContext, RouteOptions } from '../context';
+import { catalogEntry } from '../exam-service';
+import { idempotencyConflict } from '../journeys';
+import { deriveJourneyId, requestSha256 } from '../journey-ids';
+import { fieldErrorsOf, Problem, validationProblem, type FieldError } from '../problem';
+import {
+  AnswersBody,
+  AttachmentMultipartFields,
+  AttachmentMultipartFile,
+  AttachmentResponse,
+  AttachmentUploadJson,
+  CancelBody,
+  IdempotencyHeaders,
+  JourneyAttachmentJson,
+  journeyLinks,
+  JourneyParams,
+  JourneyView,
+  ListJourneysQuery,
+  ListJourneysResponse,
+  ResendBody,
+  StartJourneyBody,
+  StartJourneyResponse,
+  UpdateResponse,
+} from '../schemas';
+import { checkAgainstCatalog } from '../../workflows/catalog-rules';
+import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../workflows/definitions';
+import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../workflows/journey-request';
+
+const problems = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 429: Problem, 503: Problem };
+const security = [{ bearerAuth: [] }];
+
+/** Validates a JSON body, or lets a multipart body through to the handler (which reads its parts itself). */
+const jsonOrMultipart = <S>(route: FastifyRouteSchemaDef<S>) => {
+  const validate = validatorCompiler(route as unknown as FastifyRouteSchemaDef<z.ZodType>);
+  if (route.httpPart !== 'body') return validate;
+  return (data: unknown) => (data === undefined || data === null ? { value: undefined } : validate(data));
+};
+
+interface Upload {
+  bytes: Buffer;
+  kind: string;
+  fileName: string;
+  contentType: string;
+  patientExamId?: number;
+}
+
+/** An attachment from multipart/form-data (fields kind, patientExamId and one file) or from the JSON body. */
+async function readUpload(request: FastifyRequest, json: unknown, withExam: boolean): Promise<Upload> {
+  if (!request.isMultipart()) {
+    if (json === undefined || json === null) {
+      throw validationProblem([{ field: '(body)', message: 'send JSON or multipart/form-data' }]);
+    }
+    const body = json as z.infer<typeof JourneyAttachmentJson>;
+    const bytes = Buffer.from(body.contentBase64, 'base64');
+    return {
+      bytes,
+      kind: body.kind,
+      fileName: body.fileName,
+      contentType: body.contentType,
+      ...(withExam ? { patientExamId: body.patientExamId } : {}),
+    };
+  }
+  const fields: Record<string, string> = {};
+  let file: { bytes: Buffer; fileName: string; contentType: string } | undefined;
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      if (file) throw validationProblem([{ field: 'file', message: 'send one file per request' }]);
+      file = { bytes: await part.toBuffer(), fileName: part.filename, contentType: part.mimetype };
+    } else if (typeof part.value === 'string') {
+      fields[part.fieldname] = part.value;
+    }
+  }
+  const errors: FieldError[] = [];
+  const fieldSchema = withExam ? AttachmentMultipartFields : AttachmentMultipartFields.omit({ patientExamId: true });
+  const parsedFields = fieldSchema.safeParse(fields);
+  if (!parsedFields.success) errors.push(...fieldErrorsOf(parsedFields.error));
+  if (!file) errors.push({ field: 'file', message: 'a file part is required' });
+  else if (file.bytes.length === 0) errors.push({ field: 'file', message: 'the file is empty' });
+  const parsedFile = file ? AttachmentMultipartFile.safeParse(file) : undefined;
+  if (parsedFile && !parsedFile.success) errors.push(...fieldErrorsOf(parsedFile.error, 'file'));
+  if (errors.length > 0 || !parsedFields.success || !file) throw validationProblem(errors);
+  const f = parsedFields.data as { kind: string; patientExamId?: number };
+  return {
+    bytes: file.bytes,
+    kind: f.kind,
+    fileName: file.fileName,
+    contentType: file.contentType,
+    ...(f.patientExamId !== undefined ? { patientExamId: f.patientExamId } : {}),
+  };
+}
+
+async function storeUpload(ctx: ApiContext, clinicId: string, upload: Upload): Promise<AttachmentRef> {
+  return ctx.attachments.put(upload.bytes, {
+    kind: upload.kind,
+    fileName: upload.fileName,
+    contentType: upload.contentType,
+    clinicId,
+  });
+}
+
+/** 400s for the request against the clinic's live exam list and its attachment references. */
+async function checkStart(
+  ctx: ApiContext,
+  clinic: Parameters<ApiContext['examService']['exams']>[0],
+  body: z.infer<typeof StartJourneyBody>,
+) {
+  const catalog = (await ctx.examService.exams(clinic)).map(catalogEntry);
+  const errors: FieldError[] = checkAgainstCatalog(body, catalog).map((i) => ({ field: i.field, message: i.message }));
+  for (const [i, a] of (body.attachments ?? []).entries()) {
+    const stored = await ctx.attachments.get(a.attachment.ref);
+    if (!stored || (stored.meta.clinicId !== undefined && stored.meta.clinicId !== clinic.clinicId)) {
+      errors.push({ field: `attachments.${i}.attachment.ref`, message: 'not an attachment this clinic uploaded' });
+    }
+  }
+  if (errors.length > 0) throw validationProblem(errors);
+}
+
+export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+  app.post(
+    '/journeys',
+    {
+      schema: {
+        summary: 'Start a patient journey (one exam invite, followed to the end)',
+        description:
+          'Idempotent: the same Idempotency-Key returns the same journey (200) and never starts a second one; the same key with another body is a 409.',
+        tags: ['journeys'],
+        security,
+        headers: IdempotencyHeaders,
+        body: StartJourneyBody,
+        response: { 200: StartJourneyResponse, 201: StartJourneyResponse, 502: Problem, ...problems },
+      },
+    },
+    async (request, reply) => {
+      const clinic = requireClinic(request);
+      const body = request.body;
+      const journeyId = deriveJourneyId(
+        ctx.config.api.webhookSecret,
+        clinic.clinicId,
+        request.headers['idempotency-key'],
+      );
+      const hash = requestSha256(body);
+      const links = journeyLinks(journeyId);
+      const existing = await ctx.journeys.describe(journeyId);
+      if (existing) {
+        if (!ctx.journeys.isReplay(existing, clinic.clinicId, hash)) throw idempotencyConflict();
+        ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
+        return reply.code(200).header('location', links.self).send({ journeyId, created: false, links });
+      }
+      await checkStart(ctx, clinic, body);
+      const input: JourneyInput = {
+        ...body,
+        clinicId: clinic.clinicId,
+        journeyId,
+        timings: resolveTimings(ctx.config.timings, body.timings),
+      };
+      const outcome = await ctx.journeys.start(input, hash);
+      if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
+      else ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
+      return reply
+        .code(outcome.created ? 201 : 200)
+        .header('location', links.self)
+        .send({ journeyId, created: outcome.created, links });
+    },
+  );
+
+  app.get(
+    '/journeys',
+    {
+      schema: {
+        summary: "List the clinic's journeys (Temporal visibility, most recent first)",
+        tags: ['journeys'],
+        security,
+        querystring: ListJourneysQuery,
+        response: { 200: ListJourneysResponse, ...problems },
+      },
+    },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const { pageSize, nextPageToken, ...filters } = request.query;
+      return ctx.journeys.list(clinic.clinicId, filters, { pageSize, ...(nextPageToken ? { nextPageToken } : {}) });
+    },
+  );
+
+  app.get(
+    '/journeys/:journeyId',
+    {
+      schema: {
+        summary: 'One journey: stage, exams, every received event',
+        tags: ['journeys'],
+        security,
+        params: JourneyParams,
+        response: { 200: JourneyView, ...problems },
+      },
+    },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const { journeyId } = request.params;
+      const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
+      return ctx.journeys.view(desc, journeyId);
+    },
+  );
+
+  const updateSchema = (summary: string, body: z.ZodType) => ({
+    summary,
+    tags: ['journeys'],
+    security,
+    params: JourneyParams,
+    body,
+    response: { 200: UpdateResponse, 422: Problem, 502: Problem, 504: Problem, ...problems },
+  });
+
+  app.post(
+    '/journeys/:journeyId/cancel',
+    { schema: updateSchema('Cancel the invite (every pending patient exam, or one)', CancelBody) },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const { journeyId } = request.params;
+      const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
+      const body = request.body as z.infer<typeof CancelBody>;
+      const result = await ctx.journeys.update(desc, cancelUpdate, body);
+      return { journeyId, result: { ...result } };
+    },
+  );
+
+  app.post(
+    '/journeys/:journeyId/resend',
+    { schema: updateSchema('Resend the invite e-mail and text', ResendBody) },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const { journeyId } = request.params;
+      const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
+      const result = await ctx.journeys.update(desc, resendUpdate, request.body as z.infer<typeof ResendBody>);
+      return { journeyId, result: { ...result } };
+    },
+  );
+
+  app.post(
+    '/journeys/:journeyId/answers',
+    { schema: updateSchema('Submit screening answers for a patient exam', AnswersBody) },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const { journeyId } = request.params;
+      const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
+      const result = await ctx.journeys.update(desc, submitAnswersUpdate, request.body as z.infer<typeof AnswersBody>);
+      return { journeyId, result: { ...result } };
+    },
+  );
+
+  app.post(
+    '/journeys/:journeyId/attachments',
+    {
+      validatorCompiler: jsonOrMultipart,
+      schema: {
+        summary: 'Upload an attachment to a patient exam (JSON with base64, or multipart/form-data)',
+        description:
+          'multipart/form-data: fields `patientExamId` and `kind`, one file part. The bytes go to the attachment store; the journey uploads them to the service.',
+        tags: ['journeys'],
+        security,
+        params: JourneyParams,
+        body: JourneyAttachmentJson,
+        response: { 200: AttachmentResponse, 413: Problem, 422: Problem, 502: Problem, 504: Problem, ...problems },
+      },
+    },
+    async (request) => {
+      const clinic = requireClinic(request);
+      const { journeyId } = request.params;
+      const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
+      const upload = await readUpload(request, request.body, true);
+      const attachment = await storeUpload(ctx, clinic.clinicId, upload);
+      const result = await ctx.journeys.update(desc, addAttachmentUpdate, {
+        patientExamId: upload.patientExamId!,
+        attachment,
+      });
+      return { journeyId, attachment, result: { ...result } };
+    },
+  );
+
+  app.post(
+    '/attachments',
+    {
+      validatorCompiler: jsonOrMultipart,
+      schema: {
+        summary: 'Store an attachment before the journey starts; reference it in the start request',
+        description: 'multipart/form-data: field `kind` and one file part; or JSON with base64 content.',
+        tags: ['attachments'],
+        security,
+        body: AttachmentUploadJson,
+        response: { 201: AttachmentResponse, 413: Problem, ...problems },
+      },
+    },
+    async (request, reply) => {
+      const clinic = requireClinic(request);
+      const upload = await readUpload(request, request.body, false);
+      const attachment = await storeUpload(ctx, clinic.clinicId, upload);
+      return reply.code(201).send({ attachment });
+    },
+  );
+  done();
+};

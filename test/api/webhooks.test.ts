@@ -1,0 +1,233 @@
+// The webhook receiver against a real Temporal dev server and the real journey workflow: callbacks reach their
+// journey, late signals and outages go through the spool exactly once, and what no journey takes is a dead letter.
+import { readdirSync } from 'node:fs';
+import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { buildApp, type ApiApp } from '../../src/api/app';
+import type { Config } from '../../src/config';
+import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS, SearchAttr } from '../../src/workflows/definitions';
+import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
+import { startDevServer } from '../support/temporal-env';
+import {
+  auth,
+  event1,
+  eventually,
+  expectProblem,
+  fakeActivities,
+  fakeExamService,
+  gfeBody,
+  startJourney,
+  tempDataDir,
+  testConfig,
+  TOKENS,
+  unreachableTemporal,
+  webhookPath,
+  type TestDirs,
+} from './support';
+
+const TASK_QUEUE = 'api-webhooks';
+
+describe('webhook receiver with Temporal', () => {
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  let app: ApiApp;
+  let dirs: TestDirs;
+  let config: Config;
+
+  beforeAll(async () => {
+    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
+    worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: TASK_QUEUE,
+      workflowsPath: require.resolve('../../src/workflows'),
+      activities: fakeActivities(60_000).activities,
+    });
+    running = worker.run();
+    dirs = tempDataDir();
+    config = testConfig(dirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE });
+    app = await buildApp({
+      config,
+      temporal: env.client,
+      examServiceFor: () => fakeExamService(),
+      forwarderMinBackoffMs: 50,
+    });
+    await app.ready();
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    dirs?.cleanup();
+  });
+
+  const journeyOf = (a: ApiApp, id: string) =>
+    a.inject({ method: 'GET', url: `/v1/journeys/${id}`, headers: auth(TOKENS.a) }).then((r) => r.json());
+  const admin = (method: 'GET' | 'POST', url: string) => app.inject({ method, url, headers: auth(TOKENS.admin) });
+
+  /** Starts a GFE journey over the API and waits for its invite; gives the journey and patient exam ids. */
+  async function invitedJourney(key: string): Promise<{ journeyId: string; patientExamId: number }> {
+    const journeyId = (await startJourney(app, key)).json().journeyId;
+    const j = await eventually(
+      () => journeyOf(app, journeyId),
+      (v) => v.journey?.stage === 'awaiting_consultation',
+    );
+    return { journeyId, patientExamId: j.journey.exams[0].patientExamId };
+  }
+
+  it('signals event 1 to its journey at once: the journey completes and shows the delivery', async () => {
+    const { journeyId, patientExamId } = await invitedJourney('wh-1');
+    const res = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+    expect(res.statusCode).toBe(200);
+    const { deliveryId } = res.json();
+    expect(res.json()).toEqual({ received: true, deliveryId: expect.any(String) });
+
+    const done = await eventually(
+      () => journeyOf(app, journeyId),
+      (j) => j.journey.stage === 'completed',
+    );
+    expect(done.journey.events).toEqual([
+      expect.objectContaining({ deliveryId, event: 1, patientExamId, disposition: 'applied' }),
+    ]);
+    expect(done.journey.exams[0]).toMatchObject({ status: 'Approved', providerName: 'Dr. P' });
+
+    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).toMatch(/journey_api_callbacks_total\{event="1",outcome="signalled"\} 1/);
+    expect(metrics).toMatch(/journey_api_webhook_ack_seconds_count \d+/);
+    expect(metrics).toMatch(/journey_api_journeys_started_total\{clinic="clinic-a",scenario="gfe"\} \d+/);
+
+    // The same callback again, after the journey finished: 200 for the service, a dead letter for operators.
+    await eventually(
+      () => journeyOf(app, journeyId),
+      (j) => j.workflowStatus === 'COMPLETED',
+    );
+    const again = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+    expect(again.statusCode).toBe(200);
+    const letters = (await admin('GET', '/admin/dead-letters')).json().deadLetters;
+    expect(letters).toContainEqual(
+      expect.objectContaining({ journeyId, reason: 'journey_finished', event: 1, patientExamId }),
+    );
+  });
+
+  it('keeps a callback for an unknown journey as a dead letter that an operator can replay once it exists', async () => {
+    const journeyId = 'jreplaylater';
+    const res = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(123, 'Rejected') });
+    expect(res.statusCode).toBe(200);
+    const { deliveryId } = res.json();
+    const letter = (await admin('GET', '/admin/dead-letters'))
+      .json()
+      .deadLetters.find((l: { journeyId: string }) => l.journeyId === journeyId);
+    expect(letter).toMatchObject({ reason: 'journey_not_found', deliveryId, event: 1, patientExamId: 123 });
+
+    const tooEarly = await admin('POST', `/admin/dead-letters/${letter.id}/replay`);
+    expect(expectProblem(tooEarly, 409).detail).toMatch(/no journey jreplaylater exists/);
+
+    const input: JourneyInput = {
+      ...(gfeBody() as Omit<JourneyInput, 'clinicId' | 'journeyId' | 'timings'>),
+      clinicId: 'clinic-a',
+      journeyId,
+      timings: DEFAULT_TIMINGS,
+    };
+    await env.client.workflow.start('patientJourney', {
+      workflowId: journeyWorkflowId(journeyId),
+      taskQueue: TASK_QUEUE,
+      args: [input],
+      typedSearchAttributes: [{ key: SearchAttr.ClinicId, value: 'clinic-a' }],
+    });
+    const replay = await admin('POST', `/admin/dead-letters/${letter.id}/replay`);
+    expect(replay.statusCode).toBe(200);
+    expect(replay.json()).toEqual({ id: letter.id, outcome: 'signalled' });
+    expectProblem(await admin('GET', `/admin/dead-letters/${letter.id}`), 404);
+    const j = await eventually(
+      () => journeyOf(app, journeyId),
+      (v) => v.journey?.events?.length === 1,
+    );
+    expect(j.journey.events[0]).toMatchObject({ deliveryId, patientExamId: 123 });
+  });
+
+  it('spools a signal that misses the budget; when it lands late the spooled copy is dropped: delivered once', async () => {
+    const { journeyId, patientExamId } = await invitedJourney('wh-late');
+    // Every signal of this client takes 300 ms: longer than the webhook's 50 ms budget.
+    const slow: WorkflowClientInterceptor = {
+      async signal(input, next) {
+        await new Promise((r) => setTimeout(r, 300));
+        return next(input);
+      },
+    };
+    const slowClient = new Client({ connection: env.client.connection, interceptors: { workflow: [slow] } });
+    const lateDirs = tempDataDir();
+    const lateApp = await buildApp({
+      config: testConfig(lateDirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE }),
+      temporal: slowClient,
+      examServiceFor: () => fakeExamService(),
+      forwarderMinBackoffMs: 50,
+    });
+    await lateApp.ready();
+    try {
+      const res = await lateApp.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+      expect(res.statusCode).toBe(200);
+      expect(lateApp.journeyApi.metrics.callbacks.get({ event: '1', outcome: 'spooled' })).toBe(1);
+      expect(await lateApp.journeyApi.delivery.drained(10_000)).toBe(true);
+      expect(readdirSync(lateApp.journeyApi.spool.dir)).toEqual([]);
+      const done = await eventually(
+        () => journeyOf(app, journeyId),
+        (j) => j.journey.stage === 'completed',
+      );
+      expect(done.journey.events).toEqual([
+        expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
+      ]);
+      expect(lateApp.journeyApi.metrics.forwarded.get()).toBe(0);
+    } finally {
+      await lateApp.close();
+      lateDirs.cleanup();
+    }
+  });
+
+  it('acknowledges while Temporal is unreachable and forwards the spool when the API starts again', async () => {
+    const { journeyId, patientExamId } = await invitedJourney('wh-spool');
+    const spoolConfig = {
+      ...config,
+      spoolDir: `${dirs.dataDir}/spool-restart`,
+      api: { ...config.api, temporalTimeoutMs: 500 },
+    };
+    const down = await unreachableTemporal();
+    const cut = await buildApp({
+      config: spoolConfig,
+      temporal: down,
+      examServiceFor: () => fakeExamService(),
+      startForwarder: false,
+    });
+    const res = await cut.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+    expect(res.statusCode).toBe(200);
+    await cut.close();
+    await down.connection.close();
+    const spooled = readdirSync(spoolConfig.spoolDir);
+    expect(spooled).toHaveLength(1);
+
+    // A new API process (same spool folder) with Temporal back drains it on start.
+    const back = await buildApp({
+      config: spoolConfig,
+      temporal: env.client,
+      examServiceFor: () => fakeExamService(),
+      forwarderMinBackoffMs: 50,
+    });
+    await back.ready();
+    try {
+      expect(await back.journeyApi.delivery.drained(15_000)).toBe(true);
+      expect(readdirSync(spoolConfig.spoolDir)).toEqual([]);
+      const done = await eventually(
+        () => journeyOf(app, journeyId),
+        (j) => j.journey.stage === 'completed',
+      );
+      expect(done.journey.events).toEqual([
+        expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
+      ]);
+      expect(back.journeyApi.metrics.forwarded.get()).toBe(1);
+    } finally {
+      await back.close();
+    }
+  });
+});
