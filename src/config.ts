@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseEncryptionKeys, type EncryptionKey } from './codec/encryption-codec';
 import { DEFAULT_TIMINGS, JourneyTimings } from './workflows/journey-request';
 import { TASK_QUEUE_DEFAULT } from './workflows/definitions';
 
@@ -66,6 +67,18 @@ const ConfigSchema = z.object({
     temporalTimeoutMs: z.number().int().positive(),
     /** Longest wait of the spool forwarder between attempts while Temporal is unreachable. */
     spoolMaxBackoffMs: z.number().int().positive(),
+  }),
+  codec: z.object({
+    /** Payload encryption keys, the first one active; every one decrypts (rotation). */
+    keys: z.array(z.custom<EncryptionKey>()),
+    /** Explicitly run without payload encryption (throwaway setups only: histories then hold PHI in the clear). */
+    disabled: z.boolean(),
+    serverHost: z.string().min(1),
+    serverPort: port,
+    /** Browser origins allowed to call the codec server: the Temporal UI's. */
+    corsOrigins: z.array(z.string().min(1)),
+    /** Bearer token the codec server requires, when set. */
+    serverToken: z.string().min(16).optional(),
   }),
   dataDir: z.string().min(1),
   attachmentsDir: z.string().min(1),
@@ -144,6 +157,17 @@ export function loadConfig(env: Env = process.env): Config {
         temporalTimeoutMs: num(ms, env.API_TEMPORAL_TIMEOUT_MS, 10_000),
         spoolMaxBackoffMs: num(ms, env.SPOOL_MAX_BACKOFF_MS, 30_000),
       },
+      codec: {
+        keys: parseEncryptionKeys(secret(env, 'PAYLOAD_ENCRYPTION_KEYS') ?? ''),
+        disabled: env.PAYLOAD_ENCRYPTION_DISABLED !== undefined && bool.parse(env.PAYLOAD_ENCRYPTION_DISABLED),
+        serverHost: env.CODEC_HOST ?? '127.0.0.1',
+        serverPort: num(port, env.CODEC_PORT, 8888),
+        corsOrigins: (env.CODEC_CORS_ORIGINS ?? 'http://127.0.0.1:8233,http://localhost:8233')
+          .split(',')
+          .map((o) => o.trim())
+          .filter(Boolean),
+        serverToken: secret(env, 'CODEC_SERVER_TOKEN'),
+      },
       dataDir,
       attachmentsDir: path.resolve(env.ATTACHMENTS_DIR ?? path.join(dataDir, 'attachments')),
       spoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
@@ -170,6 +194,9 @@ export function loadConfig(env: Env = process.env): Config {
   } catch (err) {
     if (err instanceof z.ZodError) throw new ConfigError(err.issues.map((i) => i.message));
     if (err instanceof SyntaxError) throw new ConfigError([`clinics: not valid JSON (${err.message})`]);
+    if (err instanceof Error && err.message.startsWith('encryption key')) {
+      throw new ConfigError([`PAYLOAD_ENCRYPTION_KEYS: ${err.message}`]);
+    }
     throw err;
   }
   const parsed = ConfigSchema.safeParse(raw);

@@ -1,9 +1,11 @@
 // Connections to Temporal shared by the worker, the API and the scripts: one place for address, namespace, TLS
-// (Temporal Cloud with mTLS or an API key) and, later, the payload codec.
+// (Temporal Cloud with mTLS or an API key) and the payload codec, so every client reads and writes the same way.
 import { readFileSync } from 'node:fs';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
-import type { Config } from './config';
+import { EncryptionCodec } from './codec/encryption-codec';
+import { ConfigError, type Config } from './config';
 
 type TemporalConfig = Config['temporal'];
 
@@ -18,9 +20,41 @@ export function connectionOptions(t: TemporalConfig): ConnectionOptions & Native
   return { address: t.address, tls: tlsOf(t), ...(t.apiKey ? { apiKey: t.apiKey } : {}) };
 }
 
-export async function connectClient(t: TemporalConfig): Promise<Client> {
-  const connection = await Connection.connect(connectionOptions(t));
-  return new Client({ connection, namespace: t.namespace });
+/**
+ * Every payload (journey input, results, signals, updates, queries) encrypted with AES-256-GCM, and failure
+ * messages and stack traces moved into an encoded payload so they are encrypted too. Undefined only when
+ * encryption was switched off explicitly.
+ */
+export function dataConverterOf(config: Pick<Config, 'codec'>): DataConverter | undefined {
+  if (config.codec.keys.length > 0) {
+    return {
+      payloadCodecs: [new EncryptionCodec(config.codec.keys)],
+      failureConverterPath: require.resolve('./codec/failure-converter'),
+    };
+  }
+  if (config.codec.disabled) return undefined;
+  throw new ConfigError([
+    'PAYLOAD_ENCRYPTION_KEYS: required (id:base64-of-32-bytes, comma-separated, first one active); ' +
+      'set PAYLOAD_ENCRYPTION_DISABLED=true only for a throwaway setup',
+  ]);
+}
+
+function clientOf(config: Pick<Config, 'temporal' | 'codec'>, connection: Connection): Client {
+  const dataConverter = dataConverterOf(config);
+  return new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    ...(dataConverter ? { dataConverter } : {}),
+  });
+}
+
+export async function connectClient(config: Pick<Config, 'temporal' | 'codec'>): Promise<Client> {
+  return clientOf(config, await Connection.connect(connectionOptions(config.temporal)));
+}
+
+/** A client whose connection is made on first use: the API starts (and spools callbacks) while Temporal is down. */
+export function lazyClient(config: Pick<Config, 'temporal' | 'codec'>): Client {
+  return clientOf(config, Connection.lazy(connectionOptions(config.temporal)));
 }
 
 export function connectWorkerConnection(t: TemporalConfig): Promise<NativeConnection> {

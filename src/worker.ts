@@ -4,35 +4,19 @@ import { DefaultLogger, Runtime, Worker, type NativeConnection, type WorkerOptio
 import { createActivities, type ActivityDeps } from './activities';
 import { LocalFolderAttachmentStore } from './attachments/store';
 import { clinicById, loadConfig, type Config } from './config';
-import { ExamServiceClient } from './exam-service/client';
-import { connectWorkerConnection } from './temporal';
+import { examServiceClients } from './exam-service/clinic-clients';
+import { connectWorkerConnection, dataConverterOf } from './temporal';
 import { webhookUrl } from './webhook-url';
 
 export function activityDeps(config: Config): ActivityDeps & { close(): Promise<void> } {
-  const clients = new Map<string, ExamServiceClient>();
+  const clients = examServiceClients(config);
   return {
-    examServiceFor(clinicId) {
-      const clinic = clinicById(config, clinicId);
-      if (!clinic) return undefined;
-      let client = clients.get(clinicId);
-      if (!client) {
-        client = new ExamServiceClient({
-          baseUrl: clinic.examServiceBaseUrl ?? config.examService.baseUrl,
-          apiKey: clinic.examServiceApiKey,
-          connectTimeoutMs: config.examService.connectTimeoutMs,
-          requestTimeoutMs: config.examService.requestTimeoutMs,
-        });
-        clients.set(clinicId, client);
-      }
-      return client;
-    },
+    examServiceFor: (clinicId) => clients.forClinic(clinicId),
     webhookUrlFor: (journeyId) => webhookUrl(config.api.publicBaseUrl, journeyId, config.api.webhookSecret),
     attachments: new LocalFolderAttachmentStore(config.attachmentsDir),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
-    async close() {
-      await Promise.all([...clients.values()].map((c) => c.close()));
-    },
+    close: () => clients.close(),
   };
 }
 
@@ -43,6 +27,7 @@ export interface WorkerOverrides {
 }
 
 export async function createWorker(config: Config, overrides: WorkerOverrides = {}) {
+  const dataConverter = dataConverterOf(config);
   const deps = activityDeps(config);
   const connection = overrides.connection ?? (await connectWorkerConnection(config.temporal));
   const worker = await Worker.create({
@@ -50,6 +35,7 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     workflowsPath: require.resolve('./workflows'),
+    ...(dataConverter ? { dataConverter } : {}),
     activities: createActivities({ ...deps, ...overrides.deps }),
     maxCachedWorkflows: config.worker.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivities,

@@ -1,44 +1,19 @@
 // `npm run api`: the clinic API and the webhook receiver on API_PORT (default 3000). Separate from the worker.
 // SIGINT/SIGTERM: stop accepting, let running requests and the spool forwarder's current item finish, close.
 import { loadConfig, type Config } from '../config';
-import { ExamServiceClient } from '../exam-service/client';
-import { Client, Connection } from '@temporalio/client';
-import { connectionOptions } from '../temporal';
+import { examServiceClients } from '../exam-service/clinic-clients';
+import { lazyClient } from '../temporal';
 import { buildApp, type ApiApp } from './app';
-
-export function examServiceClients(config: Config) {
-  const clients = new Map<string, ExamServiceClient>();
-  return {
-    examServiceFor: (clinic: Config['clinics'][number]) => {
-      let client = clients.get(clinic.clinicId);
-      if (!client) {
-        client = new ExamServiceClient({
-          baseUrl: clinic.examServiceBaseUrl ?? config.examService.baseUrl,
-          apiKey: clinic.examServiceApiKey,
-          connectTimeoutMs: config.examService.connectTimeoutMs,
-          requestTimeoutMs: config.examService.requestTimeoutMs,
-        });
-        clients.set(clinic.clinicId, client);
-      }
-      return client;
-    },
-    close: async () => {
-      await Promise.all([...clients.values()].map((c) => c.close()));
-    },
-  };
-}
 
 export async function startApi(config: Config): Promise<{ app: ApiApp; close(): Promise<void> }> {
   // Lazy: the API starts (and spools callbacks) while Temporal is still down; /readyz tells when it is reachable.
-  const temporal = new Client({
-    connection: Connection.lazy(connectionOptions(config.temporal)),
-    namespace: config.temporal.namespace,
-  });
+  const temporal = lazyClient(config);
   const clients = examServiceClients(config);
   const app = await buildApp({
     config,
     temporal,
-    examServiceFor: clients.examServiceFor,
+    // Clinics reach here from configuration only, so each has a client.
+    examServiceFor: (clinic) => clients.forClinic(clinic.clinicId)!,
     logger: {
       level: config.logLevel,
       // Headers carry bearer tokens; URLs carry webhook tokens. Log neither.

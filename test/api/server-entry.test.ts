@@ -6,7 +6,7 @@ import path from 'node:path';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { DevServerProcess, freePort } from '../support/dev-server-process';
 import { event1, eventually, tempDataDir, TOKENS, WEBHOOK_SECRET, webhookPath } from './support';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 describe('API server process', () => {
   let server: DevServerProcess;
@@ -32,6 +32,7 @@ describe('API server process', () => {
           TEMPORAL_ADDRESS: server.address,
           DATA_DIR: dirs.dataDir,
           WEBHOOK_SECRET,
+          PAYLOAD_ENCRYPTION_KEYS: `test:${randomBytes(32).toString('base64')}`,
           LOG_LEVEL: 'silent',
           CLINICS_JSON: JSON.stringify([
             {

@@ -41,6 +41,8 @@ export function testConfig(dataDir: string, env: Record<string, string> = {}): C
     API_TEMPORAL_TIMEOUT_MS: '3000',
     SPOOL_MAX_BACKOFF_MS: '500',
     LOG_LEVEL: 'silent',
+    // These tests read results through the test server's plain client; test/integration/phi-encryption covers the codec.
+    PAYLOAD_ENCRYPTION_DISABLED: 'true',
     ...env,
   });
 }

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { EncryptionCodec, METADATA_KEY_ID, parseEncryptionKeys } from '../../src/codec/encryption-codec';
 import { buildCodecServer } from '../../src/codec/server';
+import { loadConfig } from '../../src/config';
+import { dataConverterOf } from '../../src/temporal';
 
 const key = (id: string) => ({ id, key: randomBytes(32) });
 const PHI = { firstName: 'Maria', lastName: 'Gonzalez', email: 'maria@example.test', dob: '1979-03-02' };
@@ -116,5 +118,33 @@ describe('codec server', () => {
     });
     expect(res.statusCode).toBe(400);
     expect(res.json<{ error: string }>().error).toContain('unknown key id "other"');
+  });
+});
+
+describe('payload encryption in configuration', () => {
+  const base = { WEBHOOK_SECRET: 'webhook-secret-0123456789' };
+
+  it('gives every client and the worker the encrypting converter', () => {
+    const config = loadConfig({ ...base, PAYLOAD_ENCRYPTION_KEYS: `new:${randomBytes(32).toString('base64')}` });
+    const converter = dataConverterOf(config)!;
+    expect(converter.payloadCodecs).toHaveLength(1);
+    expect((converter.payloadCodecs![0] as EncryptionCodec).activeKeyId).toBe('new');
+    expect(converter.failureConverterPath).toMatch(/failure-converter/);
+  });
+
+  it('refuses to run without keys unless encryption is switched off on purpose', () => {
+    expect(() => dataConverterOf(loadConfig(base))).toThrow('PAYLOAD_ENCRYPTION_KEYS: required');
+    expect(dataConverterOf(loadConfig({ ...base, PAYLOAD_ENCRYPTION_DISABLED: 'true' }))).toBeUndefined();
+  });
+
+  it('names a malformed key without echoing it', () => {
+    expect(() => loadConfig({ ...base, PAYLOAD_ENCRYPTION_KEYS: 'k1:c2VjcmV0LXZhbHVl' })).toThrow(
+      /PAYLOAD_ENCRYPTION_KEYS: encryption key k1: must decode to 32 bytes/,
+    );
+    try {
+      loadConfig({ ...base, PAYLOAD_ENCRYPTION_KEYS: 'k1:c2VjcmV0LXZhbHVl' });
+    } catch (err) {
+      expect(String(err)).not.toContain('c2VjcmV0LXZhbHVl');
+    }
   });
 });

@@ -68,6 +68,8 @@ describe('patient journey on the dev server with the sandbox', () => {
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
       EXAM_SERVICE_BASE_URL: sandbox.baseUrl,
       WEBHOOK_SECRET: 'integration-test-webhook-secret',
+      // Recorded histories stay readable for the replay test; phi-encryption.test.ts runs the codec end to end.
+      PAYLOAD_ENCRYPTION_DISABLED: 'true',
       CLINICS_JSON: JSON.stringify([{ clinicId: 'demo-clinic', examServiceApiKey: DEMO_API_KEY }]),
       DATA_DIR: dataDir,
     });

@@ -1,0 +1,28 @@
+// `npm run codec`: the codec server the Temporal UI calls to show decrypted payloads to operators.
+import { loadConfig } from '../config';
+import { EncryptionCodec } from './encryption-codec';
+import { buildCodecServer } from './server';
+
+async function main() {
+  const config = loadConfig();
+  if (config.codec.keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS is required by the codec server');
+  const app = buildCodecServer({
+    codec: new EncryptionCodec(config.codec.keys),
+    corsOrigins: config.codec.corsOrigins,
+    ...(config.codec.serverToken ? { token: config.codec.serverToken } : {}),
+  });
+  await app.listen({ host: config.codec.serverHost, port: config.codec.serverPort });
+  console.log(
+    `codec server on http://${config.codec.serverHost}:${config.codec.serverPort} (keys: ${config.codec.keys
+      .map((k) => k.id)
+      .join(', ')}; CORS: ${config.codec.corsOrigins.join(', ')})`,
+  );
+  const stop = () => void app.close().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
