@@ -15,6 +15,7 @@ const ports = {
   ui: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
   sandbox: Number(process.env.SANDBOX_PORT ?? 4010),
   api: Number(process.env.API_PORT ?? 3000),
+  codec: Number(process.env.CODEC_PORT ?? 8888),
 };
 export const DEMO_CLINIC_ID = 'demo-clinic';
 export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
@@ -34,13 +35,20 @@ function localConfig(): Record<string, string> {
     const secrets = {
       webhookSecret: randomBytes(32).toString('base64url'),
       notificationSecret: `whsec_${randomBytes(24).toString('base64')}`,
+      payloadEncryptionKeys: `local-1:${randomBytes(32).toString('base64')}`,
     };
     writeFileSync(secretsFile, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   }
   const secrets = JSON.parse(readFileSync(secretsFile, 'utf8')) as {
     webhookSecret: string;
     notificationSecret: string;
+    payloadEncryptionKeys?: string;
   };
+  if (!secrets.payloadEncryptionKeys) {
+    // Data folders made before payload encryption existed get their key now.
+    secrets.payloadEncryptionKeys = `local-1:${randomBytes(32).toString('base64')}`;
+    writeFileSync(secretsFile, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  }
   const clinicsFile = path.join(dataDir, 'clinics.json');
   writeFileSync(
     clinicsFile,
@@ -68,6 +76,9 @@ function localConfig(): Record<string, string> {
     API_PORT: String(ports.api),
     PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${ports.api}`,
     SANDBOX_PORT: String(ports.sandbox),
+    PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
+    CODEC_PORT: String(ports.codec),
+    CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
   };
 }
 
@@ -172,25 +183,28 @@ async function main() {
       '--sqlite-pragma',
       'synchronous=normal',
       ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeType(k.type)}`]),
-      ...(process.env.CODEC_ENDPOINT ? ['--ui-codec-endpoint', process.env.CODEC_ENDPOINT] : []),
+      // The UI asks the codec server to decrypt payloads for the operator's browser.
+      '--ui-codec-endpoint',
+      `http://127.0.0.1:${ports.codec}`,
     ],
     {},
   );
+  start('codec', process.execPath, [require.resolve('tsx/cli'), 'src/codec/main.ts'], env);
   start('sandbox', process.execPath, [require.resolve('tsx/cli'), 'src/sandbox/main.ts'], env);
-  await Promise.all([waitForPort(ports.temporal, 'temporal'), waitForPort(ports.sandbox, 'sandbox')]);
+  await Promise.all([
+    waitForPort(ports.temporal, 'temporal'),
+    waitForPort(ports.sandbox, 'sandbox'),
+    waitForPort(ports.codec, 'codec'),
+  ]);
   start('worker', process.execPath, [require.resolve('tsx/cli'), 'src/worker.ts'], env);
-  const hasApi = existsSync(path.join(root, 'src/api/server.ts'));
-  if (hasApi) {
-    start('api', process.execPath, [require.resolve('tsx/cli'), 'src/api/server.ts'], env);
-    await waitForPort(ports.api, 'api');
-  }
+  start('api', process.execPath, [require.resolve('tsx/cli'), 'src/api/server.ts'], env);
+  await waitForPort(ports.api, 'api');
   say('the engine is up:');
-  if (hasApi) {
-    say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
-    say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);
-  }
+  say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
+  say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);
   say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
   say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
+  say(`  codec server   http://127.0.0.1:${ports.codec}  (the UI shows decrypted payloads through it)`);
   say(`  sandbox        http://127.0.0.1:${ports.sandbox}  (api_key ${DEMO_API_KEY})`);
   say(`  data           ${dataDir}`);
   say('Ctrl-C stops everything.');
