@@ -19,6 +19,8 @@ const ports = {
 };
 export const DEMO_CLINIC_ID = 'demo-clinic';
 export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
+/** Local only: the admin routes (dead letters, replays) answer this bearer token. */
+export const LOCAL_ADMIN_TOKEN = 'local-admin-token';
 
 const children: { name: string; proc: ChildProcess }[] = [];
 let stopping = false;
@@ -76,6 +78,7 @@ function localConfig(): Record<string, string> {
     API_PORT: String(ports.api),
     PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${ports.api}`,
     SANDBOX_PORT: String(ports.sandbox),
+    ADMIN_TOKEN_SHA256: createHash('sha256').update(LOCAL_ADMIN_TOKEN).digest('hex'),
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
     CODEC_PORT: String(ports.codec),
     CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
@@ -202,6 +205,7 @@ async function main() {
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
   say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);
+  say(`  admin routes   Authorization: Bearer ${LOCAL_ADMIN_TOKEN}  (/admin/dead-letters)`);
   say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
   say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
   say(`  codec server   http://127.0.0.1:${ports.codec}  (the UI shows decrypted payloads through it)`);

@@ -29,9 +29,9 @@ const toJson = (p: Payload): JsonPayload => ({
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 
+// Proto JSON leaves out an empty list, so `{}` is a request with no payloads (the CLI sends it for a query).
 const PayloadsBody = {
   type: 'object',
-  required: ['payloads'],
   properties: {
     payloads: {
       type: 'array',
@@ -75,12 +75,12 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   app.options('/*', () => undefined);
 
   for (const op of ['encode', 'decode'] as const) {
-    app.post<{ Body: { payloads: JsonPayload[] } }>(
+    app.post<{ Body: { payloads?: JsonPayload[] } }>(
       `/${op}`,
       { schema: { body: PayloadsBody } },
       async (request, reply) => {
         try {
-          const out = await options.codec[op](request.body.payloads.map(fromJson));
+          const out = await options.codec[op]((request.body.payloads ?? []).map(fromJson));
           return { payloads: out.map(toJson) };
         } catch (err) {
           // The codec's messages name key ids and shapes, never payload content.

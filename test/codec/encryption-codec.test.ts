@@ -86,6 +86,17 @@ describe('codec server', () => {
     expect(JSON.parse(Buffer.from(decoded.data, 'base64').toString('utf8'))).toEqual(PHI);
   });
 
+  it('takes a body without payloads as an empty list, as proto JSON writes it', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/encode',
+      headers: { authorization: 'Bearer operator-token' },
+      payload: {},
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ payloads: [] });
+  });
+
   it('answers the browser preflight', async () => {
     const res = await app.inject({
       method: 'OPTIONS',
