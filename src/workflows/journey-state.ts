@@ -607,32 +607,30 @@ export function schedule(state: JourneyState): Scheduled[] {
         action: { type: 'reinvite', patientExamId: e.patientExamId, examId: e.examId },
       });
     } else if (phase === 'awaiting_prescription' && e.verdictAt) {
-      const since = Date.parse(e.verdictAt);
-      if (!e.prescriptionOverdue) {
-        out.push({
-          at: since + t.prescriptionDeadlineMs,
-          action: { type: 'prescription_overdue', patientExamId: e.patientExamId },
-        });
-      }
-      out.push({
-        at: since + t.prescriptionHardLimitMs,
-        action: { type: 'give_up', patientExamId: e.patientExamId, what: 'prescription' },
-      });
+      out.push(...waitFor('prescription', e, Date.parse(e.verdictAt), t));
     } else if (phase === 'awaiting_tracking' && e.prescriptionConfirmedAt) {
-      const since = Date.parse(e.prescriptionConfirmedAt);
-      if (!e.trackingOverdue) {
-        out.push({
-          at: since + t.trackingDeadlineMs,
-          action: { type: 'tracking_overdue', patientExamId: e.patientExamId },
-        });
-      }
-      out.push({
-        at: since + t.trackingHardLimitMs,
-        action: { type: 'give_up', patientExamId: e.patientExamId, what: 'tracking' },
-      });
+      out.push(...waitFor('tracking', e, Date.parse(e.prescriptionConfirmedAt), t));
     }
   }
   return out.sort((a, b) => a.at - b.at);
+}
+
+/** The overdue mark (once) and the hard limit of a wait for event 2 (prescription) or event 3 (tracking). */
+function waitFor(
+  what: 'prescription' | 'tracking',
+  e: PatientExamState,
+  since: number,
+  t: JourneyTimings,
+): Scheduled[] {
+  const out: Scheduled[] = [];
+  const overdue = what === 'prescription' ? e.prescriptionOverdue : e.trackingOverdue;
+  if (!overdue) {
+    const deadline = what === 'prescription' ? t.prescriptionDeadlineMs : t.trackingDeadlineMs;
+    out.push({ at: since + deadline, action: { type: `${what}_overdue`, patientExamId: e.patientExamId } });
+  }
+  const limit = what === 'prescription' ? t.prescriptionHardLimitMs : t.trackingHardLimitMs;
+  out.push({ at: since + limit, action: { type: 'give_up', patientExamId: e.patientExamId, what } });
+  return out;
 }
 
 export function dueActions(state: JourneyState, now: number): DueAction[] {
