@@ -658,13 +658,8 @@ export function requestFieldNames(operation: ExamServiceOperation): string[] {
 // Required: what a receiver needs to correlate and act (event, ids, verdict, prescriptions, tracking number).
 // Everything descriptive is optional but type-checked when present: a rejected callback is an outcome lost.
 
-export const Event1 = z.looseObject({
-  event: z.literal(1),
-  /** String in this payload; integers accepted. */
-  exam_id: CallbackId,
-  /** String in this payload; integers accepted. The idempotency key. */
-  patient_exam_id: CallbackId,
-  exam_status: z.enum(EXAM_STATUSES),
+/** What events 1 and 2 both tell about the consultation ("same meaning as event 1", says the spec). */
+const consultationFields = {
   exam_name: z.string().optional(),
   reason: z.string().nullish(),
   /** PDF of the consultation record, expiring; null for NA and Missed. */
@@ -678,6 +673,16 @@ export const Event1 = z.looseObject({
   additional_data: z.string().nullish(),
   /** Empty for Missed when the patient never started. */
   questions_answers: z.array(CallbackAnswer).optional(),
+};
+
+export const Event1 = z.looseObject({
+  event: z.literal(1),
+  /** String in this payload; integers accepted. */
+  exam_id: CallbackId,
+  /** String in this payload; integers accepted. The idempotency key. */
+  patient_exam_id: CallbackId,
+  exam_status: z.enum(EXAM_STATUSES),
+  ...consultationFields,
 });
 export type Event1 = z.infer<typeof Event1>;
 
@@ -690,16 +695,7 @@ export const Event2 = z.looseObject({
   prescription: z.array(PrescriptionItem),
   prescribed_os_id: CallbackId.optional(),
   exam_status: z.enum(EXAM_STATUSES).optional(),
-  exam_name: z.string().optional(),
-  exam_url: z.string().nullish(),
-  rx_status: z.string().nullish(),
-  clinic_name: z.string().optional(),
-  patient_email: z.string().optional(),
-  patient_phone_number: z.string().optional(),
-  provider_name: z.string().nullish(),
-  reason: z.string().nullish(),
-  additional_data: z.string().nullish(),
-  questions_answers: z.array(CallbackAnswer).optional(),
+  ...consultationFields,
 });
 export type Event2 = z.infer<typeof Event2>;
 
