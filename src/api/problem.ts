@@ -5,7 +5,8 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
-const TYPE_BASE = 'https://patient-journeys.dev/problems/';
+// A URN rather than a web address we would have to own and serve: stable, and never dereferenced by clients.
+const TYPE_BASE = 'urn:patient-journeys:problem:';
 
 export const FieldError = z.object({
   field: z.string().describe('dotted path of the failing field, e.g. patient.dob or exams.0; "(body)" for the body'),
