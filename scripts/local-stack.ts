@@ -78,6 +78,8 @@ function localConfig(): Record<string, string> {
     API_PORT: String(ports.api),
     PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${ports.api}`,
     SANDBOX_PORT: String(ports.sandbox),
+    // The sandbox logs every request at info: too loud beside the engine's own output.
+    SANDBOX_LOG_LEVEL: process.env.SANDBOX_LOG_LEVEL ?? 'warn',
     ADMIN_TOKEN_SHA256: createHash('sha256').update(LOCAL_ADMIN_TOKEN).digest('hex'),
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
     CODEC_PORT: String(ports.codec),
