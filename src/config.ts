@@ -122,6 +122,62 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Every environment variable loadConfig reads (a secret's `NAME_FILE` included), for deployment files to be checked
+ * against; test/compose/config-env-vars.test.ts keeps it in step with the code below.
+ */
+export const CONFIG_ENV_VARS: readonly string[] = [
+  'DATA_DIR',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_API_KEY',
+  'TEMPORAL_API_KEY_FILE',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CERT',
+  'TEMPORAL_TLS_KEY',
+  'EXAM_SERVICE_BASE_URL',
+  'EXAM_SERVICE_CONNECT_TIMEOUT_MS',
+  'EXAM_SERVICE_REQUEST_TIMEOUT_MS',
+  'EXAM_CATALOG_CACHE_TTL_MS',
+  'CLINICS_FILE',
+  'CLINICS_JSON',
+  'API_HOST',
+  'API_PORT',
+  'PUBLIC_BASE_URL',
+  'WEBHOOK_SECRET',
+  'WEBHOOK_SECRET_FILE',
+  'ADMIN_TOKEN_SHA256',
+  'API_BODY_LIMIT_BYTES',
+  'API_RATE_LIMIT_PER_MINUTE',
+  'WEBHOOK_SIGNAL_BUDGET_MS',
+  'API_TEMPORAL_TIMEOUT_MS',
+  'SPOOL_MAX_BACKOFF_MS',
+  'PAYLOAD_ENCRYPTION_KEYS',
+  'PAYLOAD_ENCRYPTION_KEYS_FILE',
+  'PAYLOAD_ENCRYPTION_DISABLED',
+  'CODEC_HOST',
+  'CODEC_PORT',
+  'CODEC_CORS_ORIGINS',
+  'CODEC_SERVER_TOKEN',
+  'CODEC_SERVER_TOKEN_FILE',
+  'ATTACHMENTS_DIR',
+  'SPOOL_DIR',
+  'DEAD_LETTER_DIR',
+  'WORKER_MAX_CACHED_WORKFLOWS',
+  'WORKER_MAX_CONCURRENT_ACTIVITIES',
+  'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+  'JOURNEY_REMINDERS_MS',
+  'JOURNEY_CONSULTATION_DEADLINE_MS',
+  'JOURNEY_REINVITE_MAX_ATTEMPTS',
+  'JOURNEY_REINVITE_COOL_DOWN_MS',
+  'JOURNEY_PRESCRIPTION_DEADLINE_MS',
+  'JOURNEY_PRESCRIPTION_HARD_LIMIT_MS',
+  'JOURNEY_TRACKING_DEADLINE_MS',
+  'JOURNEY_TRACKING_HARD_LIMIT_MS',
+  'LOG_LEVEL',
+];
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   const timing = (name: string, fallback: number) => num(ms, env[name], fallback);

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Makes, once, what docker-compose.yml needs that must never be committed. Never overwrites a file.
+#
+#   .env                                    from deploy/.env.example, with a generated POSTGRES_PASSWORD
+#   deploy/secrets/webhook_secret           WEBHOOK_SECRET: HMAC key of the webhook URL tokens
+#   deploy/secrets/payload_encryption_keys  PAYLOAD_ENCRYPTION_KEYS: the AES-256 key of Temporal payloads (id:base64)
+#   deploy/secrets/clinics.json             CLINICS_FILE: a demo clinic on the sandbox, its API token printed once
+#
+# Usage: sh deploy/init-secrets.sh [SECRETS_DIR [ENV_FILE]]
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+secrets=${1:-$here/secrets}
+env_file=${2:-$(dirname "$here")/.env}
+
+random_b64() { head -c "$1" /dev/urandom | base64 | tr -d '\n'; }
+random_token() { random_b64 "$1" | tr -d '=' | tr '+/' '-_'; }
+sha256_hex() {
+  if command -v sha256sum > /dev/null 2>&1; then
+    printf '%s' "$1" | sha256sum | cut -d ' ' -f 1
+  else
+    printf '%s' "$1" | shasum -a 256 | cut -d ' ' -f 1
+  fi
+}
+
+umask 077
+mkdir -p "$secrets"
+# The containers run as another user than you: the files are readable, the folder keeps this host's others out.
+chmod 700 "$secrets"
+
+# write FILE CONTENT
+write() {
+  if [ -e "$1" ]; then
+    echo "kept     $1"
+    return 1
+  fi
+  printf '%s\n' "$2" > "$1"
+  chmod 644 "$1"
+  echo "created  $1"
+}
+
+write "$secrets/webhook_secret" "$(random_token 32)" || true
+write "$secrets/payload_encryption_keys" "key-1:$(random_b64 32)" || true
+
+token=$(random_token 24)
+clinics=$(cat << EOF
+[
+  {
+    "clinicId": "demo-clinic",
+    "name": "Demo Clinic (sandbox)",
+    "examServiceApiKey": "sandbox-demo-key",
+    "apiTokenSha256": ["$(sha256_hex "$token")"],
+    "notificationSecret": "whsec_$(random_b64 24)"
+  }
+]
+EOF
+)
+if write "$secrets/clinics.json" "$clinics"; then
+  echo "         demo-clinic's API token (shown once): $token"
+  echo "         Authorization: Bearer $token"
+fi
+
+if [ ! -e "$env_file" ]; then
+  sed "s|^POSTGRES_PASSWORD=\$|POSTGRES_PASSWORD=$(random_token 24)|" "$here/.env.example" > "$env_file"
+  echo "created  $env_file"
+else
+  echo "kept     $env_file"
+fi
