@@ -111,8 +111,12 @@ function clinicsFrom(env: Env): unknown {
   return [];
 }
 
-function num(schema: z.ZodType<number>, value: string | undefined, fallback: number): number {
-  return value === undefined || value === '' ? fallback : schema.parse(value);
+/** A number setting: its default when unset, else a parse that names the variable (not its value) when it fails. */
+function num(schema: z.ZodType<number>, name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ConfigError([`${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`]);
+  return parsed.data;
 }
 
 export class ConfigError extends Error {
@@ -178,12 +182,43 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'LOG_LEVEL',
 ];
 
+/** The codec section alone: the codec server needs nothing else. */
+function codecSettings(env: Env) {
+  return {
+    keys: parseEncryptionKeys(secret(env, 'PAYLOAD_ENCRYPTION_KEYS') ?? ''),
+    disabled: env.PAYLOAD_ENCRYPTION_DISABLED !== undefined && bool.parse(env.PAYLOAD_ENCRYPTION_DISABLED),
+    serverHost: env.CODEC_HOST ?? '127.0.0.1',
+    serverPort: num(port, 'CODEC_PORT', env.CODEC_PORT, 8888),
+    corsOrigins: (env.CODEC_CORS_ORIGINS ?? 'http://127.0.0.1:8233,http://localhost:8233')
+      .split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
+    serverToken: secret(env, 'CODEC_SERVER_TOKEN'),
+  };
+}
+
+/** The codec server's settings, validated, without the settings only the API and the worker need. */
+export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
+  try {
+    const parsed = ConfigSchema.shape.codec.safeParse(codecSettings(env));
+    if (!parsed.success) {
+      throw new ConfigError(parsed.error.issues.map((i) => `codec.${i.path.join('.')}: ${i.message}`));
+    }
+    return { codec: parsed.data };
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith('encryption key')) {
+      throw new ConfigError([`PAYLOAD_ENCRYPTION_KEYS: ${err.message}`]);
+    }
+    throw err;
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
-  const timing = (name: string, fallback: number) => num(ms, env[name], fallback);
+  const timing = (name: string, fallback: number) => num(ms, name, env[name], fallback);
   let raw: unknown;
   try {
-    const apiPort = num(port, env.API_PORT, 3000);
+    const apiPort = num(port, 'API_PORT', env.API_PORT, 3000);
     raw = {
       temporal: {
         address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
@@ -196,9 +231,9 @@ export function loadConfig(env: Env = process.env): Config {
       },
       examService: {
         baseUrl: env.EXAM_SERVICE_BASE_URL ?? 'http://127.0.0.1:4010',
-        connectTimeoutMs: num(ms, env.EXAM_SERVICE_CONNECT_TIMEOUT_MS, 5_000),
-        requestTimeoutMs: num(ms, env.EXAM_SERVICE_REQUEST_TIMEOUT_MS, 30_000),
-        catalogCacheTtlMs: num(ms, env.EXAM_CATALOG_CACHE_TTL_MS, 60_000),
+        connectTimeoutMs: num(ms, 'EXAM_SERVICE_CONNECT_TIMEOUT_MS', env.EXAM_SERVICE_CONNECT_TIMEOUT_MS, 5_000),
+        requestTimeoutMs: num(ms, 'EXAM_SERVICE_REQUEST_TIMEOUT_MS', env.EXAM_SERVICE_REQUEST_TIMEOUT_MS, 30_000),
+        catalogCacheTtlMs: num(ms, 'EXAM_CATALOG_CACHE_TTL_MS', env.EXAM_CATALOG_CACHE_TTL_MS, 60_000),
       },
       clinics: clinicsFrom(env),
       api: {
@@ -207,38 +242,38 @@ export function loadConfig(env: Env = process.env): Config {
         publicBaseUrl: env.PUBLIC_BASE_URL ?? `http://127.0.0.1:${apiPort}`,
         webhookSecret: secret(env, 'WEBHOOK_SECRET'),
         adminTokenSha256: env.ADMIN_TOKEN_SHA256,
-        bodyLimitBytes: num(ms, env.API_BODY_LIMIT_BYTES, 8 * 1024 * 1024),
-        rateLimitPerMinute: num(ms, env.API_RATE_LIMIT_PER_MINUTE, 600),
-        webhookSignalBudgetMs: num(ms, env.WEBHOOK_SIGNAL_BUDGET_MS, 50),
-        temporalTimeoutMs: num(ms, env.API_TEMPORAL_TIMEOUT_MS, 10_000),
-        spoolMaxBackoffMs: num(ms, env.SPOOL_MAX_BACKOFF_MS, 30_000),
+        bodyLimitBytes: num(ms, 'API_BODY_LIMIT_BYTES', env.API_BODY_LIMIT_BYTES, 8 * 1024 * 1024),
+        rateLimitPerMinute: num(ms, 'API_RATE_LIMIT_PER_MINUTE', env.API_RATE_LIMIT_PER_MINUTE, 600),
+        webhookSignalBudgetMs: num(ms, 'WEBHOOK_SIGNAL_BUDGET_MS', env.WEBHOOK_SIGNAL_BUDGET_MS, 50),
+        temporalTimeoutMs: num(ms, 'API_TEMPORAL_TIMEOUT_MS', env.API_TEMPORAL_TIMEOUT_MS, 10_000),
+        spoolMaxBackoffMs: num(ms, 'SPOOL_MAX_BACKOFF_MS', env.SPOOL_MAX_BACKOFF_MS, 30_000),
       },
-      codec: {
-        keys: parseEncryptionKeys(secret(env, 'PAYLOAD_ENCRYPTION_KEYS') ?? ''),
-        disabled: env.PAYLOAD_ENCRYPTION_DISABLED !== undefined && bool.parse(env.PAYLOAD_ENCRYPTION_DISABLED),
-        serverHost: env.CODEC_HOST ?? '127.0.0.1',
-        serverPort: num(port, env.CODEC_PORT, 8888),
-        corsOrigins: (env.CODEC_CORS_ORIGINS ?? 'http://127.0.0.1:8233,http://localhost:8233')
-          .split(',')
-          .map((o) => o.trim())
-          .filter(Boolean),
-        serverToken: secret(env, 'CODEC_SERVER_TOKEN'),
-      },
+      codec: codecSettings(env),
       dataDir,
       attachmentsDir: path.resolve(env.ATTACHMENTS_DIR ?? path.join(dataDir, 'attachments')),
       spoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
       deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
       worker: {
-        maxCachedWorkflows: num(ms, env.WORKER_MAX_CACHED_WORKFLOWS, 2_000),
-        maxConcurrentActivities: num(ms, env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),
-        maxConcurrentWorkflowTasks: num(ms, env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS, 40),
+        maxCachedWorkflows: num(ms, 'WORKER_MAX_CACHED_WORKFLOWS', env.WORKER_MAX_CACHED_WORKFLOWS, 2_000),
+        maxConcurrentActivities: num(ms, 'WORKER_MAX_CONCURRENT_ACTIVITIES', env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),
+        maxConcurrentWorkflowTasks: num(
+          ms,
+          'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+          env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+          40,
+        ),
       },
       timings: {
         remindersMs: env.JOURNEY_REMINDERS_MS
-          ? env.JOURNEY_REMINDERS_MS.split(',').map((v) => ms.parse(v.trim()))
+          ? env.JOURNEY_REMINDERS_MS.split(',').map((v) => num(ms, 'JOURNEY_REMINDERS_MS', v.trim(), 0))
           : DEFAULT_TIMINGS.remindersMs,
         consultationDeadlineMs: timing('JOURNEY_CONSULTATION_DEADLINE_MS', DEFAULT_TIMINGS.consultationDeadlineMs),
-        reinviteMaxAttempts: num(z.coerce.number().int().min(0), env.JOURNEY_REINVITE_MAX_ATTEMPTS, 0),
+        reinviteMaxAttempts: num(
+          z.coerce.number().int().min(0),
+          'JOURNEY_REINVITE_MAX_ATTEMPTS',
+          env.JOURNEY_REINVITE_MAX_ATTEMPTS,
+          0,
+        ),
         reinviteCoolDownMs: timing('JOURNEY_REINVITE_COOL_DOWN_MS', DEFAULT_TIMINGS.reinviteCoolDownMs),
         prescriptionDeadlineMs: timing('JOURNEY_PRESCRIPTION_DEADLINE_MS', DEFAULT_TIMINGS.prescriptionDeadlineMs),
         prescriptionHardLimitMs: timing('JOURNEY_PRESCRIPTION_HARD_LIMIT_MS', DEFAULT_TIMINGS.prescriptionHardLimitMs),

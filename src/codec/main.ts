@@ -1,10 +1,10 @@
 // `npm run codec`: the codec server the Temporal UI calls to show decrypted payloads to operators.
-import { loadConfig } from '../config';
+import { loadCodecConfig } from '../config';
 import { EncryptionCodec } from './encryption-codec';
 import { buildCodecServer } from './server';
 
 async function main() {
-  const config = loadConfig();
+  const config = loadCodecConfig();
   if (config.codec.keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS is required by the codec server');
   const app = buildCodecServer({
     codec: new EncryptionCodec(config.codec.keys),

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Script } from 'node:vm';
 import YAML from 'yaml';
-import { CONFIG_ENV_VARS, loadConfig, type Config } from '../../src/config';
+import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig, type Config } from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
 import { dataConverterOf } from '../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
@@ -52,7 +52,8 @@ const hostPort = (name: string, container: number) => {
 const SANDBOX_ENV_VARS = readsOf((e) => sandboxConfigFromEnv(e));
 
 /** loadConfig on a service's environment, its /run/secrets files replaced by ones deploy/init-secrets.sh made. */
-function configOf(c: ComposeFile, name: string, secretsDir: string): Config {
+/** The environment the service's process gets, secrets resolved to the files init-secrets.sh makes. */
+function serviceEnv(c: ComposeFile, name: string, secretsDir: string): Record<string, string> {
   const service = c.services[name]!;
   const e: Record<string, string> = {};
   for (const [k, v] of Object.entries(envOf(service))) {
@@ -66,7 +67,12 @@ function configOf(c: ComposeFile, name: string, secretsDir: string): Config {
     expect(file).toBeDefined();
     e[k] = path.join(secretsDir, path.basename(file!));
   }
-  return loadConfig(e);
+  return e;
+}
+
+/** What the API or the worker loads from it. */
+function configOf(c: ComposeFile, name: string, secretsDir: string): Config {
+  return loadConfig(serviceEnv(c, name, secretsDir));
 }
 
 describe('docker-compose.yml', () => {
@@ -191,7 +197,7 @@ describe('docker-compose.yml', () => {
         'EXAM_SERVICE_BASE_URL',
         'PUBLIC_BASE_URL',
       ],
-      codec: ['WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS'],
+      codec: ['PAYLOAD_ENCRYPTION_KEYS'],
     };
     for (const name of ENGINE) {
       const e = env(name);
@@ -199,11 +205,17 @@ describe('docker-compose.yml', () => {
       // Secrets come from files only.
       for (const k of ['WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS']) expect(e[k]).toBeUndefined();
 
+      // The codec server reads its own section only (loadCodecConfig); the API and the worker read everything.
+      if (name === 'codec') {
+        const codec = loadCodecConfig(serviceEnv(compose, name, secretsDir));
+        expect(codec.codec.keys.length).toBeGreaterThan(0);
+        continue;
+      }
       const config = configOf(compose, name, secretsDir);
       expect(config.codec.keys.length).toBeGreaterThan(0);
       expect(dataConverterOf(config)).toBeDefined();
       expect(config.temporal.address).toBe('temporal:7233');
-      if (name !== 'codec') expect(config.clinics.length).toBeGreaterThan(0);
+      expect(config.clinics.length).toBeGreaterThan(0);
     }
     expect(configOf(compose, 'worker', secretsDir).examService.baseUrl).toBe('http://sandbox:4010');
     // The sandbox calls the webhook inside the network; docs/deploy.md says what the real service needs.
@@ -413,7 +425,9 @@ describe('deploy/compose.temporal-cloud.yml', () => {
         expect(config.temporal).toMatchObject({ address: 'us-east-1.aws.api.temporal.io:7233', namespace: 'ns.acct' });
         expect(config.temporal.apiKey).toBe('an-api-key');
       }
-      expect(configOf(merged, 'codec', secretsDir).codec.corsOrigins).toEqual(['https://cloud.temporal.io']);
+      expect(loadCodecConfig(serviceEnv(merged, 'codec', secretsDir)).codec.corsOrigins).toEqual([
+        'https://cloud.temporal.io',
+      ]);
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
