@@ -24,7 +24,7 @@ import type { ApiContext, RouteOptions } from './context';
 import { ClinicExamService, type ExamServiceFor } from './exam-service';
 import { JourneyGateway } from './journeys';
 import { createApiMetrics } from './metrics';
-import { ApiProblem, registerProblemHandlers } from './problem';
+import { ApiProblem, frameworkErrorProblem, registerProblemHandlers } from './problem';
 import { adminRoutes } from './routes/admin';
 import { catalogRoutes } from './routes/catalog';
 import { journeyRoutes } from './routes/journeys';
@@ -57,6 +57,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     bodyLimit: config.api.bodyLimitBytes,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorProblem,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

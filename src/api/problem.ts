@@ -35,6 +35,7 @@ const TITLES: Record<number, string> = {
   406: 'Not Acceptable',
   409: 'Conflict',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   428: 'Precondition Required',
@@ -169,6 +170,21 @@ export function registerProblemHandlers(app: FastifyInstance) {
   });
   // The same answer as a wrong webhook token, so a probe learns nothing from the difference.
   app.setNotFoundHandler((_request, reply) => sendProblem(reply, NOT_FOUND));
+}
+
+/**
+ * Fastify's `frameworkErrors`: what the router refuses before any route runs (a URL with malformed percent-encoding,
+ * a path parameter over its length limit) is a problem too, not Fastify's own JSON.
+ */
+export function frameworkErrorProblem(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_BAD_URL') {
+    void sendProblem(reply, problemBody(400, 'bad-url', 'the URL is not valid (malformed percent-encoding)'));
+  } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void sendProblem(reply, problemBody(414, 'uri-too-long', 'a part of the URL path is longer than this API accepts'));
+  } else {
+    reply.log.error({ err }, 'unhandled framework error');
+    void sendProblem(reply, problemBody(500, 'internal', 'an unexpected error occurred; it has been logged'));
+  }
 }
 
 export const NOT_FOUND: Problem = problemBody(404, 'not-found', 'there is nothing at this address');

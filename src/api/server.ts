@@ -16,6 +16,9 @@ export async function startApi(config: Config): Promise<{ app: ApiApp; close(): 
     examServiceFor: (clinic) => clients.forClinic(clinic.clinicId)!,
     logger: {
       level: config.logLevel,
+      // Plugins may log request headers (@fastify/multipart logs its busboy options at trace, every header of the
+      // upload in them, the bearer token included): any headers object in a log line is censored.
+      redact: { paths: ['headers', '*.headers', '*.*.headers'], censor: '[redacted]' },
       // Headers carry bearer tokens; URLs carry webhook tokens. Log neither.
       serializers: {
         req: (req: { method: string; routeOptions?: { url?: string } }) => ({

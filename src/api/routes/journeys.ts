@@ -68,13 +68,17 @@ async function readUpload(request: FastifyRequest, json: unknown, withExam: bool
   }
   const fields: Record<string, string> = {};
   let file: { bytes: Buffer; fileName: string; contentType: string } | undefined;
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      if (file) throw validationProblem([{ field: 'file', message: 'send one file per request' }]);
-      file = { bytes: await part.toBuffer(), fileName: part.filename, contentType: part.mimetype };
-    } else if (typeof part.value === 'string') {
-      fields[part.fieldname] = part.value;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        if (file) throw validationProblem([{ field: 'file', message: 'send one file per request' }]);
+        file = { bytes: await part.toBuffer(), fileName: part.filename, contentType: part.mimetype };
+      } else if (typeof part.value === 'string') {
+        fields[part.fieldname] = part.value;
+      }
     }
+  } catch (err) {
+    throw malformedMultipart(err);
   }
   const errors: FieldError[] = [];
   const fieldSchema = withExam ? AttachmentMultipartFields : AttachmentMultipartFields.omit({ patientExamId: true });
@@ -93,6 +97,18 @@ async function readUpload(request: FastifyRequest, json: unknown, withExam: bool
     contentType: file.contentType,
     ...(f.patientExamId !== undefined ? { patientExamId: f.patientExamId } : {}),
   };
+}
+
+/**
+ * The multipart parser's own errors (no boundary, a truncated body, a malformed part header) are plain Errors: the
+ * client sent them, so they are a 400, not a 500. Limits and field-name errors keep their FST_ status (413, 400).
+ */
+function malformedMultipart(err: unknown): unknown {
+  if (!(err instanceof Error) || Object.getPrototypeOf(err) !== Error.prototype || 'code' in err) return err;
+  return validationProblem(
+    [{ field: '(body)', message: `malformed multipart/form-data (${err.message})` }],
+    `the multipart/form-data body could not be read: ${err.message}`,
+  );
 }
 
 async function storeUpload(ctx: ApiContext, clinicId: string, upload: Upload): Promise<AttachmentRef> {

@@ -27,6 +27,12 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
   // Any content type, kept as text: the contract says JSON, but a body we cannot read is still evidence.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  // Fastify answers a malformed Content-Type header (empty, no subtype) with a 415 before any parser runs; a callback
+  // must not be refused (nor go unrecorded) for its header, and the body is read as text whatever it says anyway.
+  app.addHook('onRequest', (request, _reply, hookDone) => {
+    if (request.headers['content-type'] !== undefined) request.headers['content-type'] = 'text/plain; charset=utf-8';
+    hookDone();
+  });
 
   app.post(
     '/webhooks/exam-service/:journeyId/:token',
