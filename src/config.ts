@@ -100,7 +100,13 @@ type Env = Record<string, string | undefined>;
 /** A secret from NAME, or from the file NAME_FILE points at (for mounted secrets). */
 function secret(env: Env, name: string): string | undefined {
   const file = env[`${name}_FILE`];
-  if (file) return readFileSync(file, 'utf8').trim();
+  if (file) {
+    try {
+      return readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      throw new ConfigError([`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+    }
+  }
   return env[name] || undefined;
 }
 

@@ -13,6 +13,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...base, JOURNEY_REMINDERS_MS: '1000,soon' })).toThrow(/JOURNEY_REMINDERS_MS: /);
   });
 
+  it('names a secret file it cannot read', () => {
+    expect(() => loadConfig({ WEBHOOK_SECRET_FILE: '/nonexistent/webhook-secret' })).toThrow(
+      'WEBHOOK_SECRET_FILE: cannot read /nonexistent/webhook-secret (ENOENT)',
+    );
+  });
+
   it('names a missing required setting', () => {
     expect(() => loadConfig({})).toThrow(/api\.webhookSecret/);
   });
