@@ -36,9 +36,20 @@ export function errorShareFor(faults: SandboxFaults, operation: Operation): numb
   return faults.errorRates[operation] ?? faults.errorRate;
 }
 
+/** How often each fault actually struck since the start (or the last reset): GET /_sandbox/faults shows it. */
+export interface InjectedFaults {
+  /** Operations answered 500 by the error share, per operation. */
+  errors: Partial<Record<Operation, number>>;
+  /** Operations that waited latencyMs before answering. */
+  delayed: number;
+  /** Invites stored and then answered with a destroyed connection. */
+  droppedInvites: number;
+}
+
 /** The faults in force: set at start, replaced at run time through POST /_sandbox/faults. */
 export class FaultControl {
   private current: SandboxFaults;
+  private counts: InjectedFaults = { errors: {}, delayed: 0, droppedInvites: 0 };
 
   constructor(private readonly initial: SandboxFaults) {
     this.current = initial;
@@ -54,8 +65,20 @@ export class FaultControl {
     return this.current;
   }
 
-  /** Back to the faults the sandbox was started with. */
+  /** Back to the faults the sandbox was started with; the counts start again from zero. */
   reset(): void {
     this.current = this.initial;
+    this.counts = { errors: {}, delayed: 0, droppedInvites: 0 };
+  }
+
+  /** Counts one fault that struck. */
+  count(kind: 'error' | 'delayed' | 'droppedInvite', operation?: Operation): void {
+    if (kind === 'delayed') this.counts.delayed++;
+    else if (kind === 'droppedInvite') this.counts.droppedInvites++;
+    else if (operation) this.counts.errors[operation] = (this.counts.errors[operation] ?? 0) + 1;
+  }
+
+  injected(): InjectedFaults {
+    return { ...this.counts, errors: { ...this.counts.errors } };
   }
 }

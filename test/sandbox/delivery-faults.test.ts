@@ -146,6 +146,12 @@ describe('fault injection', () => {
       expect(res).toEqual({ status: 500, body: { http_code: 500, error_message: 'Internal server error.' } });
     }
     expect(sandbox.store.patientExams.size).toBe(0);
+    // Counted per operation since the reset, for whoever reports on a fault run.
+    expect((await getJson(`${baseUrl}/_sandbox/faults`)).body.injected).toEqual({
+      errors: { exam_list: 1, exam_invite: 1, exam_invite_cancel: 1 },
+      delayed: 0,
+      droppedInvites: 0,
+    });
     // The control surface is never faulted.
     expect((await getJson(`${baseUrl}/_sandbox/patient-exams`)).status).toBe(200);
   });

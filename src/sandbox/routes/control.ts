@@ -159,7 +159,7 @@ export function controlRoutes(ctx: SandboxContext) {
       return { deliveries };
     });
 
-    app.get('/_sandbox/faults', () => ({ faults: ctx.faults.get() }));
+    app.get('/_sandbox/faults', () => ({ faults: ctx.faults.get(), injected: ctx.faults.injected() }));
 
     app.post('/_sandbox/faults', async (request) => {
       const { seed, ...faults } = parse(FaultsBody, request.body);

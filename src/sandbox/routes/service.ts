@@ -70,8 +70,12 @@ export function serviceRoutes(ctx: SandboxContext) {
     const operation = (name: ExamServiceOperation, handler: OperationHandler): void => {
       app.post(`/api/${name}`, async (request, reply) => {
         const faults = ctx.faults.get();
-        if (faults.latencyMs > 0) await sleep(faults.latencyMs);
+        if (faults.latencyMs > 0) {
+          ctx.faults.count('delayed');
+          await sleep(faults.latencyMs);
+        }
         if (ctx.random.chance(errorShareFor(faults, name))) {
+          ctx.faults.count('error', name);
           return reply.code(500).send({ http_code: 500, error_message: 'Internal server error.' });
         }
         const body = isRecord(request.body) ? request.body : {};
@@ -363,6 +367,7 @@ function invite(
 
   if (ctx.random.chance(ctx.faults.get().dropAfterInviteRate)) {
     // The ambiguous failure: the invite exists, the caller sees its connection reset and no answer.
+    ctx.faults.count('droppedInvite');
     reply.hijack();
     request.raw.socket.destroy();
     return reply;

@@ -1,0 +1,122 @@
+// `npm run test:faults`: the full fault suite (test/faults/harness), 100+ journeys through the real API, worker,
+// Temporal dev server and sandbox while every fault kind strikes. Prints the table and writes the run, with the
+// command and the machine, to docs/reliability.md. Exit code 1 when any journey or callback is wrong.
+//
+//   npm run test:faults                      the full run (writes docs/reliability.md)
+//   npm run test:faults -- --ci              the CI-sized part (what `npm test` runs; does not write the doc)
+//   npm run test:faults -- --journeys 40     a smaller full run (does not write the doc below 100 journeys)
+//   npm run test:faults -- --seed 7 --keep   another random pattern; keep the run folder (logs, database)
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CI_RUN, FULL_RUN } from '../test/faults/harness/presets';
+import { machineDescription, problemsText, reportTable } from '../test/faults/harness/report';
+import { runFaultSuite, type SuiteOptions, type SuiteReport } from '../test/faults/harness/suite';
+
+function argValue(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function command(): string {
+  const args = process.argv.slice(2).join(' ');
+  const base = process.env.npm_lifecycle_event === 'test:faults' ? 'npm run test:faults' : 'npx tsx scripts/faults.ts';
+  return args ? (base.startsWith('npm') ? `${base} -- ${args}` : `${base} ${args}`) : base;
+}
+
+function reliabilityDoc(report: SuiteReport, cmd: string, machine: string, finishedAt: Date): string {
+  const o = report.options;
+  const pf = o.processFaults;
+  return `# Reliability: the fault suite
+
+The engine is run as it is deployed, each part its own process: the Temporal dev server (file-persisted), the
+exam-service sandbox, the worker (\`src/worker.ts\`) and the clinic API (\`src/api/server.ts\`). Journeys of the four
+scenarios are started through the clinic API (HTTP, \`Idempotency-Key\`) in the sandbox's test mode, so the simulated
+provider approves, rejects or answers N/A and calls back on its own, to the API's real webhook URL. Meanwhile:
+
+- the worker is killed with SIGKILL at random moments and started again;
+- the Temporal dev server is stopped (SIGKILL, then SIGTERM) and started again on the same port and database file;
+- the API process is stopped (SIGTERM: graceful; SIGKILL: mid-request) and started again while callbacks keep
+  coming; the sandbox retries a refused connection like any failed attempt (\`SANDBOX_CALLBACK_RETRIES\` ${o.sandboxEnv.SANDBOX_CALLBACK_RETRIES}, backoff
+  ${o.sandboxEnv.SANDBOX_CALLBACK_RETRY_BASE_MS} ms doubling), so callbacks sent while it is down arrive once it is back;
+- the sandbox answers 500 to a share of all operations, adds latency to each, drops the connection after storing a
+  share of the invites (the ambiguous failure), sends every callback ${o.sandboxFaults.duplicateCallbacks} times, out of order (3 before 2 before 1) and
+  delayed.
+
+**What must hold** (checked from the outside, after the run):
+
+- every journey ends in its correct final state for its scenario and outcome (exam status, prescriptions, tracking),
+  or parks in \`needs_attention\` with code \`invite_ambiguous\`: the invite may have been sent (a 500, a dropped
+  connection, a worker killed mid-invite) and the engine never re-sends it on its own;
+- never two invites for one journey: the sandbox's control surface lists every patient exam with its \`webhook_url\`,
+  which names the journey;
+- no callback lost: every callback the sandbox delivered with a 200 (its deliveries log) is in the journey's events
+  (\`GET /v1/journeys/{id}\`, applied or recorded as a duplicate) or, when it came after the journey had finished, a
+  dead letter of that journey; and nothing is recorded more often than it could have arrived;
+- every expected event (by scenario and outcome: event 1; event 2 after an approved prescription; event 3 per
+  prescription of a partner pharmacy) is applied exactly once;
+- no process crashes except the ones the suite causes.
+
+**The operator's part.** After the run, each journey parked as \`invite_ambiguous\` is decided the way the runbook
+(README, "Operating journeys") says: the suite looks at the service (the sandbox) for an invite of that journey; one
+there, \`abandon\`; none there, \`retry\` (the journey invites again and must then complete like the others). Rounds
+repeat while retried journeys park again (the service keeps failing).
+
+## Last full run
+
+- Finished: ${finishedAt.toISOString()}
+- Command: \`${cmd}\`
+- Machine: ${machine}
+- Seed: ${o.seed} (fault times, journey start times and the sandbox's fault shares); timing still varies run to run
+- Journeys: ${o.journeys}, started at random moments over ${o.startWindowMs / 1000} s; process faults over ${o.faultWindowMs / 1000} s
+  (${pf.workerKills} worker kills, ${pf.temporalRestarts} dev server restarts, ${pf.apiRestarts} API restarts${
+    pf.apiKillDuringTemporalOutage ? ' and one more API kill during the first dev server outage' : ''
+  })
+- Sandbox faults: \`${JSON.stringify(o.sandboxFaults)}\`
+- Sandbox settings: \`${Object.entries(o.sandboxEnv)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')}\`
+- Result: **${report.problems.length === 0 ? 'passed' : `FAILED (${report.problems.length} problems)`}** in ${(report.durationMs / 60_000).toFixed(1)} min
+
+${reportTable(report)}
+
+${report.problems.length === 0 ? '' : `### Problems\n\n${problemsText(report)}\n`}
+## Running it
+
+\`\`\`sh
+npm run test:faults                 # this run: ${o.journeys} journeys, writes this file
+npx jest test/faults                # the CI part (${CI_RUN.journeys} journeys, every fault kind), also part of npm test
+npm run test:faults -- --seed 7     # another pattern; --keep keeps the run folder (logs of every process)
+\`\`\`
+
+Everything runs on ports 20000-20999 and in a folder under the system's temp directory; each process is started and
+stopped by its PID. The harness is \`test/faults/harness\` (\`stack.ts\` the processes, \`faults.ts\` the process faults,
+\`journeys.ts\` the plan and the starts, \`verify.ts\` the checks, \`suite.ts\` the run, \`report.ts\` this table).
+`;
+}
+
+async function main() {
+  const ci = process.argv.includes('--ci');
+  const base: SuiteOptions = ci ? CI_RUN : FULL_RUN;
+  const journeys = argValue('--journeys');
+  const seed = argValue('--seed');
+  const options: SuiteOptions = {
+    ...base,
+    ...(journeys ? { journeys: Number(journeys) } : {}),
+    ...(seed ? { seed: Number(seed) } : {}),
+    keepRunDir: process.argv.includes('--keep'),
+  };
+  const report = await runFaultSuite(options);
+  const table = reportTable(report);
+  console.log(`\n${table}\n\n${problemsText(report)}\n`);
+  if (!ci && options.journeys >= 100) {
+    const file = path.resolve(__dirname, '../docs/reliability.md');
+    writeFileSync(file, reliabilityDoc(report, command(), machineDescription(), new Date()));
+    console.log(`written to ${path.relative(process.cwd(), file)}`);
+  }
+  process.exit(report.problems.length === 0 ? 0 : 1);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

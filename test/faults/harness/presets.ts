@@ -1,0 +1,76 @@
+// The two sizes of the fault suite: the CI part that runs in `npm test` (about 2-3 minutes on 2 cores) and the full
+// run of `npm run test:faults` (100+ journeys, under 15 minutes), which writes docs/reliability.md.
+import type { SuiteOptions } from './suite';
+
+/** The sandbox's test provider acts fast; its callbacks are retried long enough to outlast any API restart. */
+export const SANDBOX_ENV: Record<string, string> = {
+  // Long enough for callbacks to keep coming during an outage of the API or of Temporal, short enough for the run.
+  SANDBOX_PROVIDER_DELAY_MS: '1500',
+  SANDBOX_PRESCRIPTION_DELAY_MS: '1000',
+  SANDBOX_SHIPMENT_DELAY_MS: '1000',
+  // A refused connection (API down) is a failed attempt like a non-200: retried after 0.5, 1, 2, ... 256 s.
+  SANDBOX_CALLBACK_RETRIES: '10',
+  SANDBOX_CALLBACK_RETRY_BASE_MS: '500',
+  SANDBOX_CALLBACK_TIMEOUT_MS: '5000',
+};
+
+export const SANDBOX_FAULTS: SuiteOptions['sandboxFaults'] = {
+  errorRate: 0.08,
+  latencyMs: 250,
+  dropAfterInviteRate: 0.08,
+  duplicateCallbacks: 3,
+  outOfOrderCallbacks: true,
+  callbackDelayMs: 1_000,
+};
+
+export const CI_RUN: SuiteOptions = {
+  name: 'ci',
+  journeys: 24,
+  startWindowMs: 55_000,
+  faultWindowMs: 65_000,
+  processFaults: {
+    workerKills: 2,
+    temporalRestarts: 1,
+    apiRestarts: 2,
+    workerDownMs: [500, 2_000],
+    workerKillAfterStartMs: 700,
+    apiKillDuringTemporalOutage: true,
+    callbacksDueAfterStartMs: [1_500, 3_000],
+    temporalDownMs: [15_000, 17_000],
+    apiDownMs: [1_000, 3_000],
+  },
+  sandboxFaults: SANDBOX_FAULTS,
+  sandboxEnv: SANDBOX_ENV,
+  settleTimeoutMs: 150_000,
+  operatorRounds: 3,
+  operatorSettleTimeoutMs: 90_000,
+  deadlineMs: 450_000,
+  seed: 20_240_501,
+  ports: { temporal: 20_633, temporalHttp: 20_634, temporalMetrics: 20_635, sandbox: 20_610, api: 20_700 },
+};
+
+export const FULL_RUN: SuiteOptions = {
+  name: 'full',
+  journeys: 120,
+  startWindowMs: 240_000,
+  faultWindowMs: 270_000,
+  processFaults: {
+    workerKills: 6,
+    temporalRestarts: 2,
+    apiRestarts: 4,
+    workerDownMs: [500, 3_000],
+    workerKillAfterStartMs: 700,
+    apiKillDuringTemporalOutage: true,
+    callbacksDueAfterStartMs: [1_500, 3_000],
+    temporalDownMs: [12_000, 25_000],
+    apiDownMs: [1_000, 5_000],
+  },
+  sandboxFaults: SANDBOX_FAULTS,
+  sandboxEnv: SANDBOX_ENV,
+  settleTimeoutMs: 300_000,
+  operatorRounds: 4,
+  operatorSettleTimeoutMs: 120_000,
+  deadlineMs: 840_000,
+  seed: 20_240_501,
+  ports: { temporal: 20_233, temporalHttp: 20_234, temporalMetrics: 20_235, sandbox: 20_010, api: 20_300 },
+};
