@@ -33,11 +33,15 @@ exam-service sandbox, the worker (\`src/worker.ts\`) and the clinic API (\`src/a
 scenarios are started through the clinic API (HTTP, \`Idempotency-Key\`) in the sandbox's test mode, so the simulated
 provider approves, rejects or answers N/A and calls back on its own, to the API's real webhook URL. Meanwhile:
 
-- the worker is killed with SIGKILL at random moments and started again;
-- the Temporal dev server is stopped (SIGKILL, then SIGTERM) and started again on the same port and database file;
+- the worker is killed with SIGKILL at random moments, each 0-${o.processFaults.workerKillAfterStartMs} ms after a journey's start was answered (its
+  catalog check, invite or uploads are running), and started again;
+- the Temporal dev server is stopped (SIGKILL, then SIGTERM) and started again on the same port and database file,
+  ${o.processFaults.callbacksDueAfterStartMs.map((ms) => ms / 1000).join('-')} s after a journey's start (its callbacks arrive during the outage and go through the API's spool);
+  during the first outage the API is killed too, with callbacks in its spool, and the next API process forwards them;
 - the API process is stopped (SIGTERM: graceful; SIGKILL: mid-request) and started again while callbacks keep
   coming; the sandbox retries a refused connection like any failed attempt (\`SANDBOX_CALLBACK_RETRIES\` ${o.sandboxEnv.SANDBOX_CALLBACK_RETRIES}, backoff
   ${o.sandboxEnv.SANDBOX_CALLBACK_RETRY_BASE_MS} ms doubling), so callbacks sent while it is down arrive once it is back;
+- some starts are sent twice at once (a double submit): both answers must name the same journey, one of them 201;
 - the sandbox answers 500 to a share of all operations, adds latency to each, drops the connection after storing a
   share of the invites (the ambiguous failure), sends every callback ${o.sandboxFaults.duplicateCallbacks} times, out of order (3 before 2 before 1) and
   delayed.
@@ -88,8 +92,8 @@ npx jest test/faults                # the CI part (${CI_RUN.journeys} journeys, 
 npm run test:faults -- --seed 7     # another pattern; --keep keeps the run folder (logs of every process)
 \`\`\`
 
-Everything runs on ports 20000-20999 and in a folder under the system's temp directory; each process is started and
-stopped by its PID. The harness is \`test/faults/harness\` (\`stack.ts\` the processes, \`faults.ts\` the process faults,
+The suite listens on ports 20000-20999 only (the dev server's internal cluster ports are its own choice) and works
+in a folder under the system's temp directory (kept when a run fails); each process is started and stopped by its PID. The harness is \`test/faults/harness\` (\`stack.ts\` the processes, \`faults.ts\` the process faults,
 \`journeys.ts\` the plan and the starts, \`verify.ts\` the checks, \`suite.ts\` the run, \`report.ts\` this table).
 `;
 }

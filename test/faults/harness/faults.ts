@@ -1,6 +1,8 @@
 // The process faults of a run, at seeded random times within the fault window, one after another: the worker killed
 // with SIGKILL and started again, the Temporal dev server stopped and started again on the same port and database
 // file, the API stopped (SIGTERM: graceful; SIGKILL: mid-request) and started again while callbacks keep coming.
+// Each one aims at a journey in flight: a worker kill comes 0-700 ms after a start was answered (catalog, invite,
+// uploads are running), an outage of Temporal or the API 1.5-3 s after one (its callbacks are due).
 // The sandbox's own faults (500s, latency, dropped invites, duplicate/out-of-order/delayed callbacks) are set once
 // through its control surface and run all the time.
 import type { Rng } from './journeys';

@@ -26,8 +26,9 @@ export const SANDBOX_FAULTS: SuiteOptions['sandboxFaults'] = {
 export const CI_RUN: SuiteOptions = {
   name: 'ci',
   journeys: 24,
-  startWindowMs: 55_000,
-  faultWindowMs: 65_000,
+  // Faults end before the last journeys start: each one aims at a journey in flight.
+  startWindowMs: 70_000,
+  faultWindowMs: 60_000,
   processFaults: {
     workerKills: 2,
     temporalRestarts: 1,
@@ -52,8 +53,8 @@ export const CI_RUN: SuiteOptions = {
 export const FULL_RUN: SuiteOptions = {
   name: 'full',
   journeys: 120,
-  startWindowMs: 240_000,
-  faultWindowMs: 270_000,
+  startWindowMs: 270_000,
+  faultWindowMs: 250_000,
   processFaults: {
     workerKills: 6,
     temporalRestarts: 2,

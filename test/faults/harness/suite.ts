@@ -123,7 +123,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
     faults = new ProcessFaults(stack, rng, t0, log);
     const supervisor = faults.supervise();
     const plans = planJourneys(options.journeys, options.startWindowMs, rng, `${options.seed}-${t0.toString(36)}`);
-    const startDeadline = options.faultWindowMs + options.settleTimeoutMs;
+    const startDeadline = Math.max(options.startWindowMs, options.faultWindowMs) + options.settleTimeoutMs;
     const starts = plans.map(async (plan) => {
       await sleep(Math.max(0, t0 + plan.startAfterMs - Date.now()));
       const started = await startJourney(stack.apiUrl, plan, startDeadline);
