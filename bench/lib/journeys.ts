@@ -1,0 +1,144 @@
+// Journeys for the bench: started straight through the Temporal client (as the API would, minus HTTP), counted
+// through visibility, and the exam service's callbacks for them (event 1 bodies, webhook paths with valid tokens).
+import { type Client, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import { type Config, loadConfig } from '../../src/config';
+import { connectClient } from '../../src/temporal';
+import { webhookToken } from '../../src/webhook-url';
+import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
+import type { JourneyInput } from '../../src/workflows/journey-request';
+import { sleep } from './proc';
+
+export function benchConfig(env: Record<string, string>): Config {
+  return loadConfig({ ...env });
+}
+
+export function benchClient(config: Config): Promise<Client> {
+  return connectClient(config);
+}
+
+/** A GFE journey in test mode. lastName 'Approve': the sandbox's provider approves it; anything else stays pending. */
+export function gfeInput(config: Config, clinicId: string, journeyId: string, lastName: string): JourneyInput {
+  return {
+    clinicId,
+    journeyId,
+    patient: {
+      firstName: 'Test',
+      lastName,
+      email: `${journeyId.toLowerCase()}@bench.example.test`,
+      dob: '1988-04-12',
+      phoneNumber: '5125550199',
+      teleState: 'TE',
+    },
+    exams: [101],
+    scenario: { type: 'gfe' },
+    additionalData: JSON.stringify({ bench: journeyId }),
+    timings: config.timings,
+  };
+}
+
+/** The API's start (src/api/journeys.ts), without the HTTP and catalog check in front of it. */
+export async function startJourney(client: Client, config: Config, input: JourneyInput): Promise<void> {
+  await client.workflow.start('patientJourney', {
+    workflowId: journeyWorkflowId(input.journeyId),
+    taskQueue: config.temporal.taskQueue,
+    args: [input],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+    memo: { clinicId: input.clinicId, requestSha256: 'bench' },
+    typedSearchAttributes: [
+      { key: SearchAttr.ClinicId, value: input.clinicId },
+      { key: SearchAttr.Scenario, value: input.scenario.type },
+      { key: SearchAttr.JourneyStage, value: 'validating' },
+      { key: SearchAttr.NeedsAttention, value: false },
+    ],
+  });
+}
+
+/** Runs fn over items with at most `concurrency` at once; resolves with the results in order. */
+export async function pool<T, R>(
+  items: T[],
+  concurrency: number,
+  fn: (item: T, i: number) => Promise<R>,
+): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  });
+  await Promise.all(workers);
+  return out;
+}
+
+export async function countWorkflows(client: Client, query: string): Promise<number> {
+  const { count } = await client.workflow.count(query);
+  return count;
+}
+
+/** Polls a visibility count until it reaches `target`; calls progress(count) on each poll. */
+export async function waitForCount(
+  client: Client,
+  query: string,
+  target: number,
+  timeoutMs: number,
+  progress?: (count: number) => void,
+  everyMs = 1_000,
+): Promise<number> {
+  const until = Date.now() + timeoutMs;
+  let count = 0;
+  for (;;) {
+    try {
+      count = await countWorkflows(client, query);
+    } catch {
+      // visibility busy: try again
+    }
+    progress?.(count);
+    if (count >= target) return count;
+    if (Date.now() > until) throw new Error(`only ${count} of ${target} workflows matched ${query} in time`);
+    await sleep(everyMs);
+  }
+}
+
+export interface ClosedWorkflow {
+  workflowId: string;
+  startTime: Date;
+  closeTime: Date | undefined;
+  status: string;
+}
+
+export async function listWorkflows(client: Client, query: string): Promise<ClosedWorkflow[]> {
+  const out: ClosedWorkflow[] = [];
+  for await (const wf of client.workflow.list({ query, pageSize: 1000 })) {
+    out.push({ workflowId: wf.workflowId, startTime: wf.startTime, closeTime: wf.closeTime, status: wf.status.name });
+  }
+  return out;
+}
+
+export function webhookPath(journeyId: string, secret: string): string {
+  return `/webhooks/exam-service/${encodeURIComponent(journeyId)}/${webhookToken(journeyId, secret)}`;
+}
+
+/** An event 1 body as the service sends it (the sandbox's shape, src/sandbox/events.ts). */
+export function event1Body(patientExamId: number, status: 'Approved' | 'Rejected' = 'Approved'): string {
+  return JSON.stringify({
+    event: 1,
+    reason: status === 'Approved' ? 'Looks good' : 'Not a candidate',
+    exam_id: '101',
+    exam_url: `http://127.0.0.1/records/bench-${patientExamId}.pdf?expires=2099-01-01T00:00:00.000Z`,
+    exam_name: 'Good Faith Exam',
+    exam_status: status,
+    rx_status: null,
+    clinic_name: '7001 Sandbox Demo Clinic',
+    patient_email: 'bench@bench.example.test',
+    patient_phone_number: '5125550199',
+    patient_exam_id: String(patientExamId),
+    provider_name: 'Test Provider, NP',
+    additional_data: '',
+    questions_answers: [
+      { no: 1, question: 'What brings you in today?', answer: 'Benchmark' },
+      { no: 2, question: 'Any allergies?', answer: 'No' },
+    ],
+  });
+}

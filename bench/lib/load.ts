@@ -1,0 +1,25 @@
+// Runs the open-loop generator (bench/loadgen.ts) as a child process and reads its results.
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { LevelResult, LoadSpec } from '../loadgen';
+import { spawnTs, stopChild } from './proc';
+
+let runs = 0;
+
+export async function runLoad(
+  spec: LoadSpec,
+  workDir: string,
+  logDir: string,
+  timeoutMs: number,
+): Promise<LevelResult[]> {
+  const n = ++runs;
+  const specFile = path.join(workDir, `load-${n}.spec.json`);
+  const resultFile = path.join(workDir, `load-${n}.result.json`);
+  await writeFile(specFile, JSON.stringify(spec));
+  const child = spawnTs(`loadgen-${n}`, 'bench/loadgen.ts', [specFile, resultFile], { logDir });
+  const timer = setTimeout(() => void stopChild(child, 2_000), timeoutMs);
+  const { code } = await child.exited;
+  clearTimeout(timer);
+  if (code !== 0) throw new Error(`the load generator failed (exit ${code}); see ${child.logFile}`);
+  return JSON.parse(await readFile(resultFile, 'utf8')) as LevelResult[];
+}

@@ -1,0 +1,82 @@
+// What the figures were measured on: CPU, cores, memory (from /proc), kernel, Node.js and Temporal versions, load.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT } from './proc';
+
+export interface Machine {
+  cpuModel: string;
+  cores: number;
+  memTotalGiB: number;
+  memAvailableGiB: number;
+  kernel: string;
+  node: string;
+  temporalCli: string;
+  temporalSdk: string;
+  fastify: string;
+  hostname: string;
+}
+
+function meminfo(field: string): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/meminfo', 'utf8'));
+  return m ? Number(m[1]) / 1024 / 1024 : NaN;
+}
+
+function pkgVersion(name: string): string {
+  try {
+    return (
+      JSON.parse(readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }
+    ).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function describeMachine(): Machine {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  const cores = (cpuinfo.match(/^processor\s*:/gm) ?? []).length || os.cpus().length;
+  let temporalCli = 'unknown';
+  try {
+    temporalCli = execFileSync(path.join(ROOT, '.tools/bin/temporal'), ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    // reported as unknown
+  }
+  return {
+    cpuModel: model,
+    cores,
+    memTotalGiB: meminfo('MemTotal'),
+    memAvailableGiB: meminfo('MemAvailable'),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    temporalCli,
+    temporalSdk: pkgVersion('@temporalio/worker'),
+    fastify: pkgVersion('fastify'),
+    hostname: os.hostname(),
+  };
+}
+
+/** The 1, 5 and 15 minute load averages, and how many processes are runnable right now. */
+export function loadAverage(): { one: number; five: number; fifteen: number; running: string } {
+  const [one, five, fifteen, running] = readFileSync('/proc/loadavg', 'utf8').trim().split(/\s+/);
+  return { one: Number(one), five: Number(five), fifteen: Number(fifteen), running: running ?? '' };
+}
+
+/** Whole-machine CPU busy share since the previous call (from /proc/stat). */
+export function cpuBusySampler(): () => number {
+  const read = () => {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (line[3] ?? 0) + (line[4] ?? 0);
+    const total = line.reduce((a, b) => a + b, 0);
+    return { idle, total };
+  };
+  let last = read();
+  return () => {
+    const now = read();
+    const dt = now.total - last.total;
+    const busy = dt > 0 ? 1 - (now.idle - last.idle) / dt : 0;
+    last = now;
+    return busy;
+  };
+}

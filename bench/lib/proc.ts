@@ -1,0 +1,203 @@
+// Child processes of the bench: each spawned directly (node with the tsx loader, or the Temporal binary) so its pid
+// is the process that does the work (RSS is read from it, signals reach it), with its output in a log file. Every
+// child is remembered until it has exited; whatever is still alive when the bench ends is killed by its pid.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import path from 'node:path';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+
+export interface Child {
+  name: string;
+  pid: number;
+  proc: ChildProcess;
+  logFile: string;
+  /** Resolves when the process has exited (never rejects). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly alive: boolean;
+}
+
+const children = new Set<Child>();
+
+export interface SpawnOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  logDir: string;
+  /** Own process group (default true): a Ctrl-C of the bench does not reach it; the bench stops it in order. */
+  detached?: boolean;
+}
+
+export function spawnChild(name: string, command: string, args: string[], o: SpawnOptions): Child {
+  const logFile = path.join(o.logDir, `${name}.log`);
+  const fd = openSync(logFile, 'a');
+  const proc = spawn(command, args, {
+    cwd: o.cwd ?? ROOT,
+    env: { ...process.env, ...o.env },
+    stdio: ['ignore', fd, fd],
+    detached: o.detached ?? true,
+  });
+  closeSync(fd);
+  if (proc.pid === undefined) throw new Error(`${name}: could not spawn ${command}`);
+  let alive = true;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    proc.once('exit', (code, signal) => {
+      alive = false;
+      children.delete(child);
+      resolve({ code, signal });
+    });
+    proc.once('error', () => {
+      alive = false;
+      children.delete(child);
+      resolve({ code: null, signal: null });
+    });
+  });
+  const child: Child = {
+    name,
+    pid: proc.pid,
+    proc,
+    logFile,
+    exited,
+    get alive() {
+      return alive;
+    },
+  };
+  children.add(child);
+  return child;
+}
+
+/** A TypeScript entry point of this repository, run by node with the tsx loader (one process, no tsx wrapper). */
+export function spawnTs(
+  name: string,
+  script: string,
+  args: string[],
+  o: SpawnOptions & { nodeArgs?: string[] },
+): Child {
+  return spawnChild(
+    name,
+    process.execPath,
+    [...(o.nodeArgs ?? []), '--import', 'tsx', path.join(ROOT, script), ...args],
+    o,
+  );
+}
+
+/** Thrown inside waitFor's probe: stop waiting at once (the process being waited for has exited). */
+export class Fatal extends Error {
+  override name = 'Fatal';
+}
+
+/** SIGTERM (or the given signal), then SIGKILL after the grace period. Resolves once the process is gone. */
+export async function stopChild(child: Child, graceMs = 15_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!child.alive) return;
+  try {
+    process.kill(child.pid, signal);
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      if (child.alive) process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }, graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+/** Every child still alive, newest first. */
+export function liveChildren(): Child[] {
+  return [...children].reverse();
+}
+
+/** Last resort (process exit): SIGKILL each child still alive, by pid. */
+export function killAllSync(): void {
+  for (const child of children) {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls until fn() is truthy; throws with the message after the timeout. */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs: number,
+  everyMs = 200,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      if (err instanceof Fatal) throw err;
+      lastErr = err;
+    }
+    if (Date.now() > until) {
+      const why = lastErr instanceof Error ? ` (last error: ${lastErr.message})` : '';
+      throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${why}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+/** VmRSS of a process in bytes (from /proc), or undefined when it is gone. */
+export async function rssBytes(pid: number): Promise<number | undefined> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time (user + system) of a process in seconds, from /proc/<pid>/stat. */
+export async function cpuSeconds(pid: number): Promise<number | undefined> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the ") " split.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds per thread name (comm) of a process: the main thread, libuv's pool, V8's helpers... */
+export async function threadCpuSeconds(pid: number): Promise<Record<string, number>> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const out: Record<string, number> = {};
+  try {
+    for (const tid of await readdir(`/proc/${pid}/task`)) {
+      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
+      if (!stat) continue;
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const name = tid === String(pid) ? 'main' : comm;
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
+    }
+  } catch {
+    // gone
+  }
+  return out;
+}
+
+/** Seconds the main thread of a process has spent runnable but waiting for a CPU (/proc/<pid>/schedstat). */
+export async function runQueueWaitSeconds(pid: number): Promise<number | undefined> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    const [, wait] = (await readFile(`/proc/${pid}/schedstat`, 'utf8')).trim().split(/\s+/);
+    return Number(wait) / 1e9;
+  } catch {
+    return undefined;
+  }
+}

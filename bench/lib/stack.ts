@@ -1,0 +1,322 @@
+// The engine on the bench's ports, one child process per part, each started and stopped on its own: the Temporal
+// dev server (stopped for the outage run, restarted with other SQLite pragmas), the sandbox, the worker (restarted
+// with other sizes) and the API. Configured like scripts/local-stack.ts, with the bench's own clinics and secrets.
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { DEMO_API_KEY } from '../../src/sandbox/seed';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { cpuSeconds, Fatal, ROOT, spawnChild, spawnTs, stopChild, waitFor, type Child } from './proc';
+
+export interface BenchPorts {
+  temporal: number;
+  temporalHttp: number;
+  temporalMetrics: number;
+  temporalUi: number;
+  sandbox: number;
+  api: number;
+  bare: number;
+  codec: number;
+  /** The cold-start measurement's own local stack (scripts/local-stack.ts). */
+  coldTemporal: number;
+  coldUi: number;
+  coldSandbox: number;
+  coldApi: number;
+  coldCodec: number;
+}
+
+/** Everything inside 22000-22999. */
+export function benchPorts(base = 22_200): BenchPorts {
+  return {
+    temporal: base + 33,
+    temporalHttp: base + 34,
+    temporalMetrics: base + 35,
+    temporalUi: base + 36,
+    sandbox: base + 10,
+    api: base + 0,
+    bare: base + 1,
+    codec: base + 88,
+    coldTemporal: base + 133,
+    coldUi: base + 136,
+    coldSandbox: base + 110,
+    coldApi: base + 100,
+    coldCodec: base + 188,
+  };
+}
+
+/** The bench's clinics: one per phase, so visibility queries tell the phases apart (all on the sandbox's demo key). */
+export const CLINICS = {
+  hook: { clinicId: 'bench-hook', token: 'bench-hook-token' },
+  throughput: { clinicId: 'bench-throughput', token: 'bench-throughput-token' },
+  waiting: { clinicId: 'bench-waiting', token: 'bench-waiting-token' },
+} as const;
+
+export const TEMPORAL_DEFAULT_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
+
+const CLI_TYPE: Record<string, string> = {
+  KEYWORD: 'Keyword',
+  KEYWORD_LIST: 'KeywordList',
+  BOOL: 'Bool',
+  TEXT: 'Text',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  DATETIME: 'Datetime',
+};
+
+export function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+export async function httpOk(url: string, timeoutMs = 2_000): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+export interface StackOptions {
+  dataDir: string;
+  logDir: string;
+  ports: BenchPorts;
+  /** Test mode: invite -> event 1 (the throughput run). */
+  providerDelayMs: number;
+  log: (message: string) => void;
+}
+
+export class BenchStack {
+  readonly env: Record<string, string>;
+  temporal: Child | undefined;
+  sandbox: Child | undefined;
+  worker: Child | undefined;
+  api: Child | undefined;
+  #temporalStarts = 0;
+
+  constructor(readonly o: StackOptions) {
+    this.env = {};
+  }
+
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.o.ports.api}`;
+  }
+
+  get sandboxUrl(): string {
+    return `http://127.0.0.1:${this.o.ports.sandbox}`;
+  }
+
+  get temporalAddress(): string {
+    return `127.0.0.1:${this.o.ports.temporal}`;
+  }
+
+  /** Secrets and clinics for this run (fresh each run: the data folder is new). */
+  async configure(): Promise<void> {
+    const clinicsFile = path.join(this.o.dataDir, 'clinics.json');
+    const notificationSecret = `whsec_${randomBytes(24).toString('base64')}`;
+    await writeFile(
+      clinicsFile,
+      JSON.stringify(
+        Object.values(CLINICS).map((c) => ({
+          clinicId: c.clinicId,
+          name: `Bench ${c.clinicId}`,
+          examServiceApiKey: DEMO_API_KEY,
+          apiTokenSha256: [createHash('sha256').update(c.token).digest('hex')],
+          notificationSecret,
+        })),
+        null,
+        2,
+      ),
+      { mode: 0o600 },
+    );
+    Object.assign(this.env, {
+      DATA_DIR: this.o.dataDir,
+      TEMPORAL_ADDRESS: this.temporalAddress,
+      EXAM_SERVICE_BASE_URL: this.sandboxUrl,
+      CLINICS_FILE: clinicsFile,
+      WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
+      PAYLOAD_ENCRYPTION_KEYS: `bench-1:${randomBytes(32).toString('base64')}`,
+      API_PORT: String(this.o.ports.api),
+      PUBLIC_BASE_URL: this.apiUrl,
+      // The throughput run starts hundreds of journeys a minute for one clinic; the default limit is 600/min.
+      API_RATE_LIMIT_PER_MINUTE: '1000000',
+      LOG_LEVEL: 'warn',
+    });
+  }
+
+  async startTemporal(pragmas: string[] = TEMPORAL_DEFAULT_PRAGMAS): Promise<number> {
+    const t0 = performance.now();
+    const p = this.o.ports;
+    this.temporal = await this.startDevServer(
+      `temporal-${++this.#temporalStarts}`,
+      { grpc: p.temporal, http: p.temporalHttp, metrics: p.temporalMetrics },
+      path.join(this.o.dataDir, 'temporal.db'),
+      pragmas,
+    );
+    return performance.now() - t0;
+  }
+
+  /** A Temporal dev server (headless) with the journeys' search attributes; resolves once it answers. */
+  async startDevServer(
+    name: string,
+    ports: { grpc: number; http: number; metrics: number },
+    dbFile: string,
+    pragmas: string[],
+    extraArgs: string[] = [],
+  ): Promise<Child> {
+    const child = spawnChild(
+      name,
+      path.join(ROOT, '.tools/bin/temporal'),
+      [
+        'server',
+        'start-dev',
+        '--headless',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(ports.grpc),
+        '--http-port',
+        String(ports.http),
+        '--metrics-port',
+        String(ports.metrics),
+        '--db-filename',
+        dbFile,
+        '--log-level',
+        'error',
+        ...pragmas.flatMap((pr) => ['--sqlite-pragma', pr]),
+        ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${CLI_TYPE[k.type] ?? k.type}`]),
+        ...extraArgs,
+      ],
+      { logDir: this.o.logDir },
+    );
+    const address = `127.0.0.1:${ports.grpc}`;
+    await waitFor(
+      `the Temporal dev server on ${address}`,
+      async () => {
+        if (!child.alive) throw new Fatal(`the Temporal dev server exited; see ${child.logFile}`);
+        if (!(await portOpen(ports.grpc))) return false;
+        const conn = await Connection.connect({ address, connectTimeout: 2_000 });
+        try {
+          await conn.withDeadline(Date.now() + 2_000, () => conn.workflowService.getSystemInfo({}));
+          return true;
+        } finally {
+          await conn.close();
+        }
+      },
+      120_000,
+      100,
+    );
+    return child;
+  }
+
+  async stopTemporal(): Promise<void> {
+    if (this.temporal) await stopChild(this.temporal, 20_000);
+    this.temporal = undefined;
+  }
+
+  async startSandbox(): Promise<void> {
+    this.sandbox = spawnTs('sandbox', 'src/sandbox/main.ts', [], {
+      logDir: this.o.logDir,
+      env: {
+        ...this.env,
+        SANDBOX_PORT: String(this.o.ports.sandbox),
+        SANDBOX_LOG_LEVEL: 'warn',
+        SANDBOX_PROVIDER_DELAY_MS: String(this.o.providerDelayMs),
+      },
+    });
+    const child = this.sandbox;
+    await waitFor(
+      'the sandbox',
+      async () => {
+        if (!child.alive) throw new Fatal(`the sandbox exited; see ${child.logFile}`);
+        return httpOk(`${this.sandboxUrl}/_sandbox/health`);
+      },
+      60_000,
+    );
+  }
+
+  /** Starts the worker and resolves once it polls (its start-up line). */
+  /** Settings every worker start of this run gets (development: BENCH_WORKER_ENV). */
+  workerEnv: Record<string, string> = {};
+
+  async startWorker(extraEnv: Record<string, string> = {}, name = 'worker', nodeArgs: string[] = []): Promise<Child> {
+    const child = spawnTs(name, 'src/worker.ts', [], {
+      logDir: this.o.logDir,
+      env: { ...this.env, ...this.workerEnv, ...extraEnv },
+      nodeArgs,
+    });
+    this.worker = child;
+    await waitFor(
+      'the worker to poll',
+      async () => {
+        if (!child.alive) throw new Fatal(`the worker exited; see ${child.logFile}`);
+        return (await readFile(child.logFile, 'utf8')).includes('worker polling task queue');
+      },
+      120_000,
+    );
+    return child;
+  }
+
+  async stopWorker(): Promise<void> {
+    if (this.worker) await stopChild(this.worker, 30_000);
+    this.worker = undefined;
+  }
+
+  async startApi(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
+    const child = spawnTs('api', 'src/api/server.ts', [], {
+      logDir: this.o.logDir,
+      env: { ...this.env, ...extraEnv },
+      nodeArgs,
+    });
+    this.api = child;
+    await waitFor(
+      'the API to answer /readyz',
+      async () => {
+        if (!child.alive) throw new Fatal(`the API exited; see ${child.logFile}`);
+        return httpOk(`${this.apiUrl}/readyz`);
+      },
+      120_000,
+    );
+    return child;
+  }
+
+  async stopApi(): Promise<void> {
+    if (this.api) await stopChild(this.api, 30_000);
+    this.api = undefined;
+  }
+
+  /** CPU seconds used so far by each running part. */
+  async cpu(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const [name, child] of [
+      ['temporal', this.temporal],
+      ['worker', this.worker],
+      ['api', this.api],
+      ['sandbox', this.sandbox],
+    ] as const) {
+      const v = child ? await cpuSeconds(child.pid) : undefined;
+      if (v !== undefined) out[name] = v;
+    }
+    return out;
+  }
+
+  async stopAll(): Promise<void> {
+    await this.stopApi();
+    await this.stopWorker();
+    if (this.sandbox) await stopChild(this.sandbox);
+    this.sandbox = undefined;
+    await this.stopTemporal();
+  }
+}

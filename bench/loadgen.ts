@@ -1,0 +1,166 @@
+// Open-loop HTTP load generator (its own process, so the bench's bookkeeping never delays a send). Request i of a
+// level is due at t0 + i/rate whatever happened to the earlier ones, and its latency is measured from that due
+// time, not from when it was actually written: a stalled server cannot slow the generator down and hide its own
+// stall (no coordinated omission). Levels run back to back on the same keep-alive connection pool.
+//
+//   node --import tsx bench/loadgen.ts <spec.json> <result.json>
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Pool } from 'undici';
+import { summarize, type Summary } from './lib/stats';
+
+export interface LoadLevel {
+  name: string;
+  /** Requests per second. */
+  rate: number;
+  durationMs: number;
+  /** False for a warm-up: sent, not reported. */
+  record: boolean;
+}
+
+export interface LoadSpec {
+  origin: string;
+  /** Sent round robin. */
+  targets: { path: string; body: string }[];
+  levels: LoadLevel[];
+  connections: number;
+  timeoutMs: number;
+  /** False: every request on a new connection (Connection: close). */
+  keepAlive: boolean;
+}
+
+export interface LevelResult {
+  name: string;
+  record: boolean;
+  rate: number;
+  durationMs: number;
+  scheduled: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  statuses: Record<string, number>;
+  /** From each request's due time to its answer. */
+  latencyMs: Summary;
+  /** From the moment the request was handed to the connection pool (what a closed-loop tool would report). */
+  serviceMs: Summary;
+  /** How late the generator itself was in handing requests over (its own CPU starvation). */
+  sendLagMs: Summary;
+  achievedRps: number;
+  /** CPU the generator process used in all (same figure on every level of a run). */
+  generatorCpuSeconds?: number;
+}
+
+async function main() {
+  const [specFile, resultFile] = process.argv.slice(2);
+  if (!specFile || !resultFile) throw new Error('usage: loadgen <spec.json> <result.json>');
+  const spec = JSON.parse(readFileSync(specFile, 'utf8')) as LoadSpec;
+  const pool = new Pool(spec.origin, {
+    connections: spec.connections,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    headersTimeout: spec.timeoutMs,
+    bodyTimeout: spec.timeoutMs,
+  });
+  const inflight = new Set<Promise<void>>();
+  const finish: (() => LevelResult)[] = [];
+  let target = 0;
+
+  for (const level of spec.levels) {
+    const latencies: number[] = [];
+    const service: number[] = [];
+    const lags: number[] = [];
+    const statuses: Record<string, number> = {};
+    let ok = 0;
+    let non2xx = 0;
+    let errors = 0;
+    let lastDone = 0;
+    const total = Math.round((level.rate * level.durationMs) / 1000);
+    const interval = 1000 / level.rate;
+    const t0 = performance.now();
+    let next = 0;
+    const mine = new Set<Promise<void>>();
+
+    const send = (due: number) => {
+      const t = spec.targets[target++ % spec.targets.length]!;
+      const sentAt = performance.now();
+      lags.push(sentAt - due);
+      const p: Promise<void> = pool
+        .request({
+          method: 'POST',
+          path: t.path,
+          headers: { 'content-type': 'application/json' },
+          body: t.body,
+          reset: !spec.keepAlive,
+        })
+        .then(
+          async (res) => {
+            await res.body.dump();
+            const status = res.statusCode;
+            statuses[status] = (statuses[status] ?? 0) + 1;
+            if (status >= 200 && status < 300) ok++;
+            else non2xx++;
+          },
+          (err: unknown) => {
+            errors++;
+            const code = (err as { code?: string }).code ?? 'error';
+            statuses[code] = (statuses[code] ?? 0) + 1;
+          },
+        )
+        .then(() => {
+          const done = performance.now();
+          lastDone = Math.max(lastDone, done);
+          latencies.push(done - due);
+          service.push(done - sentAt);
+          inflight.delete(p);
+          mine.delete(p);
+        });
+      inflight.add(p);
+      mine.add(p);
+    };
+
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        const now = performance.now();
+        while (next < total && t0 + next * interval <= now) {
+          send(t0 + next * interval);
+          next++;
+        }
+        if (next >= total) return resolve();
+        const wait = t0 + next * interval - performance.now();
+        setTimeout(tick, Math.max(0, Math.min(wait, 5)));
+      };
+      tick();
+    });
+    // A recorded level's answers are all in before the next level starts; a warm-up runs straight into it.
+    if (level.record) await Promise.all([...mine]);
+    finish.push(() => ({
+      name: level.name,
+      record: level.record,
+      rate: level.rate,
+      durationMs: level.durationMs,
+      scheduled: total,
+      ok,
+      non2xx,
+      errors,
+      statuses,
+      latencyMs: summarize(latencies),
+      serviceMs: summarize(service),
+      sendLagMs: summarize(lags),
+      achievedRps: total / ((lastDone - t0) / 1000),
+    }));
+  }
+  await Promise.all([...inflight]);
+  await pool.close();
+  writeFileSync(
+    resultFile,
+    JSON.stringify(
+      finish.map((f) => f()),
+      null,
+      2,
+    ),
+  );
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

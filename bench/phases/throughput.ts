@@ -1,0 +1,210 @@
+// 2. Journey throughput. GFE journeys started through the clinic API (POST /v1/journeys with an Idempotency-Key),
+// each completed by the sandbox's simulated provider calling event 1 back through the webhook; against, in the same
+// run, the raw ceiling of this Temporal server: a workflow with the same two activities, timer and signal, no HTTP,
+// on its own worker and task queue (bench/raw-workflows.ts).
+import { Client, Connection } from '@temporalio/client';
+import type { Ctx } from '../lib/context';
+import { listWorkflows, pool, waitForCount } from '../lib/journeys';
+import { Fatal, spawnTs, stopChild, waitFor, type Child } from '../lib/proc';
+import { CLINICS } from '../lib/stack';
+import { summarize, type Summary } from '../lib/stats';
+import { RAW_TASK_QUEUE } from '../raw-workflows';
+import { readFile } from 'node:fs/promises';
+
+export interface ThroughputRun {
+  label: string;
+  n: number;
+  completed: number;
+  /** First start request to last completion. */
+  wallSeconds: number;
+  perSecond: number;
+  /** Start request to the workflow's close. */
+  timeToCompleteMs: Summary;
+  /** The start call alone (HTTP to the API, or the client's gRPC start). */
+  startMs: Summary;
+  startErrors: number;
+}
+
+export interface ThroughputResults {
+  providerDelayMs: number;
+  concurrency: number;
+  gfe: ThroughputRun;
+  raw: ThroughputRun;
+  ratio: number;
+}
+
+function measure(
+  label: string,
+  sends: { id: string; sentAt: number; startMs: number; ok: boolean }[],
+  closed: Map<string, number>,
+): ThroughputRun {
+  const ttc: number[] = [];
+  let last = 0;
+  for (const s of sends) {
+    const c = closed.get(s.id);
+    if (c === undefined) continue;
+    ttc.push(c - s.sentAt);
+    last = Math.max(last, c);
+  }
+  const first = Math.min(...sends.map((s) => s.sentAt));
+  const wallSeconds = (last - first) / 1000;
+  return {
+    label,
+    n: sends.length,
+    completed: ttc.length,
+    wallSeconds,
+    perSecond: ttc.length / wallSeconds,
+    timeToCompleteMs: summarize(ttc),
+    startMs: summarize(sends.map((s) => s.startMs)),
+    startErrors: sends.filter((s) => !s.ok).length,
+  };
+}
+
+/** POST /v1/journeys for a GFE journey whose test patient the sandbox's provider approves. */
+async function startViaApi(ctx: Ctx, token: string, key: string) {
+  const sentAt = Date.now();
+  const t = performance.now();
+  const res = await fetch(`${ctx.stack.apiUrl}/v1/journeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({
+      patient: {
+        firstName: 'Test',
+        lastName: 'Approve',
+        email: `${key}@bench.example.test`,
+        dob: '1988-04-12',
+        phoneNumber: '5125550199',
+        teleState: 'TE',
+      },
+      exams: [101],
+      scenario: { type: 'gfe' },
+    }),
+    signal: AbortSignal.timeout(60_000),
+  }).catch(() => undefined);
+  const startMs = performance.now() - t;
+  const body = res ? ((await res.json().catch(() => ({}))) as { journeyId?: string }) : {};
+  return { id: `journey-${body.journeyId ?? key}`, sentAt, startMs, ok: res?.status === 201 };
+}
+
+export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<ThroughputRun> {
+  const { o, client } = ctx;
+  const clinic = CLINICS.throughput;
+  // Warm-up (not measured, another clinic): the API's start route compiles its schemas on first use.
+  await pool(
+    Array.from({ length: 5 }, (_, i) => i),
+    5,
+    (i) => startViaApi(ctx, CLINICS.hook.token, `warm-${ctx.runTag}-${tag}-${i}`),
+  );
+  const idempotencyKeys = Array.from({ length: n }, (_, i) => `tput-${ctx.runTag}-${tag}-${i}`);
+  ctx.log(`throughput: starting ${n} GFE journeys through the API (${o.startConcurrency} at a time)...`);
+  const sends = await pool(idempotencyKeys, o.startConcurrency, (key) => startViaApi(ctx, clinic.token, key));
+  const okCount = sends.filter((s) => s.ok).length;
+  ctx.log(`throughput: ${okCount} started; waiting for them to complete...`);
+  const base = await listWorkflows(client, `ClinicId = '${clinic.clinicId}' AND ExecutionStatus = 'Completed'`).then(
+    (l) => new Set(l.map((w) => w.workflowId)),
+  );
+  await waitForCount(
+    client,
+    `ClinicId = '${clinic.clinicId}' AND ExecutionStatus = 'Completed'`,
+    base.size + okCount,
+    Math.min(300_000, ctx.remainingMs()),
+    undefined,
+    500,
+  ).catch((err: unknown) => ctx.log(`throughput: ${err instanceof Error ? err.message : String(err)}`));
+  const closed = new Map<string, number>();
+  for (const w of await listWorkflows(client, `ClinicId = '${clinic.clinicId}'`)) {
+    if (w.closeTime && w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
+  }
+  return measure('GFE journeys (API, sandbox callbacks)', sends, closed);
+}
+
+export async function rawThroughput(
+  ctx: Ctx,
+  n: number,
+  tag: string,
+  label: string,
+  address = ctx.stack.temporalAddress,
+): Promise<ThroughputRun> {
+  const { o } = ctx;
+  const worker = await startRawWorker(ctx, tag, address);
+  const connection = await Connection.connect({ address });
+  const raw = new Client({ connection });
+  try {
+    // Warm-up (not measured): the worker's first workflow tasks load its bundle.
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        raw.workflow.execute('rawJourney', {
+          workflowId: `raw-${ctx.runTag}-${tag}-warm-${i}`,
+          taskQueue: RAW_TASK_QUEUE,
+          args: [{ delayMs: 10 }],
+        }),
+      ),
+    );
+    const ids = Array.from({ length: n }, (_, i) => `raw-${ctx.runTag}-${tag}-${i}`);
+    ctx.log(`throughput: starting ${n} raw workflows (${label})...`);
+    const sends = await pool(ids, o.startConcurrency, async (id) => {
+      const sentAt = Date.now();
+      const t = performance.now();
+      let ok = true;
+      await raw.workflow
+        .start('rawJourney', { workflowId: id, taskQueue: RAW_TASK_QUEUE, args: [{ delayMs: o.providerDelayMs }] })
+        .catch(() => (ok = false));
+      return { id, sentAt, startMs: performance.now() - t, ok };
+    });
+    const query = `WorkflowType = 'rawJourney' AND ExecutionStatus = 'Completed'`;
+    const before = (await listWorkflows(raw, query)).filter(
+      (w) => !w.workflowId.startsWith(`raw-${ctx.runTag}-${tag}-`),
+    );
+    await waitForCount(
+      raw,
+      query,
+      before.length + sends.filter((s) => s.ok).length,
+      Math.min(300_000, ctx.remainingMs()),
+      undefined,
+      500,
+    ).catch((err: unknown) => ctx.log(`throughput: ${err instanceof Error ? err.message : String(err)}`));
+    const closed = new Map<string, number>();
+    for (const w of await listWorkflows(raw, `WorkflowType = 'rawJourney'`)) {
+      if (w.closeTime && w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
+    }
+    return measure(label, sends, closed);
+  } finally {
+    await connection.close();
+    await stopChild(worker, 30_000);
+  }
+}
+
+async function startRawWorker(ctx: Ctx, tag: string, address: string): Promise<Child> {
+  const child = spawnTs(`raw-worker-${tag}`, 'bench/raw-worker.ts', [], {
+    logDir: ctx.logDir,
+    env: { TEMPORAL_ADDRESS: address },
+  });
+  await waitFor(
+    'the raw worker to poll',
+    async () => {
+      if (!child.alive) throw new Fatal(`the raw worker exited; see ${child.logFile}`);
+      return (await readFile(child.logFile, 'utf8')).includes('raw worker polling');
+    },
+    120_000,
+  );
+  return child;
+}
+
+export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
+  const n = ctx.o.throughputJourneys;
+  const raw = await rawThroughput(ctx, n, 'ceiling', 'raw workflows (same shape, no HTTP)');
+  ctx.log(
+    `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms`,
+  );
+  const gfe = await gfeThroughput(ctx, n, 'gfe');
+  ctx.log(
+    `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms`,
+  );
+  return {
+    providerDelayMs: ctx.o.providerDelayMs,
+    concurrency: ctx.o.startConcurrency,
+    gfe,
+    raw,
+    ratio: gfe.perSecond / raw.perSecond,
+  };
+}

@@ -1,0 +1,281 @@
+// `npm run bench`: the engine's performance on this machine, every comparison made within one run so the machine's
+// noise hits both sides alike. Starts its own stack on ports 22000-22999 (Temporal dev server, sandbox, worker, API,
+// each a child process) in a fresh folder under /tmp, runs the phases, stops everything it started (also on failure,
+// Ctrl-C or the hard time limit) and writes docs/performance.md and docs/webhook-latency.svg.
+//
+//   npm run bench                                   everything, about 12-14 minutes
+//   npm run bench -- --quick                        small sizes, a few minutes (development)
+//   npm run bench -- --only webhook,outage          some phases (the report then goes to the work folder):
+//                                                   cold, tests, alone, webhook, outage, throughput, tuning, waiting
+//   npm run bench -- --only tests --npm-test full   a whole `npm test`, kept in bench/npm-test-full.json
+//
+// Options: --levels 100,500,1000  --level-seconds 10  --warmup-seconds 3  --hook-journeys 200
+//          --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000  --provider-delay-ms 1000
+//          --npm-test first|full|skip  --timeout-minutes 14.5  --port-base 22200  --out <md>  --svg <svg>  --keep-data
+//          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Client } from '@temporalio/client';
+import { PHASES, type Ctx, type Options, type Phase } from './lib/context';
+import { benchClient, benchConfig } from './lib/journeys';
+import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
+import { killAllSync, liveChildren, ROOT, stopChild } from './lib/proc';
+import { renderReport, type Results } from './lib/report';
+import { BenchStack, benchPorts } from './lib/stack';
+import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
+import { apiAlone } from './api-alone';
+import { throughputPhase } from './phases/throughput';
+import { tuningPhase } from './phases/tuning';
+import { waitingPhase } from './phases/waiting';
+import { outagePhase, prepareHooks, stopBare, webhookPhase, type HookState } from './phases/webhook';
+
+function parseOptions(argv: string[]): Options {
+  const { values: v } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      skip: { type: 'string' },
+      levels: { type: 'string' },
+      'level-seconds': { type: 'string' },
+      'warmup-seconds': { type: 'string' },
+      'hook-journeys': { type: 'string' },
+      'throughput-journeys': { type: 'string' },
+      'start-concurrency': { type: 'string' },
+      'waiting-journeys': { type: 'string' },
+      'provider-delay-ms': { type: 'string' },
+      'npm-test': { type: 'string' },
+      'timeout-minutes': { type: 'string' },
+      'port-base': { type: 'string' },
+      out: { type: 'string' },
+      svg: { type: 'string' },
+      'keep-data': { type: 'boolean', default: false },
+      'extra-ab': { type: 'boolean', default: false },
+    },
+  });
+  const quick = v.quick ?? false;
+  const num = (s: string | undefined, fallback: number) => {
+    if (s === undefined) return fallback;
+    const n = Number(s);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`not a number: ${s}`);
+    return n;
+  };
+  const list = (s: string | undefined) => (s ? s.split(',').map((x) => x.trim()) : undefined);
+  const only = list(v.only) as Phase[] | undefined;
+  const skip = new Set(list(v.skip) ?? []);
+  for (const p of [...(only ?? []), ...skip]) if (!PHASES.includes(p as Phase)) throw new Error(`unknown phase ${p}`);
+  const phases = new Set((only ?? PHASES).filter((p) => !skip.has(p)));
+  const npmTest = (v['npm-test'] ?? 'first') as Options['npmTest'];
+  if (!['first', 'full', 'skip'].includes(npmTest)) throw new Error('--npm-test is first, full or skip');
+  if (npmTest === 'skip') phases.delete('tests');
+  const partial = only !== undefined || skip.size > 0 || quick;
+  const portBase = num(v['port-base'], 22_200);
+  if (portBase < 22_000 || portBase + 200 > 22_999) throw new Error('--port-base must keep every port in 22000-22999');
+  return {
+    phases,
+    levels: (list(v.levels) ?? ['100', '500', '1000']).map((x) => num(x, 0)),
+    levelSeconds: num(v['level-seconds'], quick ? 4 : 10),
+    warmupSeconds: num(v['warmup-seconds'], quick ? 1 : 3),
+    hookJourneys: num(v['hook-journeys'], quick ? 50 : 200),
+    throughputJourneys: num(v['throughput-journeys'], quick ? 60 : 300),
+    startConcurrency: num(v['start-concurrency'], 50),
+    waitingJourneys: num(v['waiting-journeys'], quick ? 600 : 10_000),
+    providerDelayMs: num(v['provider-delay-ms'], 1_000),
+    npmTest,
+    timeoutMs: num(v['timeout-minutes'], quick ? 8 : 14.5) * 60_000,
+    // A partial run does not overwrite the committed report.
+    out: v.out ?? (partial ? undefined : path.join(ROOT, 'docs', 'performance.md')),
+    svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),
+    portBase,
+    keepData: v['keep-data'] ?? false,
+    quickSizes: quick,
+    extraAb: v['extra-ab'] ?? false,
+  };
+}
+
+async function main() {
+  const o = parseOptions(process.argv.slice(2));
+  const started = Date.now();
+  const workDir = mkdtempSync(path.join(os.tmpdir(), 'journey-bench-'));
+  const logDir = path.join(workDir, 'logs');
+  await mkdir(logDir, { recursive: true });
+  const log = (m: string) => console.log(`[bench +${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${m}`);
+  const remainingMs = () => started + o.timeoutMs - Date.now() - 45_000;
+  const busy = cpuBusySampler();
+  const results: Results = {
+    startedAt: new Date(started).toISOString(),
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    options: { ...o, phases: [...o.phases] },
+    machine: describeMachine(),
+    loadBefore: loadAverage(),
+    cpuBusy: [],
+    phaseSeconds: {},
+    errors: [],
+  };
+  log(
+    `${results.machine.cpuModel}, ${results.machine.cores} cores, ${results.machine.memTotalGiB.toFixed(1)} GiB; node ${results.machine.node}; ${results.machine.temporalCli}`,
+  );
+  log(`load average before: ${results.loadBefore.one} ${results.loadBefore.five} ${results.loadBefore.fifteen}`);
+  log(
+    `phases: ${[...o.phases].join(', ')}; work folder ${workDir}; hard limit ${(o.timeoutMs / 60_000).toFixed(1)} min`,
+  );
+
+  // The Temporal CLI (and test server) in .tools/: installed on first use, as `npm start` and `npm test` do.
+  if (!existsSync(path.join(ROOT, '.tools/bin/temporal'))) {
+    log('installing the Temporal tools into .tools/ (first run; not part of any figure)...');
+    const r = spawnSync('bash', [path.join(ROOT, 'scripts/install-temporal-tools.sh')], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('installing the Temporal tools failed');
+    results.machine = describeMachine();
+  }
+  const ports = benchPorts(o.portBase);
+  const stack = new BenchStack({
+    dataDir: path.join(workDir, 'data'),
+    logDir,
+    ports,
+    providerDelayMs: o.providerDelayMs,
+    log,
+  });
+  let hooks: HookState | undefined;
+  let client: Client | undefined;
+  const busyTimer = setInterval(() => results.cpuBusy.push(busy()), 5_000);
+
+  let finishing: Promise<void> | undefined;
+  const finish = (code: number, why?: string) => {
+    finishing ??= (async () => {
+      if (why) {
+        log(why);
+        results.errors.push(why);
+      }
+      clearInterval(busyTimer);
+      log('stopping everything the bench started...');
+      await stopBare(hooks).catch(() => undefined);
+      await client?.connection.close().catch(() => undefined);
+      await stack.stopAll().catch(() => undefined);
+      for (const child of liveChildren()) await stopChild(child, 10_000);
+      results.loadAfter = loadAverage();
+      results.finishedAt = new Date().toISOString();
+      results.durationSeconds = (Date.now() - started) / 1000;
+      results.npmTestFull = await readFullNpmTest();
+      const json = path.join(workDir, 'results.json');
+      await writeFile(json, JSON.stringify(results, null, 2));
+      const { markdown, svg } = renderReport(results);
+      if (o.out) await writeFile(o.out, markdown);
+      if (o.svg) await writeFile(o.svg, svg);
+      if (o.out) await writeFile(path.join(ROOT, 'bench', 'last-run.json'), `${JSON.stringify(results, null, 2)}\n`);
+      else await writeFile(path.join(workDir, 'performance.md'), markdown);
+      log(`load average after: ${results.loadAfter.one} ${results.loadAfter.five} ${results.loadAfter.fifteen}`);
+      log(`report: ${o.out ?? path.join(workDir, 'performance.md')}; raw results: ${json}`);
+      log(
+        `done in ${(results.durationSeconds / 60).toFixed(1)} min${results.errors.length ? ` with ${results.errors.length} error(s)` : ''}`,
+      );
+      if (!o.keepData) await rm(path.join(workDir, 'data'), { recursive: true, force: true }).catch(() => undefined);
+      process.exit(code);
+    })();
+    return finishing;
+  };
+  const hardStop = setTimeout(
+    () => void finish(2, `hard time limit of ${o.timeoutMs / 60_000} min reached`),
+    o.timeoutMs,
+  );
+  process.once('SIGINT', () => void finish(130, 'interrupted (SIGINT)'));
+  process.once('SIGTERM', () => void finish(143, 'terminated (SIGTERM)'));
+  process.on('exit', killAllSync);
+  process.on('uncaughtException', (err) => void finish(1, `uncaught: ${err.message}`));
+  process.on('unhandledRejection', (err) => void finish(1, `unhandled rejection: ${String(err)}`));
+
+  const phase = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } catch (err) {
+      const message = `${name} failed: ${err instanceof Error ? err.message : String(err)}`;
+      log(message);
+      results.errors.push(message);
+      return undefined;
+    } finally {
+      results.phaseSeconds[name] = (performance.now() - t0) / 1000;
+    }
+  };
+
+  if (o.phases.has('cold')) results.cold = await phase('cold start', () => coldStartPhase(o, workDir, logDir, log));
+  if (o.phases.has('tests') && o.npmTest !== 'skip') {
+    results.npmTest = await phase('npm test', () => npmTestPhase(o.npmTest as 'first' | 'full', logDir, log));
+    if (results.npmTest?.mode === 'full' && results.npmTest.fullMs !== undefined)
+      await saveFullNpmTest(results.npmTest);
+  }
+
+  if (o.phases.has('alone')) {
+    log('the API alone (fake Temporal client), before the stack starts...');
+    results.alone = await phase('API alone', () =>
+      apiAlone({ signalsMs: [5, 200], rates: [500, 1000], seconds: o.quickSizes ? 3 : 5, budgetMs: 50, logDir, log }),
+    );
+  }
+
+  const needsStack = ['webhook', 'outage', 'throughput', 'tuning', 'waiting'].some((p) => o.phases.has(p as Phase));
+  if (needsStack) {
+    const config = await phase('stack start', async () => {
+      await mkdir(path.join(workDir, 'data'), { recursive: true });
+      await stack.configure();
+      log('starting the stack: Temporal dev server, sandbox, worker, API...');
+      const s0 = performance.now();
+      await stack.startTemporal();
+      await stack.startSandbox();
+      // Development: extra settings of the worker and the API (JSON objects of environment variables; node flags).
+      const extra = (name: string) => JSON.parse(process.env[name] ?? '{}') as Record<string, string>;
+      const args = (name: string) => (process.env[name] ? process.env[name].split(' ') : []);
+      stack.workerEnv = extra('BENCH_WORKER_ENV');
+      await Promise.all([
+        stack.startWorker({}, 'worker', args('BENCH_WORKER_NODE_ARGS')),
+        stack.startApi(extra('BENCH_API_ENV'), args('BENCH_API_NODE_ARGS')),
+      ]);
+      results.stackStartSeconds = (performance.now() - s0) / 1000;
+      log(`stack up in ${results.stackStartSeconds.toFixed(1)} s`);
+      const c = benchConfig({ ...stack.env, ...stack.workerEnv });
+      client = await benchClient(c);
+      return c;
+    });
+    if (!config || !client) {
+      clearTimeout(hardStop);
+      return finish(1);
+    }
+    const ctx: Ctx = {
+      o,
+      stack,
+      config,
+      client,
+      workDir,
+      logDir,
+      runTag: Date.now().toString(36).slice(-5),
+      log,
+      remainingMs,
+    };
+    if (o.phases.has('webhook') || o.phases.has('outage') || o.phases.has('tuning')) {
+      const prepared = await phase('webhook set-up', () => prepareHooks(ctx));
+      if (prepared) {
+        hooks = prepared;
+        if (o.phases.has('webhook')) {
+          results.webhook = await phase('webhook latency', () => webhookPhase(ctx, prepared));
+          if (results.webhook) results.webhook.parkSeconds = prepared.parkSeconds;
+        }
+        if (o.phases.has('outage')) results.outage = await phase('outage', () => outagePhase(ctx, prepared));
+        await stopBare(hooks);
+      }
+    }
+    if (o.phases.has('throughput')) results.throughput = await phase('throughput', () => throughputPhase(ctx));
+    if (o.phases.has('tuning')) results.tuning = await phase('tuning', () => tuningPhase(ctx, hooks, o.extraAb));
+    if (o.phases.has('waiting')) results.waiting = await phase('waiting journeys', () => waitingPhase(ctx));
+  }
+  clearTimeout(hardStop);
+  await finish(results.errors.length > 0 ? 1 : 0);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  killAllSync();
+  process.exit(1);
+});
