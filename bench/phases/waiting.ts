@@ -146,7 +146,8 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
   };
   // Starts run at most WINDOW ahead of the parked count, and stop at the parking deadline: what is started is then
   // (nearly) all parked when the wake begins, and the wake has its share of the time left.
-  const parkBudgetMs = Math.max(60_000, (ctx.remainingMs() - 45_000) * 0.66);
+  // Waking an evicted journey (a replay first) took about as long as parking one: half the time for each.
+  const parkBudgetMs = Math.max(60_000, (ctx.remainingMs() - 45_000) * 0.48);
   const parkDeadline = performance.now() + parkBudgetMs;
   let skipped = 0;
   await pool(ids, o.startConcurrency, async (id) => {

@@ -224,8 +224,9 @@ export async function outagePhase(ctx: Ctx, hooks: HookState): Promise<OutageRes
     const before = await handOff(stack.apiUrl);
     const cpu0 = await cpuShare(ctx);
     ctx.log(`outage: ${rate}/s against the API while Temporal is down...`);
+    // The API is warm from the runs before: a short warm-up keeps the spool (and the drain after it) smaller.
     const run = await runLoad(
-      spec(stack.apiUrl, hooks.targets, levels(ctx, rate, true)),
+      spec(stack.apiUrl, hooks.targets, levels(ctx, rate, true, Math.min(1, o.warmupSeconds))),
       ctx.workDir,
       ctx.logDir,
       120_000,
