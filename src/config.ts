@@ -260,7 +260,7 @@ export function loadConfig(env: Env = process.env): Config {
       spoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
       deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
       worker: {
-        maxCachedWorkflows: num(ms, 'WORKER_MAX_CACHED_WORKFLOWS', env.WORKER_MAX_CACHED_WORKFLOWS, 2_000),
+        maxCachedWorkflows: num(ms, 'WORKER_MAX_CACHED_WORKFLOWS', env.WORKER_MAX_CACHED_WORKFLOWS, 1_000),
         maxConcurrentActivities: num(ms, 'WORKER_MAX_CONCURRENT_ACTIVITIES', env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),
         maxConcurrentWorkflowTasks: num(
           ms,

@@ -191,9 +191,10 @@ const DEVELOPMENT_TUNING = [
     'consecutive `npm run bench -- --quick ...` runs before and after each change, levels of 4 s. Code changes ' +
     'cannot be switched within one run; each row gives both sides as measured.',
   '',
-  '| Change (src/api/callback-delivery.ts) | Before | After |',
+  '| Change | Before | After |',
   '|---|---|---|',
-  '| **The webhook no longer waits out its signal budget when Temporal is known to be away or slow.** While the last ' +
+  '| **The webhook no longer waits out its signal budget when Temporal is known to be away or slow** ' +
+    '(src/api/callback-delivery.ts). While the last ' +
     'signal failed because Temporal did not answer, a callback is spooled without a signal attempt (one probe a ' +
     'second; the first signal that lands ends it and wakes the forwarder from its backoff); while 4 or more first ' +
     'signals are late, it is spooled at once and its signal sent beside it; above 512 late signals, spooled alone. ' +
@@ -203,11 +204,19 @@ const DEVELOPMENT_TUNING = [
     '1000/s p50 1.01 s, p99 1.67 s | Temporal stopped: 500/s p50 2.4 ms, p99 12.8 ms; 1000/s p50 2.1 ms, p99 ' +
     '10.7 ms (another run: 1.7 / 7.7 and 1.8 / 12.0 ms). The API alone, same fake: 500/s p50 1.7 ms, p99 7.2 ms; ' +
     '1000/s p50 1.8 ms, p99 7.7 ms |',
-  '| **The forwarder sends 16 spooled callbacks at once** (one at a time per journey, so each journey keeps its ' +
+  '| **The forwarder sends 16 spooled callbacks at once** (src/api/callback-delivery.ts; one at a time per ' +
+    'journey, so each journey keeps its ' +
     'order), and is woken only for entries that are its work (before, every late callback made it list the spool ' +
     'folder again). | 8,000 spooled callbacks drained in 42.5 s and 39.3 s after the restart | 33.1 s and 29.4 s ' +
     '(interleaved with the runs before): about 25 % faster; the rest is the server (Temporal and the worker at ' +
     'about 1.4 cores during the drain) |',
+  '| **`WORKER_MAX_CACHED_WORKFLOWS` default 1,000 instead of 2,000** (src/config.ts). Each cached journey costs the ' +
+    'worker about 0.3 MiB, and the cache, not the number of parked journeys, sets its RSS. Patients wake their ' +
+    "journeys over days, so a wake rarely finds its journey cached either way; the cache's use is the burst of " +
+    'tasks right after a start and a quick 1 -> 2 -> 3, which 1,000 covers at this throughput. | 7,652 parked ' +
+    '(the first full run, 07:46 UTC): RSS 1.15 GiB, peak 1.21 GiB, over the 1 GiB target; waking cached journeys ' +
+    '42.9/s, evicted 21.4/s | 3,000 parked: RSS 716 MiB once the cache was full (1,198 parked), 785 MiB at 3,000; ' +
+    'waking cached journeys 99/s, evicted 64/s (a quieter moment) |',
   '',
   'Tried and **not** adopted (no difference beyond the noise, or worse):',
   '',
@@ -539,10 +548,25 @@ export function renderReport(r: Results): { markdown: string; svg: string } {
         "one's history before it can apply the signal.",
       '',
     );
+    if (x.cacheAb?.length) {
+      L.push(
+        '**Cache size, A/B in this run.** After the parking, a fresh worker per cache size had the most recently ' +
+          'parked journeys put back into its sticky cache, each by a `snapshot` query (a replay of its history), and ' +
+          'its RSS was read; the default came last and woke the journeys.',
+        '',
+        '| Cache size | Journeys queried back | RSS fresh | RSS with the cache full | Replays/s |',
+        '|---|---|---|---|---|',
+        ...x.cacheAb.map(
+          (c) =>
+            `| ${c.cacheSize.toLocaleString('en')}${c.isDefault ? ' (default)' : ''} | ${c.touched.toLocaleString('en')} | ${fmtBytes(c.rssFresh)} | **${fmtBytes(c.rssAfter)}** | ${c.perSecond.toFixed(0)} |`,
+        ),
+        '',
+      );
+    }
     const model = rssModel(x);
     if (model) {
       L.push(
-        `**The sticky cache** (\`WORKER_MAX_CACHED_WORKFLOWS\`, default 2,000) is what the worker holds in memory: ` +
+        `**The sticky cache** (\`WORKER_MAX_CACHED_WORKFLOWS\`, default ${x.cacheSize.toLocaleString('en')}) is what the worker holds in memory: ` +
           `while it filled, RSS grew by about **${model.perWorkflowMiB.toFixed(2)} MiB per parked journey**` +
           (model.plateauMiB !== undefined
             ? `, then stayed at ${model.plateauMiB.toFixed(0)} MiB however many more parked (the least recently used are evicted, to be replayed from history when their callback comes)`

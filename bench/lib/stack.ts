@@ -2,7 +2,7 @@
 // dev server (stopped for the outage run, restarted with other SQLite pragmas), the sandbox, the worker (restarted
 // with other sizes) and the API. Configured like scripts/local-stack.ts, with the bench's own clinics and secrets.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -252,6 +252,11 @@ export class BenchStack {
   workerEnv: Record<string, string> = {};
 
   async startWorker(extraEnv: Record<string, string> = {}, name = 'worker', nodeArgs: string[] = []): Promise<Child> {
+    // The log file is appended to across restarts: only what this process writes counts.
+    const offset = await stat(path.join(this.o.logDir, `${name}.log`)).then(
+      (st) => st.size,
+      () => 0,
+    );
     const child = spawnTs(name, 'src/worker.ts', [], {
       logDir: this.o.logDir,
       env: { ...this.env, ...this.workerEnv, ...extraEnv },
@@ -262,7 +267,7 @@ export class BenchStack {
       'the worker to poll',
       async () => {
         if (!child.alive) throw new Fatal(`the worker exited; see ${child.logFile}`);
-        return (await readFile(child.logFile, 'utf8')).includes('worker polling task queue');
+        return (await readFile(child.logFile)).subarray(offset).toString('utf8').includes('worker polling task queue');
       },
       120_000,
     );

@@ -9,6 +9,7 @@ import type { Ctx } from '../lib/context';
 import { countWorkflows, event1Body, gfeInput, pool, startJourney, waitForCount, webhookPath } from '../lib/journeys';
 import { rssBytes, sleep } from '../lib/proc';
 import { CLINICS } from '../lib/stack';
+import { journeyWorkflowId, snapshotQuery } from '../../src/workflows/definitions';
 import { cpuShare, fmtCpu } from './webhook';
 import { summarize, type Summary } from '../lib/stats';
 
@@ -35,11 +36,28 @@ export interface WaitingResults {
   rssParked: number;
   rssPeak: number;
   samples: { t: number; parked: number; rss: number }[];
+  cacheAb: CacheAb[];
   wake: WakeRun[];
   wakeSeconds: number;
   wakePerSecond: number;
   rssAfterWake: number;
   note?: string;
+}
+
+/** The cache sizes compared: the default and twice it (the default comes last: it wakes the journeys). */
+const CACHE_AB_SIZES = (defaultSize: number) => [defaultSize * 2, defaultSize];
+/** Time the cache A/B needs (two worker starts, the queries). */
+const CACHE_AB_RESERVE_MS = 80_000;
+
+export interface CacheAb {
+  cacheSize: number;
+  isDefault: boolean;
+  /** Parked journeys queried back into the fresh worker's cache. */
+  touched: number;
+  rssFresh: number;
+  rssAfter: number;
+  /** Queries per second (each a replay of an evicted journey's history). */
+  perSecond: number;
 }
 
 /** Journeys started ahead of those parked, at most. */
@@ -112,7 +130,7 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
   const cacheSize = config.worker.maxCachedWorkflows;
   // A fresh worker: its RSS and sticky cache hold nothing from the earlier phases.
   await stack.stopWorker();
-  const worker = await stack.startWorker({}, 'worker-waiting');
+  let worker = await stack.startWorker({}, 'worker-waiting');
   const rssIdle = (await rssBytes(worker.pid)) ?? NaN;
   const n = o.waitingJourneys;
   const ids = Array.from({ length: n }, (_, i) => `bw${ctx.runTag}${String(i).padStart(6, '0')}`);
@@ -147,7 +165,7 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
   // Starts run at most WINDOW ahead of the parked count, and stop at the parking deadline: what is started is then
   // (nearly) all parked when the wake begins, and the wake has its share of the time left.
   // Waking an evicted journey (a replay first) took about as long as parking one: half the time for each.
-  const parkBudgetMs = Math.max(60_000, (ctx.remainingMs() - 45_000) * 0.48);
+  const parkBudgetMs = Math.max(60_000, (ctx.remainingMs() - 45_000 - CACHE_AB_RESERVE_MS) * 0.48);
   const parkDeadline = performance.now() + parkBudgetMs;
   let skipped = 0;
   await pool(ids, o.startConcurrency, async (id) => {
@@ -206,6 +224,40 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
     const patientExamId = examOf.get(journeyId);
     return patientExamId === undefined ? [] : [{ journeyId, patientExamId }];
   });
+  // The sticky cache's size, A/B: a fresh worker with each size gets the most recently parked journeys put back into
+  // its cache by a snapshot query each (a replay), and its RSS is read; the default comes last and wakes them all.
+  const cacheAb: CacheAb[] = [];
+  const touch = items.slice(-Math.min(items.length, Math.max(...CACHE_AB_SIZES(cacheSize)) + 500));
+  for (const size of CACHE_AB_SIZES(cacheSize)) {
+    await stack.stopWorker();
+    worker = await stack.startWorker(
+      size === cacheSize ? {} : { WORKER_MAX_CACHED_WORKFLOWS: String(size) },
+      `worker-cache-${size}`,
+    );
+    const rssFresh = (await rssBytes(worker.pid)) ?? NaN;
+    const t = performance.now();
+    await pool(touch, 16, (it) =>
+      client.workflow
+        .getHandle(journeyWorkflowId(it.journeyId))
+        .query(snapshotQuery)
+        .catch(() => undefined),
+    );
+    const seconds = (performance.now() - t) / 1000;
+    await sleep(2_000);
+    const rssAfter = (await rssBytes(worker.pid)) ?? NaN;
+    cacheAb.push({
+      cacheSize: size,
+      isDefault: size === cacheSize,
+      touched: touch.length,
+      rssFresh,
+      rssAfter,
+      perSecond: touch.length / seconds,
+    });
+    ctx.log(
+      `waiting: cache ${size}${size === cacheSize ? ' (default)' : ''}: ${touch.length} journeys queried back into a fresh worker at ${(touch.length / seconds).toFixed(0)}/s; RSS ${(rssFresh / 2 ** 20).toFixed(0)} -> ${(rssAfter / 2 ** 20).toFixed(0)} MiB`,
+    );
+  }
+
   // The most recently parked ones are still in the sticky cache (LRU); those parked before the last cacheSize were
   // evicted. Woken in three groups: surely cached, surely evicted, and the band in between.
   const warmCount = Math.min(Math.floor(cacheSize * 0.75), items.length);
@@ -251,6 +303,7 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
     rssParked,
     rssPeak: Math.max(rssPeak, rssWakePeak),
     samples,
+    cacheAb,
     wake: wakeRuns,
     wakeSeconds,
     wakePerSecond: woken / wakeSeconds,
