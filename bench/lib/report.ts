@@ -178,7 +178,7 @@ function abRow(x: AbResult): string {
   const bBetter = x.better === 'lower' ? bHi < aLo : bLo > aHi;
   const verdict = overlap
     ? `no difference beyond the noise (${change >= 0 ? '+' : ''}${(change * 100).toFixed(0)} % on the means)`
-    : `**${bBetter ? 'B' : 'A'} better**: ${change >= 0 ? '+' : ''}${(change * 100).toFixed(0)} % (B vs A, means)`;
+    : `**${bBetter ? 'B' : 'A'} better** (B ${change >= 0 ? '+' : ''}${(change * 100).toFixed(0)} % against A, on the means)`;
   const fmt = (v: number[]) => v.map((n) => `${n.toFixed(1)} ${x.unit}`).join(', ');
   return `| ${x.what} | ${x.a.label} | ${x.b.label} | ${fmt(x.a.values)} | ${fmt(x.b.values)} | ${verdict} |`;
 }
@@ -211,7 +211,8 @@ const DEVELOPMENT_TUNING = [
     '(interleaved with the runs before): about 25 % faster; the rest is the server (Temporal and the worker at ' +
     'about 1.4 cores during the drain) |',
   '| **`WORKER_MAX_CACHED_WORKFLOWS` default 1,000 instead of 2,000** (src/config.ts). Each cached journey costs the ' +
-    'worker about 0.3 MiB, and the cache, not the number of parked journeys, sets its RSS. Patients wake their ' +
+    'worker 0.2 to 0.3 MiB, and the cache, not the number of parked journeys, sets its RSS (the in-run A/B in ' +
+    'section 3 repeats the comparison). Patients wake their ' +
     "journeys over days, so a wake rarely finds its journey cached either way; the cache's use is the burst of " +
     'tasks right after a start and a quick 1 -> 2 -> 3, which 1,000 covers at this throughput. | 7,652 parked ' +
     '(the first full run, 07:46 UTC): RSS 1.15 GiB, peak 1.21 GiB, over the 1 GiB target; waking cached journeys ' +
@@ -231,6 +232,9 @@ const DEVELOPMENT_TUNING = [
   "- The caller's HTTP keep-alive: at 100/s, p50 5.1 and 4.0 ms with keep-alive against 4.9 and 4.2 ms with a new " +
     'connection per callback (loopback: a connection costs next to nothing here; `--extra-ab` repeats it).',
   '- A 5 ms signal budget instead of 50 ms: see the A/B above; the default stays 50 ms unless that row says B.',
+  '- A V8 heap cap for the worker (`NODE_OPTIONS=--max-old-space-size=384`): 3,000 parked with the 1,000 cache ' +
+    'took 667 MiB against 785 MiB without it; lower, but a cap turns a burst of large attachments (up to 5 MiB ' +
+    'each, 100 activities at once) into an out-of-memory crash, so it is left to deployments that know their load.',
   "- The worker's sizes (`WORKER_MAX_CONCURRENT_*`): the worker used well under a core in every phase; the Temporal " +
     'server, not the worker, set the pace (see the CPU shares above).',
 ];
@@ -331,9 +335,10 @@ function analysis(r: Results): string[] {
     }
     if (w.rssPeak >= GIB) {
       out.push(
-        `- **Worker RSS** ${fmtBytes(w.rssPeak)}: the sticky cache holds ${w.cacheSize} workflows` +
-          (m ? ` at about ${m.perWorkflowMiB.toFixed(2)} MiB each` : '') +
-          '; `WORKER_MAX_CACHED_WORKFLOWS` lower bounds it (see section 3).',
+        `- **Worker RSS** ${fmtBytes(w.rssPeak)}: the worker at rest takes ${fmtBytes(w.rssIdle)} (Node.js, the ` +
+          'tsx loader, the bundled workflow code, the SDK core), the sticky cache of ' +
+          `${w.cacheSize.toLocaleString('en')} journeys the rest, with garbage the heap keeps for a while; a smaller ` +
+          '`WORKER_MAX_CACHED_WORKFLOWS` lowers it (section 3 has the A/B).',
       );
     }
   }
@@ -564,21 +569,32 @@ export function renderReport(r: Results): { markdown: string; svg: string } {
       );
     }
     const model = rssModel(x);
+    const ab = x.cacheAb ?? [];
+    const big = ab.find((c) => !c.isDefault);
+    const small = ab.find((c) => c.isDefault);
+    const cacheCost =
+      big && small && big.cacheSize !== small.cacheSize
+        ? (big.rssAfter - small.rssAfter) /
+          2 ** 20 /
+          (Math.min(big.cacheSize, big.touched) - Math.min(small.cacheSize, small.touched))
+        : undefined;
     if (model) {
       L.push(
-        `**The sticky cache** (\`WORKER_MAX_CACHED_WORKFLOWS\`, default ${x.cacheSize.toLocaleString('en')}) is what the worker holds in memory: ` +
-          `while it filled, RSS grew by about **${model.perWorkflowMiB.toFixed(2)} MiB per parked journey**` +
+        `**What the cache size does.** While the sticky cache (\`WORKER_MAX_CACHED_WORKFLOWS\`, default ` +
+          `${x.cacheSize.toLocaleString('en')}) filled, the worker's RSS grew by about ` +
+          `**${model.perWorkflowMiB.toFixed(2)} MiB per parked journey**` +
           (model.plateauMiB !== undefined
-            ? `, then stayed at ${model.plateauMiB.toFixed(0)} MiB however many more parked (the least recently used are evicted, to be replayed from history when their callback comes)`
+            ? `; once it was full, RSS rose more slowly and reached ${model.plateauMiB.toFixed(0)} MiB however many more parked (the least recently used are evicted, to be replayed from history when their callback comes)`
             : '') +
-          `. So RSS is about ${fmtBytes(x.rssIdle)} + cache size x ${model.perWorkflowMiB.toFixed(2)} MiB: ` +
-          [500, 1000, 2000, 5000, 10000]
-            .map((c) => `${c.toLocaleString('en')} -> ${fmtBytes(x.rssIdle + c * model.perWorkflowMiB * 2 ** 20)}`)
-            .join(', ') +
-          '. A larger cache saves replays (compare the wake rates above) and costs that memory' +
-          (x.rssIdle + x.cacheSize * model.perWorkflowMiB * 2 ** 20 < GIB
-            ? `; with ${x.n.toLocaleString('en')} parked the default keeps the worker under 1 GiB because it does not hold them all.`
-            : `; the default of ${x.cacheSize.toLocaleString('en')} does not keep it under 1 GiB here.`),
+          '. That slope holds the work of parking too (activities, HTTP, garbage the heap keeps for a while); the ' +
+          'A/B above isolates the cache: ' +
+          (cacheCost !== undefined
+            ? `about **${cacheCost.toFixed(2)} MiB per cached journey**, so a cache of 500 / 1,000 / 2,000 / 5,000 costs ` +
+              `${[500, 1000, 2000, 5000].map((c) => fmtBytes(c * cacheCost * 2 ** 20)).join(' / ')} over the worker's ` +
+              `${fmtBytes(x.rssIdle)} at rest. `
+            : 'see its table. ') +
+          'A larger cache saves replays (the wake rates above: cached against evicted journeys) and costs that memory; ' +
+          'it bounds the worker whatever the number of parked journeys, which only the Temporal server stores.',
         '',
       );
     }
@@ -588,7 +604,7 @@ export function renderReport(r: Results): { markdown: string; svg: string } {
     L.push('RSS while parking:', '', '| t | parked | worker RSS |', '|---|---|---|');
     for (const s of rows) L.push(`| ${s.t.toFixed(0)} s | ${s.parked.toLocaleString('en')} | ${fmtBytes(s.rss)} |`);
     L.push('');
-    if (x.note) L.push(`Note: ${x.note}`, '');
+    if (x.note) L.push(`Note: ${x.note}.`, '');
   }
 
   // ---- cold start ----
@@ -650,7 +666,7 @@ export function renderReport(r: Results): { markdown: string; svg: string } {
     '```sh',
     'npm run bench                                   # everything (about 12-14 minutes, hard limit 14.5)',
     'npm run bench -- --quick                        # small sizes (development); the report goes to the work folder',
-    'npm run bench -- --only webhook,outage          # some phases: cold, tests, webhook, outage, throughput, tuning, waiting',
+    'npm run bench -- --only webhook,outage          # some phases: cold, tests, alone, webhook, outage, throughput, tuning, waiting',
     'npm run bench -- --only tests --npm-test full   # a whole npm test, kept in bench/npm-test-full.json for this report',
     '```',
     '',

@@ -4,7 +4,7 @@
 // on its own worker and task queue (bench/raw-workflows.ts).
 import { Client, Connection } from '@temporalio/client';
 import type { Ctx } from '../lib/context';
-import { listWorkflows, pool, waitForCount } from '../lib/journeys';
+import { listWorkflows, pool } from '../lib/journeys';
 import { Fatal, spawnTs, stopChild, waitFor, type Child } from '../lib/proc';
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
@@ -100,21 +100,12 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
   const sends = await pool(idempotencyKeys, o.startConcurrency, (key) => startViaApi(ctx, clinic.token, key));
   const okCount = sends.filter((s) => s.ok).length;
   ctx.log(`throughput: ${okCount} started; waiting for them to complete...`);
-  const base = await listWorkflows(client, `ClinicId = '${clinic.clinicId}' AND ExecutionStatus = 'Completed'`).then(
-    (l) => new Set(l.map((w) => w.workflowId)),
-  );
-  await waitForCount(
+  const closed = await waitForClosed(
+    ctx,
     client,
-    `ClinicId = '${clinic.clinicId}' AND ExecutionStatus = 'Completed'`,
-    base.size + okCount,
-    Math.min(300_000, ctx.remainingMs()),
-    undefined,
-    500,
-  ).catch((err: unknown) => ctx.log(`throughput: ${err instanceof Error ? err.message : String(err)}`));
-  const closed = new Map<string, number>();
-  for (const w of await listWorkflows(client, `ClinicId = '${clinic.clinicId}'`)) {
-    if (w.closeTime && w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
-  }
+    `ClinicId = '${clinic.clinicId}'`,
+    sends.filter((x) => x.ok).map((x) => x.id),
+  );
   return measure('GFE journeys (API, sandbox callbacks)', sends, closed);
 }
 
@@ -151,26 +142,41 @@ export async function rawThroughput(
         .catch(() => (ok = false));
       return { id, sentAt, startMs: performance.now() - t, ok };
     });
-    const query = `WorkflowType = 'rawJourney' AND ExecutionStatus = 'Completed'`;
-    const before = (await listWorkflows(raw, query)).filter(
-      (w) => !w.workflowId.startsWith(`raw-${ctx.runTag}-${tag}-`),
-    );
-    await waitForCount(
+    const closed = await waitForClosed(
+      ctx,
       raw,
-      query,
-      before.length + sends.filter((s) => s.ok).length,
-      Math.min(300_000, ctx.remainingMs()),
-      undefined,
-      500,
-    ).catch((err: unknown) => ctx.log(`throughput: ${err instanceof Error ? err.message : String(err)}`));
-    const closed = new Map<string, number>();
-    for (const w of await listWorkflows(raw, `WorkflowType = 'rawJourney'`)) {
-      if (w.closeTime && w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
-    }
+      `WorkflowType = 'rawJourney'`,
+      sends.filter((x) => x.ok).map((x) => x.id),
+    );
     return measure(label, sends, closed);
   } finally {
     await connection.close();
     await stopChild(worker, 30_000);
+  }
+}
+
+/**
+ * Polls the list until every one of these workflows has closed (or the time is up); the close time of each that
+ * completed. Counting only our own ids: a count of the whole query would include warm-ups and earlier runs.
+ */
+async function waitForClosed(ctx: Ctx, client: Client, query: string, ids: string[]): Promise<Map<string, number>> {
+  const want = new Set(ids);
+  const until = Date.now() + Math.min(300_000, ctx.remainingMs());
+  for (;;) {
+    const closed = new Map<string, number>();
+    let open = 0;
+    for (const w of await listWorkflows(client, query).catch(() => [])) {
+      if (!want.has(w.workflowId)) continue;
+      if (!w.closeTime) open++;
+      else if (w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
+    }
+    const seen = closed.size + open;
+    if ((open === 0 && seen >= want.size) || Date.now() > until) {
+      if (open > 0 || seen < want.size)
+        ctx.log(`throughput: ${want.size - closed.size} of ${want.size} not completed in time`);
+      return closed;
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
   }
 }
 
