@@ -3,6 +3,7 @@
 import { DefaultLogger, Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { LocalFolderAttachmentStore } from './attachments/store';
+import { RecordSealer } from './codec/at-rest';
 import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
 import { connectWorkerConnection, dataConverterOf } from './temporal';
@@ -13,7 +14,11 @@ export function activityDeps(config: Config): ActivityDeps & { close(): Promise<
   return {
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
     webhookUrlFor: (journeyId) => webhookUrl(config.api.publicBaseUrl, journeyId, config.api.webhookSecret),
-    attachments: new LocalFolderAttachmentStore(config.attachmentsDir),
+    // Attachments are PHI: sealed at rest with the payload key ring, unless encryption was switched off.
+    attachments: new LocalFolderAttachmentStore(
+      config.attachmentsDir,
+      new RecordSealer(config.codec.disabled ? [] : config.codec.keys),
+    ),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
     close: () => clients.close(),

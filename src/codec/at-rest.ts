@@ -1,0 +1,85 @@
+// PHI at rest: what the engine keeps outside Temporal (callback inbox entries, dead letters, attachments) is sealed
+// with the same key ring as the payloads: AES-256-GCM, the first key seals, every key opens, the key id beside each
+// record. `purpose` is bound into the tag (additional authenticated data), so a record of one kind cannot be passed
+// off as another. Without keys (PAYLOAD_ENCRYPTION_DISABLED, throwaway setups) records are stored as they are.
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { EncryptionKey } from './encryption-codec';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export type SealPurpose = 'callback-inbox' | 'dead-letter' | 'attachment' | 'attachment-meta';
+
+export interface Sealed {
+  /** The key that sealed the data; null when the record is stored as it is (encryption disabled). */
+  keyId: string | null;
+  /** iv | ciphertext | tag, or the plain bytes when keyId is null. */
+  data: Buffer;
+}
+
+export class RecordSealer {
+  readonly #keys: Map<string, Buffer>;
+  readonly #active: EncryptionKey | undefined;
+
+  /** The first key seals; every key opens. An empty list stores records unsealed. */
+  constructor(keys: readonly EncryptionKey[]) {
+    for (const k of keys) {
+      if (k.key.length !== 32) throw new Error(`encryption key ${k.id} must be 32 bytes, got ${k.key.length}`);
+    }
+    this.#keys = new Map(keys.map((k) => [k.id, k.key]));
+    this.#active = keys[0];
+  }
+
+  /** A sealer that stores records as they are: tests and PAYLOAD_ENCRYPTION_DISABLED. */
+  static plain(): RecordSealer {
+    return new RecordSealer([]);
+  }
+
+  get sealing(): boolean {
+    return this.#active !== undefined;
+  }
+
+  seal(plain: Uint8Array | string, purpose: SealPurpose): Sealed {
+    const bytes = typeof plain === 'string' ? Buffer.from(plain, 'utf8') : Buffer.from(plain);
+    if (!this.#active) return { keyId: null, data: bytes };
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#active.key, iv);
+    cipher.setAAD(Buffer.from(purpose));
+    return {
+      keyId: this.#active.id,
+      data: Buffer.concat([iv, cipher.update(bytes), cipher.final(), cipher.getAuthTag()]),
+    };
+  }
+
+  /** Throws (naming the key id, never the data) when the key is not configured or the record was altered. */
+  open(sealed: Sealed, purpose: SealPurpose): Buffer {
+    if (sealed.keyId === null) return sealed.data;
+    const key = this.#keys.get(sealed.keyId);
+    if (!key) throw new Error(`record sealed under unknown key id "${sealed.keyId}": configure that key to read it`);
+    const { data } = sealed;
+    if (data.length < IV_BYTES + TAG_BYTES) throw new Error('sealed record is truncated');
+    const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(purpose));
+    decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+    return Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+  }
+
+  openText(sealed: Sealed, purpose: SealPurpose): string {
+    return this.open(sealed, purpose).toString('utf8');
+  }
+
+  /** As a JSON-safe object for file records: `{ keyId, data: base64 }`. */
+  sealToJson(plain: Uint8Array | string, purpose: SealPurpose): SealedJson {
+    const s = this.seal(plain, purpose);
+    return { keyId: s.keyId, data: s.data.toString('base64') };
+  }
+
+  openJson(sealed: SealedJson, purpose: SealPurpose): Buffer {
+    return this.open({ keyId: sealed.keyId, data: Buffer.from(sealed.data, 'base64') }, purpose);
+  }
+}
+
+export interface SealedJson {
+  keyId: string | null;
+  data: string;
+}
