@@ -61,12 +61,32 @@ const ConfigSchema = z.object({
       .optional(),
     bodyLimitBytes: z.number().int().positive(),
     rateLimitPerMinute: z.number().int().positive(),
-    /** The webhook waits this long for the signal before it spools the callback and answers 200. */
-    webhookSignalBudgetMs: z.number().int().positive(),
+    /** Callback bodies up to this size are read and kept (a callback over 1 MiB becomes a dead letter). */
+    webhookMaxBodyBytes: z.number().int().positive(),
     /** Deadline of the API's own Temporal calls (describe, query, update, a forwarded signal). */
     temporalTimeoutMs: z.number().int().positive(),
-    /** Longest wait of the spool forwarder between attempts while Temporal is unreachable. */
-    spoolMaxBackoffMs: z.number().int().positive(),
+  }),
+  /** Where the webhook keeps callbacks before the forwarder signals them, and the dead letters. */
+  inbox: z.discriminatedUnion('store', [
+    z.object({
+      store: z.literal('files'),
+      dir: z.string().min(1),
+      deadLetterDir: z.string().min(1),
+      /** The spool folder of earlier versions, imported at start. */
+      legacySpoolDir: z.string().min(1),
+    }),
+    z.object({
+      store: z.literal('postgres'),
+      /** postgres://user:password@host:port/database: a secret (INBOX_DATABASE_URL or INBOX_DATABASE_URL_FILE). */
+      databaseUrl: z.string().min(1, 'INBOX_DATABASE_URL is required when INBOX_STORE is postgres'),
+      poolSize: z.number().int().positive(),
+    }),
+  ]),
+  forwarder: z.object({
+    /** Signals in flight at once per API replica (one per journey). */
+    concurrency: z.number().int().positive(),
+    /** Longest wait between attempts while Temporal is unreachable. */
+    maxBackoffMs: z.number().int().positive(),
   }),
   codec: z.object({
     /** Payload encryption keys, the first one active; every one decrypts (rotation). */
@@ -82,9 +102,6 @@ const ConfigSchema = z.object({
   }),
   dataDir: z.string().min(1),
   attachmentsDir: z.string().min(1),
-  spoolDir: z.string().min(1),
-  /** Callbacks no journey could take (unknown or finished journey, unparseable body), kept for operators. */
-  deadLetterDir: z.string().min(1),
   worker: z.object({
     maxCachedWorkflows: z.number().int().positive(),
     maxConcurrentActivities: z.number().int().positive(),
@@ -160,8 +177,15 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'ADMIN_TOKEN_SHA256',
   'API_BODY_LIMIT_BYTES',
   'API_RATE_LIMIT_PER_MINUTE',
-  'WEBHOOK_SIGNAL_BUDGET_MS',
+  'WEBHOOK_MAX_BODY_BYTES',
   'API_TEMPORAL_TIMEOUT_MS',
+  'INBOX_STORE',
+  'INBOX_DIR',
+  'INBOX_DATABASE_URL',
+  'INBOX_DATABASE_URL_FILE',
+  'INBOX_DATABASE_POOL_SIZE',
+  'FORWARDER_CONCURRENCY',
+  'FORWARDER_MAX_BACKOFF_MS',
   'SPOOL_MAX_BACKOFF_MS',
   'PAYLOAD_ENCRYPTION_KEYS',
   'PAYLOAD_ENCRYPTION_KEYS_FILE',
@@ -223,6 +247,9 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   const timing = (name: string, fallback: number) => num(ms, name, env[name], fallback);
   let raw: unknown;
+  if (env.INBOX_STORE !== undefined && !['files', 'postgres'].includes(env.INBOX_STORE)) {
+    throw new ConfigError(['INBOX_STORE: must be files or postgres']);
+  }
   try {
     const apiPort = num(port, 'API_PORT', env.API_PORT, 3000);
     raw = {
@@ -250,15 +277,35 @@ export function loadConfig(env: Env = process.env): Config {
         adminTokenSha256: env.ADMIN_TOKEN_SHA256,
         bodyLimitBytes: num(ms, 'API_BODY_LIMIT_BYTES', env.API_BODY_LIMIT_BYTES, 8 * 1024 * 1024),
         rateLimitPerMinute: num(ms, 'API_RATE_LIMIT_PER_MINUTE', env.API_RATE_LIMIT_PER_MINUTE, 600),
-        webhookSignalBudgetMs: num(ms, 'WEBHOOK_SIGNAL_BUDGET_MS', env.WEBHOOK_SIGNAL_BUDGET_MS, 50),
+        webhookMaxBodyBytes: num(ms, 'WEBHOOK_MAX_BODY_BYTES', env.WEBHOOK_MAX_BODY_BYTES, 16 * 1024 * 1024),
         temporalTimeoutMs: num(ms, 'API_TEMPORAL_TIMEOUT_MS', env.API_TEMPORAL_TIMEOUT_MS, 10_000),
-        spoolMaxBackoffMs: num(ms, 'SPOOL_MAX_BACKOFF_MS', env.SPOOL_MAX_BACKOFF_MS, 30_000),
+      },
+      inbox:
+        (env.INBOX_STORE ?? 'files') === 'postgres'
+          ? {
+              store: 'postgres',
+              databaseUrl: secret(env, 'INBOX_DATABASE_URL') ?? '',
+              poolSize: num(ms, 'INBOX_DATABASE_POOL_SIZE', env.INBOX_DATABASE_POOL_SIZE, 10),
+            }
+          : {
+              store: env.INBOX_STORE ?? 'files',
+              dir: path.resolve(env.INBOX_DIR ?? path.join(dataDir, 'inbox')),
+              deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
+              legacySpoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
+            },
+      forwarder: {
+        concurrency: num(ms, 'FORWARDER_CONCURRENCY', env.FORWARDER_CONCURRENCY, 16),
+        // SPOOL_MAX_BACKOFF_MS is the name of earlier versions.
+        maxBackoffMs: num(
+          ms,
+          'FORWARDER_MAX_BACKOFF_MS',
+          env.FORWARDER_MAX_BACKOFF_MS ?? env.SPOOL_MAX_BACKOFF_MS,
+          30_000,
+        ),
       },
       codec: codecSettings(env),
       dataDir,
       attachmentsDir: path.resolve(env.ATTACHMENTS_DIR ?? path.join(dataDir, 'attachments')),
-      spoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
-      deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
       worker: {
         maxCachedWorkflows: num(ms, 'WORKER_MAX_CACHED_WORKFLOWS', env.WORKER_MAX_CACHED_WORKFLOWS, 1_000),
         maxConcurrentActivities: num(ms, 'WORKER_MAX_CONCURRENT_ACTIVITIES', env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),

@@ -18,8 +18,8 @@ import {
 import { LocalFolderAttachmentStore, type AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
 import { clinicAuth } from './auth';
-import { CallbackDelivery } from './callback-delivery';
-import { CallbackSpool, DeadLetterStore } from './callback-files';
+import { RecordSealer } from '../codec/at-rest';
+import { createInbox, InboxForwarder, sealerKeys, type CallbackInbox } from '../inbox';
 import type { ApiContext, RouteOptions } from './context';
 import { ClinicExamService, type ExamServiceFor } from './exam-service';
 import { JourneyGateway } from './journeys';
@@ -37,13 +37,13 @@ export interface ApiDeps {
   /** The exam-service client acting for a clinic (tests pass fakes or point it at the sandbox). */
   examServiceFor: ExamServiceFor;
   attachments?: AttachmentStore;
-  spool?: CallbackSpool;
-  deadLetters?: DeadLetterStore;
+  /** The callback inbox; by default the one the configuration names (files or PostgreSQL). */
+  inbox?: CallbackInbox;
   clock?: () => Date;
   logger?: FastifyServerOptions['logger'];
-  /** The spool forwarder starts with the app unless false (tests drive it themselves). */
+  /** The inbox forwarder starts with the app unless false (tests drive it themselves). */
   startForwarder?: boolean;
-  /** First wait of the forwarder after a failed attempt; doubles up to config.api.spoolMaxBackoffMs. */
+  /** First wait of the forwarder after a failed attempt; doubles up to config.forwarder.maxBackoffMs. */
   forwarderMinBackoffMs?: number;
 }
 
@@ -63,19 +63,31 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
 
-  const spool = deps.spool ?? new CallbackSpool(config.spoolDir);
-  const deadLetters = deps.deadLetters ?? new DeadLetterStore(config.deadLetterDir);
-  await Promise.all([spool.init(), deadLetters.init()]);
-  const metrics = createApiMetrics({ spoolDepth: () => spool.depth, deadLetters: () => deadLetters.count });
-  const delivery = new CallbackDelivery({
+  const sealer = new RecordSealer(sealerKeys(config));
+  const metrics = createApiMetrics();
+  const inbox =
+    deps.inbox ??
+    createInbox(config, sealer, {
+      onBatch: (size) => metrics.inboxAppendBatch.observe(size),
+      onListenError: (err) => app.log.warn({ err }, 'inbox LISTEN connection lost; reconnecting'),
+      now,
+    });
+  await inbox.init();
+  const forwarder = new InboxForwarder({
+    inbox,
     temporal: deps.temporal,
-    spool,
-    deadLetters,
-    metrics,
-    budgetMs: config.api.webhookSignalBudgetMs,
     signalTimeoutMs: config.api.temporalTimeoutMs,
-    maxBackoffMs: config.api.spoolMaxBackoffMs,
+    concurrency: config.forwarder.concurrency,
+    maxBackoffMs: config.forwarder.maxBackoffMs,
     ...(deps.forwarderMinBackoffMs !== undefined ? { minBackoffMs: deps.forwarderMinBackoffMs } : {}),
+    metrics: {
+      forwarded: (_entry, delay) => {
+        metrics.forwarded.inc();
+        metrics.forwardDelaySeconds.observe(delay);
+      },
+      deadLettered: (reason) => metrics.deadLettered.inc({ reason }),
+      failedAttempt: (unreachable) => metrics.forwardFailures.inc({ kind: unreachable ? 'unreachable' : 'refused' }),
+    },
     log: app.log,
     now,
   });
@@ -89,10 +101,9 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       pageTokenSecret: config.api.webhookSecret,
     }),
     examService: new ClinicExamService(deps.examServiceFor, config.examService.catalogCacheTtlMs),
-    attachments: deps.attachments ?? new LocalFolderAttachmentStore(config.attachmentsDir),
-    spool,
-    deadLetters,
-    delivery,
+    attachments: deps.attachments ?? new LocalFolderAttachmentStore(config.attachmentsDir, sealer),
+    inbox,
+    forwarder,
     metrics,
     now,
   };
@@ -108,12 +119,16 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   });
   if (deps.startForwarder !== false) {
     app.addHook('onReady', (done) => {
-      delivery.start();
+      forwarder.start();
       done();
     });
   }
-  // Stop taking new work first (Fastify closes the listener), then let the forwarder finish its current item.
-  app.addHook('onClose', async () => delivery.stop());
+  // Stop taking new work first (Fastify closes the listener), then let the forwarder finish its claim, then close
+  // the inbox (an injected one belongs to the caller).
+  app.addHook('onClose', async () => {
+    await forwarder.stop();
+    if (!deps.inbox) await inbox.close();
+  });
 
   await app.register(swagger, {
     openapi: {

@@ -2,8 +2,7 @@
 import type { Client } from '@temporalio/client';
 import type { AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
-import type { CallbackSpool, DeadLetterStore } from './callback-files';
-import type { CallbackDelivery } from './callback-delivery';
+import type { CallbackInbox, InboxForwarder } from '../inbox';
 import type { ClinicExamService } from './exam-service';
 import type { JourneyGateway } from './journeys';
 import type { ApiMetrics } from './metrics';
@@ -14,9 +13,8 @@ export interface ApiContext {
   journeys: JourneyGateway;
   examService: ClinicExamService;
   attachments: AttachmentStore;
-  spool: CallbackSpool;
-  deadLetters: DeadLetterStore;
-  delivery: CallbackDelivery;
+  inbox: CallbackInbox;
+  forwarder: InboxForwarder;
   metrics: ApiMetrics;
   now: () => Date;
 }

@@ -97,11 +97,19 @@ export class MetricsRegistry {
   }
 }
 
+/** The inbox's figures as last read (the /metrics route refreshes them before each scrape). */
+export interface InboxGauges {
+  depth: number;
+  oldestAgeSeconds: number;
+  deadLetters: number;
+}
+
 /** The API's series. Labels carry ids and outcomes only, never patient data. */
-export function createApiMetrics(sources: { spoolDepth: () => number; deadLetters: () => number }) {
+export function createApiMetrics(inbox: InboxGauges = { depth: 0, oldestAgeSeconds: 0, deadLetters: 0 }) {
   const registry = new MetricsRegistry();
   return {
     registry,
+    inbox,
     journeysStarted: registry.register(
       new Counter('journey_api_journeys_started_total', 'Journeys started through the API, by clinic and scenario'),
     ),
@@ -114,30 +122,60 @@ export function createApiMetrics(sources: { spoolDepth: () => number; deadLetter
     callbacks: registry.register(
       new Counter(
         'journey_api_callbacks_total',
-        'Exam-service callbacks by event and outcome (signalled, spooled, dead_lettered, rejected)',
+        'Exam-service callbacks by event and outcome (accepted, dead_lettered, refused, replayed_*)',
       ),
     ),
     ackSeconds: registry.register(
       new Histogram(
         'journey_api_webhook_ack_seconds',
         'Time from receiving a callback to answering it',
-        [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5],
+        [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5],
       ),
     ),
-    spooled: registry.register(
-      new Counter('journey_api_callbacks_spooled_total', 'Callbacks written to the spool because the signal was late'),
+    inboxAppendBatch: registry.register(
+      new Histogram(
+        'journey_api_inbox_append_batch_size',
+        'Callbacks stored by one inbox write (group commit)',
+        [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+      ),
+    ),
+    inboxFailures: registry.register(
+      new Counter(
+        'journey_api_inbox_failures_total',
+        'Callbacks the inbox could not store (answered 503), by what failed (inbox, dead_letters)',
+      ),
     ),
     forwarded: registry.register(
-      new Counter('journey_api_callbacks_forwarded_total', 'Spooled callbacks signalled by the forwarder'),
+      new Counter('journey_api_callbacks_forwarded_total', 'Inbox entries signalled to their journeys'),
+    ),
+    forwardDelaySeconds: registry.register(
+      new Histogram(
+        'journey_api_callback_forward_delay_seconds',
+        'From receiving a callback to its journey accepting the signal',
+        [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+      ),
+    ),
+    forwardFailures: registry.register(
+      new Counter(
+        'journey_api_forward_failures_total',
+        'Signals the forwarder will retry, by kind (unreachable: Temporal did not answer; refused)',
+      ),
     ),
     deadLettered: registry.register(
       new Counter('journey_api_callbacks_dead_lettered_total', 'Callbacks kept as dead letters, by reason'),
     ),
-    spoolDepth: registry.register(
-      new Gauge('journey_api_spool_depth', 'Callbacks waiting in the spool', sources.spoolDepth),
+    inboxDepth: registry.register(
+      new Gauge('journey_api_inbox_depth', 'Callbacks waiting in the inbox for their signal', () => inbox.depth),
+    ),
+    inboxOldestAge: registry.register(
+      new Gauge(
+        'journey_api_inbox_oldest_age_seconds',
+        'Age of the oldest callback waiting in the inbox (0 when empty)',
+        () => inbox.oldestAgeSeconds,
+      ),
     ),
     deadLetterCount: registry.register(
-      new Gauge('journey_api_dead_letters', 'Dead letters waiting for an operator', sources.deadLetters),
+      new Gauge('journey_api_dead_letters', 'Dead letters waiting for an operator', () => inbox.deadLetters),
     ),
     httpRequests: registry.register(
       new Counter('journey_api_http_requests_total', 'HTTP requests by route, method and status code'),

@@ -333,6 +333,7 @@ export const DeadLetterSummary = z.object({
   deadLetteredAt: z.string(),
   replays: z.number().int(),
   lastReplayAt: z.string().optional(),
+  bodyBytes: z.number().int().optional(),
 });
 export const DeadLetterDetail = DeadLetterSummary.extend({ rawBody: z.string() });
 export const DeadLetterList = z.object({ deadLetters: z.array(DeadLetterSummary), next: z.string().nullable() });
@@ -341,4 +342,8 @@ export const DeadLetterListQuery = z.strictObject({
   after: z.string().max(100).optional(),
 });
 export const DeadLetterParams = z.object({ id: z.string().min(1).max(100) });
-export const ReplayResponse = z.object({ id: z.string(), outcome: z.enum(['signalled', 'spooled']) });
+export const ReplayResponse = z.object({
+  id: z.string(),
+  /** signalled: the journey took it now; queued: Temporal did not answer, the inbox's forwarder will send it. */
+  outcome: z.enum(['signalled', 'queued']),
+});

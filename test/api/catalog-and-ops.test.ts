@@ -111,9 +111,11 @@ describe('catalog pass-through (sandbox) and operations', () => {
     expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(metrics.body).toMatch(/# TYPE journey_api_webhook_ack_seconds histogram/);
     expect(metrics.body).toMatch(
-      /# TYPE journey_api_callbacks_spooled_total counter\njourney_api_callbacks_spooled_total 0/,
+      /# TYPE journey_api_callbacks_forwarded_total counter\njourney_api_callbacks_forwarded_total 0/,
     );
-    expect(metrics.body).toMatch(/journey_api_spool_depth 0/);
+    expect(metrics.body).toMatch(/journey_api_inbox_depth 0/);
+    expect(metrics.body).toMatch(/journey_api_inbox_oldest_age_seconds 0/);
+    expect(metrics.body).toMatch(/# TYPE journey_api_inbox_append_batch_size histogram/);
     expect(metrics.body).toMatch(/journey_api_dead_letters 0/);
     expect(metrics.body).toMatch(
       /journey_api_http_requests_total\{method="GET",route="\/v1\/catalog\/exams",status="200"\} \d/,

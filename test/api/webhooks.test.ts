@@ -1,5 +1,5 @@
-// The webhook receiver against a real Temporal dev server and the real journey workflow: callbacks reach their
-// journey, late signals and outages go through the spool exactly once, and what no journey takes is a dead letter.
+// The webhook receiver against a real Temporal dev server and the real journey workflow: callbacks go through the
+// inbox to their journey exactly once, also when Temporal is slow or away, and what no journey takes is a dead letter.
 import { readdirSync } from 'node:fs';
 import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -95,7 +95,9 @@ describe('webhook receiver with Temporal', () => {
     expect(done.journey.exams[0]).toMatchObject({ status: 'Approved', providerName: 'Dr. P' });
 
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-    expect(metrics).toMatch(/journey_api_callbacks_total\{event="1",outcome="signalled"\} 1/);
+    expect(metrics).toMatch(/journey_api_callbacks_total\{event="1",outcome="accepted"\} 1/);
+    expect(metrics).toMatch(/journey_api_callbacks_forwarded_total \d+/);
+    expect(metrics).toMatch(/journey_api_inbox_depth 0/);
     expect(metrics).toMatch(/journey_api_webhook_ack_seconds_count \d+/);
     expect(metrics).toMatch(/journey_api_journeys_started_total\{clinic="clinic-a",scenario="gfe"\} \d+/);
 
@@ -106,7 +108,11 @@ describe('webhook receiver with Temporal', () => {
     );
     const again = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
     expect(again.statusCode).toBe(200);
-    const letters = (await admin('GET', '/admin/dead-letters')).json().deadLetters;
+    // The forwarder finds the journey finished: the callback becomes a dead letter.
+    const letters = await eventually(
+      async () => (await admin('GET', '/admin/dead-letters')).json().deadLetters as { id: string; journeyId: string }[],
+      (all) => all.some((l) => l.journeyId === journeyId),
+    );
     expect(letters).toContainEqual(
       expect.objectContaining({ journeyId, reason: 'journey_finished', event: 1, patientExamId }),
     );
@@ -117,9 +123,11 @@ describe('webhook receiver with Temporal', () => {
     const res = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(123, 'Rejected') });
     expect(res.statusCode).toBe(200);
     const { deliveryId } = res.json();
-    const letter = (await admin('GET', '/admin/dead-letters'))
-      .json()
-      .deadLetters.find((l: { journeyId: string }) => l.journeyId === journeyId);
+    const letters = await eventually(
+      async () => (await admin('GET', '/admin/dead-letters')).json().deadLetters as { id: string; journeyId: string }[],
+      (all) => all.some((l) => l.journeyId === journeyId),
+    );
+    const letter = letters.find((l) => l.journeyId === journeyId)!;
     expect(letter).toMatchObject({ reason: 'journey_not_found', deliveryId, event: 1, patientExamId: 123 });
 
     const tooEarly = await admin('POST', `/admin/dead-letters/${letter.id}/replay`);
@@ -148,9 +156,9 @@ describe('webhook receiver with Temporal', () => {
     expect(j.journey.events[0]).toMatchObject({ deliveryId, patientExamId: 123 });
   });
 
-  it('spools a signal that misses the budget; when it lands late the spooled copy is dropped: delivered once', async () => {
+  it('acknowledges without waiting for a slow Temporal: the forwarder signals in the background, once', async () => {
     const { journeyId, patientExamId } = await invitedJourney('wh-late');
-    // Every signal of this client takes 300 ms: longer than the webhook's 50 ms budget.
+    // Every signal of this client takes 300 ms.
     const slow: WorkflowClientInterceptor = {
       async signal(input, next) {
         await new Promise((r) => setTimeout(r, 300));
@@ -167,11 +175,15 @@ describe('webhook receiver with Temporal', () => {
     });
     await lateApp.ready();
     try {
+      const t = performance.now();
       const res = await lateApp.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+      // Answered from the inbox, not after the 300 ms signal (a wide margin: this machine is shared).
+      expect(performance.now() - t).toBeLessThan(250);
       expect(res.statusCode).toBe(200);
-      expect(lateApp.journeyApi.metrics.callbacks.get({ event: '1', outcome: 'spooled' })).toBe(1);
-      expect(await lateApp.journeyApi.delivery.drained(10_000)).toBe(true);
-      expect(readdirSync(lateApp.journeyApi.spool.dir)).toEqual([]);
+      expect(lateApp.journeyApi.metrics.callbacks.get({ event: '1', outcome: 'accepted' })).toBe(1);
+      expect(await lateApp.journeyApi.forwarder.drained(10_000)).toBe(true);
+      const inboxDir = lateApp.journeyApi.config.inbox.store === 'files' ? lateApp.journeyApi.config.inbox.dir : '';
+      expect(readdirSync(inboxDir).filter((n) => n.endsWith('.json'))).toEqual([]);
       const done = await eventually(
         () => journeyOf(app, journeyId),
         (j) => j.journey.stage === 'completed',
@@ -179,18 +191,19 @@ describe('webhook receiver with Temporal', () => {
       expect(done.journey.events).toEqual([
         expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
       ]);
-      expect(lateApp.journeyApi.metrics.forwarded.get()).toBe(0);
+      expect(lateApp.journeyApi.metrics.forwarded.get()).toBe(1);
     } finally {
       await lateApp.close();
       lateDirs.cleanup();
     }
   });
 
-  it('acknowledges while Temporal is unreachable and forwards the spool when the API starts again', async () => {
+  it('acknowledges while Temporal is unreachable and forwards the inbox when the API starts again', async () => {
     const { journeyId, patientExamId } = await invitedJourney('wh-spool');
-    const spoolConfig = {
+    const inboxDir = `${dirs.dataDir}/inbox-restart`;
+    const spoolConfig: Config = {
       ...config,
-      spoolDir: `${dirs.dataDir}/spool-restart`,
+      inbox: { ...(config.inbox as Extract<Config['inbox'], { store: 'files' }>), dir: inboxDir },
       api: { ...config.api, temporalTimeoutMs: 500 },
     };
     const down = await unreachableTemporal();
@@ -204,10 +217,11 @@ describe('webhook receiver with Temporal', () => {
     expect(res.statusCode).toBe(200);
     await cut.close();
     await down.connection.close();
-    const spooled = readdirSync(spoolConfig.spoolDir);
+    // One batch file holds it (a group commit of one).
+    const spooled = readdirSync(inboxDir);
     expect(spooled).toHaveLength(1);
 
-    // A new API process (same spool folder) with Temporal back drains it on start.
+    // A new API process (same inbox folder) with Temporal back drains it on start.
     const back = await buildApp({
       config: spoolConfig,
       temporal: env.client,
@@ -216,8 +230,8 @@ describe('webhook receiver with Temporal', () => {
     });
     await back.ready();
     try {
-      expect(await back.journeyApi.delivery.drained(15_000)).toBe(true);
-      expect(readdirSync(spoolConfig.spoolDir)).toEqual([]);
+      expect(await back.journeyApi.forwarder.drained(15_000)).toBe(true);
+      expect(readdirSync(inboxDir)).toEqual([]);
       const done = await eventually(
         () => journeyOf(app, journeyId),
         (j) => j.journey.stage === 'completed',

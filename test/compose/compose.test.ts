@@ -382,13 +382,14 @@ describe('docker-compose.yml', () => {
     const worker = configOf(compose, 'worker', secretsDir);
     const volumeAt = (name: string, dir: string) =>
       named(name).find((m) => dir === m.target || dir.startsWith(`${m.target}/`))?.source;
-    for (const dir of [api.spoolDir, api.deadLetterDir, api.attachmentsDir]) {
+    const inbox = api.inbox.store === 'files' ? api.inbox : undefined;
+    for (const dir of [inbox?.dir ?? '', inbox?.deadLetterDir ?? '', api.attachmentsDir]) {
       expect([dir, volumeAt('api', dir)]).toEqual([dir, expect.any(String)]);
     }
     // The worker reads the claim checks the API stored.
     expect(worker.attachmentsDir).toBe(api.attachmentsDir);
     expect(volumeAt('worker', worker.attachmentsDir)).toBe(volumeAt('api', api.attachmentsDir));
-    expect(volumeAt('api', api.spoolDir)).not.toBe(volumeAt('api', api.attachmentsDir));
+    expect(volumeAt('api', inbox?.dir ?? '')).not.toBe(volumeAt('api', api.attachmentsDir));
   });
 });
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { parseCallback } from '../../exam-service/schemas';
 import type { CallbackSignal } from '../../workflows/definitions';
 import { adminAuth } from '../auth';
-import type { DeadLetter } from '../callback-files';
+import { signalJourney, type DeadLetter } from '../../inbox';
 import { toJourneyCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
 import { ApiProblem, notFound, Problem } from '../problem';
@@ -34,7 +34,7 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
     },
     async (request) => {
       const { limit, after } = request.query;
-      const page = await ctx.deadLetters.list({ limit, ...(after ? { after } : {}) });
+      const page = await ctx.inbox.deadLetters.list({ limit, ...(after ? { after } : {}) });
       return { deadLetters: page.letters.map(summary), next: page.next ?? null };
     },
   );
@@ -50,7 +50,7 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       },
     },
     async (request) => {
-      const letter = await ctx.deadLetters.get(request.params.id);
+      const letter = await ctx.inbox.deadLetters.get(request.params.id);
       if (!letter) throw notFound(`dead letter ${request.params.id}`);
       return letter;
     },
@@ -61,18 +61,18 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
     {
       schema: {
         ...meta,
-        summary: 'Deliver a dead letter to its journey again; it is removed once signalled or spooled',
+        summary: 'Deliver a dead letter to its journey again; it is removed once signalled or queued in the inbox',
         params: DeadLetterParams,
         response: { 200: ReplayResponse, 409: Problem, 422: Problem, ...problems },
       },
     },
     async (request) => {
-      const letter = await ctx.deadLetters.get(request.params.id);
+      const letter = await ctx.inbox.deadLetters.get(request.params.id);
       if (!letter) throw notFound(`dead letter ${request.params.id}`);
       const now = ctx.now();
       const parsed = parseCallback(letter.rawBody);
       if (!parsed.ok) {
-        await ctx.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
+        await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
         throw new ApiProblem(422, 'unparseable-callback', 'the body still is not a callback of the contract', {
           errors: parsed.issues.map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
         });
@@ -84,18 +84,22 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
         callback: toJourneyCallback(parsed.event),
         raw: JSON.parse(letter.rawBody) as unknown,
       };
-      const outcome = await ctx.delivery.replay(letter.journeyId, signal);
-      if (outcome !== 'signalled' && outcome !== 'spooled') {
-        await ctx.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
+      // Signalled now when Temporal answers, so the operator learns at once whether the journey takes it; queued in
+      // the inbox (for the forwarder) when Temporal does not answer.
+      const sent = await signalJourney(ctx.temporal, letter.journeyId, signal, ctx.config.api.temporalTimeoutMs);
+      if (!sent.ok && sent.gone) {
+        await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
         throw new ApiProblem(
           409,
           'journey-unavailable',
-          outcome === 'journey_finished'
+          sent.gone === 'journey_finished'
             ? `journey ${letter.journeyId} has finished; it takes no more callbacks`
             : `no journey ${letter.journeyId} exists`,
         );
       }
-      await ctx.deadLetters.remove(letter.id);
+      if (!sent.ok) await ctx.inbox.append(letter.journeyId, signal);
+      const outcome = sent.ok ? ('signalled' as const) : ('queued' as const);
+      await ctx.inbox.deadLetters.remove(letter.id);
       ctx.metrics.callbacks.inc({ event: String(parsed.event.event), outcome: `replayed_${outcome}` });
       return { id: letter.id, outcome };
     },
@@ -112,7 +116,7 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       },
     },
     async (request, reply) => {
-      if (!(await ctx.deadLetters.remove(request.params.id))) throw notFound(`dead letter ${request.params.id}`);
+      if (!(await ctx.inbox.deadLetters.remove(request.params.id))) throw notFound(`dead letter ${request.params.id}`);
       return reply.code(204).send();
     },
   );

@@ -24,14 +24,27 @@ export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, 
     {
       schema: {
         tags: ['operations'],
-        summary: 'Readiness: Temporal answers (callbacks are still accepted and spooled while it does not)',
+        summary:
+          'Readiness: Temporal answers (callbacks are still accepted into the inbox while it does not) and the inbox ' +
+          'can be read',
         response: {
-          200: z.object({ status: z.literal('ready'), temporal: z.literal('ok'), spoolDepth: z.number().int() }),
+          200: z.object({
+            status: z.literal('ready'),
+            temporal: z.literal('ok'),
+            inbox: z.enum(['files', 'postgres']),
+            inboxDepth: z.number().int(),
+          }),
           503: Problem,
         },
       },
     },
     async (_request, reply) => {
+      let depth: number;
+      try {
+        depth = (await ctx.inbox.stats()).depth;
+      } catch {
+        return sendProblem(reply, problemBody(503, 'not-ready', `the ${ctx.inbox.kind} inbox cannot be read`));
+      }
       let timer: NodeJS.Timeout | undefined;
       try {
         // The gRPC deadline does not bound a (lazy) connection's first connect: bound the wall time too.
@@ -47,19 +60,33 @@ export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, 
         clearTimeout(timer);
         return sendProblem(
           reply,
-          problemBody(503, 'not-ready', `Temporal is not reachable; ${ctx.spool.depth} callbacks wait in the spool`),
+          problemBody(503, 'not-ready', `Temporal is not reachable; ${depth} callbacks wait in the inbox`),
         );
       }
       clearTimeout(timer);
-      return { status: 'ready' as const, temporal: 'ok' as const, spoolDepth: ctx.spool.depth };
+      return { status: 'ready' as const, temporal: 'ok' as const, inbox: ctx.inbox.kind, inboxDepth: depth };
     },
   );
 
   app.get(
     '/metrics',
     { schema: { tags: ['operations'], summary: 'Prometheus metrics (text format 0.0.4)' } },
-    async (_request, reply) =>
-      reply.type('text/plain; version=0.0.4; charset=utf-8').send(ctx.metrics.registry.render()),
+    async (request, reply) => {
+      // The inbox's gauges as of this scrape; a store that cannot be read keeps the last figures (and /readyz says).
+      try {
+        const stats = await ctx.inbox.stats();
+        Object.assign(ctx.metrics.inbox, {
+          depth: stats.depth,
+          oldestAgeSeconds: stats.oldestReceivedAt
+            ? Math.max(0, (ctx.now().getTime() - stats.oldestReceivedAt.getTime()) / 1000)
+            : 0,
+          deadLetters: stats.deadLetters,
+        });
+      } catch (err) {
+        request.log.warn({ err }, 'inbox figures could not be read for /metrics');
+      }
+      return reply.type('text/plain; version=0.0.4; charset=utf-8').send(ctx.metrics.registry.render());
+    },
   );
   done();
 };

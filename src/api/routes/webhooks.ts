@@ -1,5 +1,7 @@
 // The exam service's callbacks. The URL carries the journey id and its HMAC token (the service signs nothing); a
 // wrong token learns nothing but a 404. The body is read as text, so even an unparseable one is kept for operators.
+// Durable first: a callback is appended to the inbox (group-committed) and only then acknowledged; nothing here waits
+// for Temporal. The service sends each callback once, so what we cannot store is answered 503, never 200.
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,7 +10,7 @@ import { isValidWebhookToken } from '../../webhook-url';
 import type { CallbackSignal } from '../../workflows/definitions';
 import { toJourneyCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
-import { NOT_FOUND, Problem, sendProblem, validationProblem, type FieldError } from '../problem';
+import { ApiProblem, NOT_FOUND, Problem, sendProblem, validationProblem, type FieldError } from '../problem';
 
 const JOURNEY_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -23,7 +25,13 @@ export const WebhookAck = z.object({
   deliveryId: z.string(),
 });
 
+/** A callback is a few kilobytes; a body over this is not one, but it is kept (up to WEBHOOK_MAX_BODY_BYTES). */
+export const CALLBACK_MAX_BYTES = 1024 * 1024;
+
 export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+  // The largest body read as a callback (the API's own body limit when lower), and the largest kept at all.
+  const callbackMax = Math.min(ctx.config.api.bodyLimitBytes, CALLBACK_MAX_BYTES);
+  const keptMax = Math.max(ctx.config.api.webhookMaxBodyBytes, callbackMax);
   // Any content type, kept as text: the contract says JSON, but a body we cannot read is still evidence.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
@@ -34,18 +42,37 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
     hookDone();
   });
 
+  /** Runs a write that must be durable before the answer; when it fails the caller gets a 503, never a 200. */
+  async function stored<T>(what: 'inbox' | 'dead_letters', write: () => Promise<T>, journeyId: string): Promise<T> {
+    try {
+      return await write();
+    } catch (err) {
+      ctx.metrics.inboxFailures.inc({ store: what });
+      ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'refused' });
+      // The error names the store and its code only (no body, no URL token).
+      app.log.error({ err, journeyId, store: what }, 'callback NOT stored: answered 503');
+      throw new ApiProblem(
+        503,
+        'inbox-unavailable',
+        'the callback could not be stored; it was not accepted (send it again)',
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+  }
+
   app.post(
     '/webhooks/exam-service/:journeyId/:token',
     {
-      // A callback is a few kilobytes; no need to accept the clinic API's upload-sized bodies here.
-      bodyLimit: Math.min(ctx.config.api.bodyLimitBytes, 1024 * 1024),
+      bodyLimit: keptMax,
       schema: {
         summary: "The exam service's lifecycle callbacks (events 1, 2 and 3) for one journey",
         description:
-          'Answers 200 at once: the callback is signalled to the journey, or written durably to the spool and forwarded later. A wrong token is a 404.',
+          'Answers 200 once the callback is durably in the inbox; a forwarder signals it to the journey in the ' +
+          'background. 503 when the inbox cannot store it (nothing was accepted). A wrong token is a 404. A body ' +
+          'that is not a callback (400) or is over 1 MiB (413) is kept as a dead letter for operators.',
         tags: ['webhooks'],
         params: z.object({ journeyId: z.string(), token: z.string() }),
-        response: { 200: WebhookAck, 400: Problem, 404: Problem },
+        response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 503: Problem },
       },
     },
     async (request, reply) => {
@@ -55,21 +82,53 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
       }
       const rawBody = typeof request.body === 'string' ? request.body : '';
       const receivedAt = ctx.now().toISOString();
+      const bodyBytes = Buffer.byteLength(rawBody);
+      if (bodyBytes > callbackMax) {
+        await stored(
+          'dead_letters',
+          () =>
+            ctx.inbox.deadLetters.add(
+              {
+                journeyId,
+                reason: 'oversized',
+                detail: `the body is ${bodyBytes} bytes, over the ${callbackMax} a callback may be`,
+                receivedAt,
+                bodyBytes,
+                rawBody,
+              },
+              ctx.now(),
+            ),
+          journeyId,
+        );
+        ctx.metrics.deadLettered.inc({ reason: 'oversized' });
+        ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'dead_lettered' });
+        throw new ApiProblem(
+          413,
+          'callback-too-large',
+          `the body is ${bodyBytes} bytes, over the ${callbackMax} a callback may be; it was kept for operators`,
+        );
+      }
       const parsed = parseCallback(rawBody);
       if (!parsed.ok) {
-        await ctx.deadLetters.add(
-          {
-            journeyId,
-            reason: 'unparseable',
-            detail: 'the body is not a callback of the contract (events 1, 2 or 3)',
-            issues: parsed.issues,
-            receivedAt,
-            rawBody,
-          },
-          ctx.now(),
+        await stored(
+          'dead_letters',
+          () =>
+            ctx.inbox.deadLetters.add(
+              {
+                journeyId,
+                reason: 'unparseable',
+                detail: 'the body is not a callback of the contract (events 1, 2 or 3)',
+                issues: parsed.issues,
+                receivedAt,
+                bodyBytes,
+                rawBody,
+              },
+              ctx.now(),
+            ),
+          journeyId,
         );
         ctx.metrics.deadLettered.inc({ reason: 'unparseable' });
-        ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'rejected' });
+        ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'dead_lettered' });
         throw validationProblem(
           parsed.issues.map(fieldError),
           `the callback could not be read (${parsed.issues.slice(0, 3).join('; ')}); it was kept for operators`,
@@ -81,8 +140,8 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         callback: toJourneyCallback(parsed.event),
         raw: JSON.parse(rawBody) as unknown,
       };
-      const outcome = await ctx.delivery.deliver(journeyId, signal, rawBody);
-      ctx.metrics.callbacks.inc({ event: String(parsed.event.event), outcome });
+      await stored('inbox', () => ctx.inbox.append(journeyId, signal), journeyId);
+      ctx.metrics.callbacks.inc({ event: String(parsed.event.event), outcome: 'accepted' });
       return reply.code(200).send({ received: true, deliveryId: signal.deliveryId });
     },
   );

@@ -1,0 +1,233 @@
+// From the inbox to the journeys, in the background: nothing the webhook answers waits for this. The forwarder
+// claims whole journeys, signals each journey's entries one at a time in arrival order (several journeys at once,
+// bounded), removes what was signalled and backs off while Temporal does not answer. At least once: an entry
+// signalled just before a crash is signalled again with the same delivery id, which the journey ignores.
+import { isGrpcDeadlineError, isGrpcServiceError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { callbackReceived, journeyWorkflowId, type CallbackSignal } from '../workflows/definitions';
+import type { CallbackInbox, DeadLetterReason, DeadLetterSettlement, InboxEntry } from './types';
+
+/** gRPC status codes of a Temporal that did not answer (down, shedding load) rather than refused the call. */
+const UNREACHABLE_CODES = new Set([4, 8, 14]); // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE
+
+/** A signal that failed because Temporal did not answer (as opposed to refusing it). */
+export function temporalUnreachable(err: unknown): boolean {
+  if (isGrpcDeadlineError(err)) return true;
+  const grpc = isGrpcServiceError(err)
+    ? err
+    : err instanceof Error && isGrpcServiceError(err.cause)
+      ? err.cause
+      : undefined;
+  return grpc !== undefined && UNREACHABLE_CODES.has(Number(grpc.code));
+}
+
+/** A signal to a workflow that does not exist or has closed: retrying cannot help. */
+export function journeyGone(err: unknown): 'journey_finished' | 'journey_not_found' | undefined {
+  if (!(err instanceof WorkflowNotFoundError)) return undefined;
+  return /complet|closed|finished/i.test(err.message) ? 'journey_finished' : 'journey_not_found';
+}
+
+export const GONE_DETAIL: Record<'journey_finished' | 'journey_not_found', string> = {
+  journey_finished: 'the journey has already finished; it takes no more callbacks',
+  journey_not_found: 'no journey with this id exists',
+};
+
+export type SignalOutcome = { ok: true } | { ok: false; gone?: 'journey_finished' | 'journey_not_found'; err: unknown };
+
+/** One signal of a callback to its journey, bounded by a deadline. */
+export async function signalJourney(
+  temporal: Client,
+  journeyId: string,
+  signal: CallbackSignal,
+  timeoutMs: number,
+): Promise<SignalOutcome> {
+  const handle = temporal.workflow.getHandle(journeyWorkflowId(journeyId));
+  try {
+    await temporal.connection.withDeadline(Date.now() + timeoutMs, () => handle.signal(callbackReceived, signal));
+    return { ok: true };
+  } catch (err) {
+    const gone = journeyGone(err);
+    return gone ? { ok: false, gone, err } : { ok: false, err };
+  }
+}
+
+export interface ForwarderMetrics {
+  forwarded(entry: InboxEntry, delaySeconds: number): void;
+  deadLettered(reason: DeadLetterReason): void;
+  failedAttempt(unreachable: boolean): void;
+}
+
+export interface InboxForwarderOptions {
+  inbox: CallbackInbox;
+  temporal: Client;
+  /** Deadline of one signal. */
+  signalTimeoutMs: number;
+  /** Signals in flight at once (one per journey): what this replica asks of Temporal at most. */
+  concurrency?: number;
+  /** Journeys per claim, and entries per journey. */
+  claimJourneys?: number;
+  claimPerJourney?: number;
+  minBackoffMs?: number;
+  maxBackoffMs: number;
+  /** While idle, the inbox is looked at this often even without a wake-up (another replica's append missed). */
+  idlePollMs?: number;
+  metrics?: ForwarderMetrics;
+  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  now?: () => Date;
+}
+
+export class InboxForwarder {
+  readonly #o: InboxForwarderOptions;
+  #running: Promise<void> | undefined;
+  #stopping = false;
+  #wake: (() => void) | undefined;
+  /** Appends seen while the loop was busy: look again at once. */
+  #pendingWake = false;
+  #backoffMs = 0;
+  #unsubscribe: (() => void) | undefined;
+  #busy = false;
+
+  constructor(options: InboxForwarderOptions) {
+    this.#o = options;
+  }
+
+  /** Starts the loop: it forwards what the inbox holds (also from before a restart), then waits for more. */
+  start(): void {
+    if (this.#running) return;
+    this.#stopping = false;
+    this.#unsubscribe = this.#o.inbox.onAppend(() => this.#nudge());
+    this.#running = this.#run().catch((err: unknown) => this.#o.log.error({ err }, 'inbox forwarder stopped'));
+  }
+
+  /** Lets the claim under way finish (each signal is bounded by its deadline), then stops. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#unsubscribe?.();
+    this.#wake?.();
+    await this.#running;
+    this.#running = undefined;
+  }
+
+  /** Resolves true once the inbox is empty and no claim is under way (false at the timeout). Tests and reports. */
+  async drained(timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (!this.#busy && (await this.#o.inbox.stats()).depth === 0) return true;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return false;
+  }
+
+  #nudge(): void {
+    // An append does not cut a backoff short: Temporal is what a backoff waits for.
+    if (this.#backoffMs > 0) return;
+    this.#pendingWake = true;
+    this.#wake?.();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopping) {
+      this.#pendingWake = false;
+      let outcome: 'idle' | 'progress' | 'retry';
+      try {
+        outcome = await this.#once();
+      } catch (err) {
+        // The inbox itself failed (PostgreSQL away, a folder unreadable): log and try again after a backoff.
+        this.#o.log.error({ err }, 'inbox forwarder: claim or settle failed');
+        outcome = 'retry';
+      }
+      if (this.#stopping) return;
+      if (outcome === 'progress') {
+        this.#backoffMs = 0;
+        continue;
+      }
+      if (outcome === 'idle') {
+        this.#backoffMs = 0;
+        if (!this.#pendingWake) await this.#sleep(this.#o.idlePollMs ?? 1_000);
+        continue;
+      }
+      const min = this.#o.minBackoffMs ?? 100;
+      this.#backoffMs = Math.min(this.#o.maxBackoffMs, this.#backoffMs === 0 ? min : this.#backoffMs * 2);
+      await this.#sleep(this.#backoffMs);
+    }
+  }
+
+  /** One claim, forwarded and settled. */
+  async #once(): Promise<'idle' | 'progress' | 'retry'> {
+    const claim = await this.#o.inbox.claim(this.#o.claimJourneys ?? 64, this.#o.claimPerJourney ?? 32);
+    if (!claim) return 'idle';
+    this.#busy = true;
+    try {
+      const lanes = new Map<string, InboxEntry[]>();
+      for (const entry of claim.entries) {
+        const lane = lanes.get(entry.journeyId);
+        if (lane) lane.push(entry);
+        else lanes.set(entry.journeyId, [entry]);
+      }
+      const done: string[] = [];
+      const deadLetters: DeadLetterSettlement[] = [];
+      let retryLater = false;
+      const queue = [...lanes.values()];
+      const runLane = async (entries: InboxEntry[]) => {
+        for (const entry of entries) {
+          if (retryLater || this.#stopping) return;
+          const r = await signalJourney(this.#o.temporal, entry.journeyId, entry.signal, this.#o.signalTimeoutMs);
+          if (r.ok) {
+            done.push(entry.id);
+            const delay = (this.#now().getTime() - Date.parse(entry.signal.receivedAt)) / 1000;
+            this.#o.metrics?.forwarded(entry, Math.max(0, delay));
+          } else if (r.gone) {
+            deadLetters.push({ entryId: entry.id, letter: letterFor(entry, r.gone) });
+            this.#o.metrics?.deadLettered(r.gone);
+          } else {
+            // Temporal did not take it (away, overloaded, or refused for a reason that may pass): this journey's
+            // later entries wait behind it, and no new journey starts until the backoff.
+            const unreachable = temporalUnreachable(r.err);
+            this.#o.metrics?.failedAttempt(unreachable);
+            if (!unreachable) this.#o.log.warn({ err: r.err, journeyId: entry.journeyId }, 'callback signal failed');
+            retryLater = true;
+            return;
+          }
+        }
+      };
+      const workers = Array.from({ length: Math.min(this.#o.concurrency ?? 16, queue.length) }, async () => {
+        for (let lane = queue.shift(); lane; lane = queue.shift()) await runLane(lane);
+      });
+      await Promise.all(workers);
+      await claim.settle(done, deadLetters);
+      return retryLater ? 'retry' : 'progress';
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+    });
+  }
+
+  #now(): Date {
+    return this.#o.now?.() ?? new Date();
+  }
+}
+
+function letterFor(entry: InboxEntry, reason: 'journey_finished' | 'journey_not_found') {
+  const cb = entry.signal.callback;
+  return {
+    journeyId: entry.journeyId,
+    reason,
+    detail: GONE_DETAIL[reason],
+    event: cb.event,
+    patientExamId: cb.patientExamId,
+    deliveryId: entry.signal.deliveryId,
+    receivedAt: entry.signal.receivedAt,
+    rawBody: JSON.stringify(entry.signal.raw),
+  };
+}

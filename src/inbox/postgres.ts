@@ -1,0 +1,405 @@
+// The PostgreSQL inbox: one table shared by every API replica. An append is one INSERT of every callback that
+// arrived meanwhile (group commit) and a NOTIFY, committed before the 200. Any replica's forwarder claims whole
+// journeys in a transaction (`FOR UPDATE SKIP LOCKED` on each journey's oldest entry), signals them, deletes what was
+// signalled and commits; a forwarder that dies takes its transaction with it and the rows are free again, so a
+// replica that disappears loses nothing. Dead letters live in the same database.
+import { randomBytes } from 'node:crypto';
+import { Client as PgClient, Pool, type PoolClient, type PoolConfig } from 'pg';
+import type { RecordSealer } from '../codec/at-rest';
+import type { CallbackSignal } from '../workflows/definitions';
+import { GroupCommit } from './group-commit';
+import { MIGRATION_LOCK_KEY, MIGRATIONS, type Migration } from './migrations';
+import {
+  DEAD_LETTER_ID,
+  InboxUnavailableError,
+  type CallbackInbox,
+  type DeadLetter,
+  type DeadLetterInput,
+  type DeadLetterPage,
+  type DeadLetterSettlement,
+  type DeadLetterStore,
+  type InboxClaim,
+  type InboxEntry,
+  type InboxStats,
+} from './types';
+
+const CHANNEL = 'callback_inbox';
+
+export interface PostgresInboxOptions {
+  /** postgres://user:password@host:port/database (never logged). */
+  connectionString: string;
+  sealer: RecordSealer;
+  /** Connections of this replica's pool: appends, claims, admin routes. */
+  poolSize?: number;
+  /** An append (or any statement) that takes longer fails: the webhook answers 503 rather than hang. */
+  statementTimeoutMs?: number;
+  maxBatch?: number;
+  onBatch?: (size: number) => void;
+  /** Errors of the background LISTEN connection (it reconnects by itself). */
+  onListenError?: (err: unknown) => void;
+  now?: () => Date;
+}
+
+interface Row {
+  id: string;
+  journey_id: string;
+  key_id: string | null;
+  body: Buffer;
+}
+
+function unavailable(what: string, err: unknown): InboxUnavailableError {
+  const code = (err as { code?: string } | undefined)?.code;
+  return new InboxUnavailableError(`${what}: PostgreSQL did not take it${code ? ` (${code})` : ''}`, { cause: err });
+}
+
+/** Applies the migrations this database has not seen, under an advisory lock; returns the versions applied. */
+export async function migrate(pool: Pool, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  const client = await pool.connect();
+  const applied: number[] = [];
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(`CREATE TABLE IF NOT EXISTS journey_engine_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const seen = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM journey_engine_migrations')).rows.map(
+        (r) => r.version,
+      ),
+    );
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (seen.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO journey_engine_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.version);
+    }
+    await client.query('COMMIT');
+    return applied;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+export class PostgresInbox implements CallbackInbox {
+  readonly kind = 'postgres' as const;
+  readonly deadLetters: PostgresDeadLetters;
+  readonly pool: Pool;
+  readonly #o: PostgresInboxOptions;
+  readonly #listeners = new Set<() => void>();
+  readonly #commit: GroupCommit<{ journeyId: string; signal: CallbackSignal }>;
+  #listen: PgClient | undefined;
+  #listenRetry: NodeJS.Timeout | undefined;
+  #closed = false;
+  /** Claims not yet settled: close() ends them (rolled back: their entries are free for another forwarder). */
+  readonly #openClaims = new Set<() => Promise<void>>();
+
+  constructor(options: PostgresInboxOptions) {
+    this.#o = options;
+    const config: PoolConfig = {
+      connectionString: options.connectionString,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 2_000,
+      statement_timeout: options.statementTimeoutMs ?? 5_000,
+      query_timeout: (options.statementTimeoutMs ?? 5_000) + 1_000,
+      application_name: 'journey-api inbox',
+    };
+    this.pool = new Pool(config);
+    // An idle connection that breaks (PostgreSQL restarted) is dropped from the pool; the next query reconnects.
+    this.pool.on('error', () => undefined);
+    this.deadLetters = new PostgresDeadLetters(this.pool, options.sealer, options.now);
+    this.#commit = new GroupCommit((batch) => this.#insert(batch), options.maxBatch ?? 1_000, options.onBatch);
+  }
+
+  async init(): Promise<void> {
+    await migrate(this.pool);
+    this.#startListening();
+  }
+
+  append(journeyId: string, signal: CallbackSignal): Promise<void> {
+    return this.#commit.add({ journeyId, signal });
+  }
+
+  async #insert(batch: { journeyId: string; signal: CallbackSignal }[]): Promise<void> {
+    const sealed = batch.map((b) => this.#o.sealer.seal(JSON.stringify(b.signal), 'callback-inbox'));
+    try {
+      await this.pool.query(
+        `WITH ins AS (
+           INSERT INTO callback_inbox (journey_id, delivery_id, received_at, key_id, body)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::bytea[])
+           RETURNING 1
+         ) SELECT pg_notify('${CHANNEL}', count(*)::text) FROM ins`,
+        [
+          batch.map((b) => b.journeyId),
+          batch.map((b) => b.signal.deliveryId),
+          batch.map((b) => b.signal.receivedAt),
+          sealed.map((s) => s.keyId),
+          sealed.map((s) => s.data),
+        ],
+      );
+    } catch (err) {
+      throw unavailable('the callback inbox', err);
+    }
+    // This replica's forwarder learns of its own appends at once (the NOTIFY reaches the others).
+    for (const listener of this.#listeners) listener();
+  }
+
+  async claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
+    const client = await this.pool.connect();
+    // A checked-out client's connection may break while the claim is held (PostgreSQL restarted, the session ended):
+    // the error reaches the next query of the claim, not the process.
+    const ignore = () => undefined;
+    client.on('error', ignore);
+    let released = false;
+    const release = (err?: Error) => {
+      if (released) return;
+      released = true;
+      this.#openClaims.delete(abort);
+      client.off('error', ignore);
+      client.release(err);
+    };
+    const abort = async () => {
+      await client.query('ROLLBACK').catch(() => undefined);
+      release(new Error('inbox closed with the claim open'));
+    };
+    this.#openClaims.add(abort);
+    let open = false;
+    try {
+      await client.query('BEGIN');
+      open = true;
+      // A forwarder stuck with a claim must not hold the journeys for ever.
+      await client.query(`SET LOCAL idle_in_transaction_session_timeout = '120s'`);
+      // Each journey's oldest entry, locked; a journey another forwarder holds is skipped whole, because its oldest
+      // entry is the one that forwarder locked.
+      const heads = await client.query<{ journey_id: string }>(
+        `SELECT i.journey_id FROM callback_inbox i
+          WHERE NOT EXISTS (SELECT 1 FROM callback_inbox p WHERE p.journey_id = i.journey_id AND p.id < i.id)
+          ORDER BY i.id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [maxJourneys],
+      );
+      if (heads.rows.length === 0) {
+        await client.query('COMMIT');
+        open = false;
+        release();
+        return undefined;
+      }
+      const rows = await client.query<Row>(
+        `SELECT t.id::text AS id, t.journey_id, t.key_id, t.body FROM (
+           SELECT c.*, row_number() OVER (PARTITION BY journey_id ORDER BY id) AS rn
+             FROM callback_inbox c WHERE journey_id = ANY($1::text[])
+         ) t WHERE t.rn <= $2 ORDER BY t.id`,
+        [heads.rows.map((r) => r.journey_id), maxPerJourney],
+      );
+      const entries: InboxEntry[] = [];
+      const corrupt: DeadLetterSettlement[] = [];
+      for (const row of rows.rows) {
+        try {
+          const signal = JSON.parse(
+            this.#o.sealer.openText({ keyId: row.key_id, data: row.body }, 'callback-inbox'),
+          ) as CallbackSignal;
+          entries.push({ id: row.id, journeyId: row.journey_id, signal });
+        } catch (err) {
+          corrupt.push({
+            entryId: row.id,
+            letter: {
+              journeyId: row.journey_id,
+              reason: 'corrupt_inbox_entry',
+              detail: `inbox entry ${row.id} could not be read (${err instanceof Error ? err.message : 'unknown error'})`,
+              receivedAt: this.#now().toISOString(),
+              rawBody: '',
+            },
+          });
+        }
+      }
+      let settled = false;
+      const claim: InboxClaim = {
+        entries,
+        settle: async (done, deadLetters) => {
+          if (settled) throw new Error('an inbox claim is settled once');
+          settled = true;
+          if (released) throw new Error('the inbox was closed with this claim open; its entries were released');
+          try {
+            const letters = [...corrupt, ...deadLetters];
+            if (letters.length > 0)
+              await this.deadLetters.insert(
+                client,
+                letters.map((l) => l.letter),
+              );
+            const ids = [...done, ...letters.map((l) => l.entryId)];
+            if (ids.length > 0) await client.query('DELETE FROM callback_inbox WHERE id = ANY($1::bigint[])', [ids]);
+            await client.query('COMMIT');
+            release();
+          } catch (err) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            release(err instanceof Error ? err : new Error('settle failed'));
+            throw err;
+          }
+        },
+      };
+      if (entries.length === 0) {
+        // Only unreadable rows: settle them now (kept as dead letters) and report nothing to forward.
+        await claim.settle([], []);
+        return undefined;
+      }
+      return claim;
+    } catch (err) {
+      if (open) await client.query('ROLLBACK').catch(() => undefined);
+      release(err instanceof Error ? err : new Error('claim failed'));
+      throw err;
+    }
+  }
+
+  async stats(): Promise<InboxStats> {
+    const r = await this.pool.query<{ depth: number; oldest: Date | null; dead_letters: number }>(
+      `SELECT count(*)::int AS depth, min(received_at) AS oldest,
+              (SELECT count(*)::int FROM dead_letters) AS dead_letters
+         FROM callback_inbox`,
+    );
+    const row = r.rows[0]!;
+    return {
+      depth: row.depth,
+      ...(row.oldest ? { oldestReceivedAt: row.oldest } : {}),
+      deadLetters: row.dead_letters,
+    };
+  }
+
+  onAppend(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#listenRetry);
+    const listen = this.#listen;
+    this.#listen = undefined;
+    await listen?.end().catch(() => undefined);
+    await Promise.all([...this.#openClaims].map((abort) => abort()));
+    await this.pool.end();
+  }
+
+  /** One connection LISTENs for the other replicas' appends; it reconnects after an error. */
+  #startListening(): void {
+    if (this.#closed) return;
+    const client = new PgClient({ connectionString: this.#o.connectionString, application_name: 'journey-api listen' });
+    this.#listen = client;
+    const retry = (err: unknown) => {
+      if (this.#listen !== client || this.#closed) return;
+      this.#listen = undefined;
+      this.#o.onListenError?.(err);
+      client.end().catch(() => undefined);
+      this.#listenRetry = setTimeout(() => this.#startListening(), 1_000);
+      this.#listenRetry.unref();
+    };
+    client.on('error', retry);
+    client.on('end', () => retry(new Error('LISTEN connection ended')));
+    client.on('notification', () => {
+      for (const listener of this.#listeners) listener();
+    });
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${CHANNEL}`))
+      .catch(retry);
+  }
+
+  #now(): Date {
+    return this.#o.now?.() ?? new Date();
+  }
+}
+
+interface LetterRow {
+  key_id: string | null;
+  body: Buffer;
+}
+
+export class PostgresDeadLetters implements DeadLetterStore {
+  constructor(
+    private readonly pool: Pool,
+    private readonly sealer: RecordSealer,
+    private readonly now?: () => Date,
+  ) {}
+
+  async add(input: DeadLetterInput, now = this.now?.() ?? new Date()): Promise<DeadLetter> {
+    const [letter] = await this.insert(this.pool, [input], now);
+    return letter!;
+  }
+
+  /** Inserts letters with the given client (a claim's transaction, or the pool). */
+  async insert(
+    client: Pool | PoolClient,
+    inputs: DeadLetterInput[],
+    now = this.now?.() ?? new Date(),
+  ): Promise<DeadLetter[]> {
+    const letters = inputs.map((input): DeadLetter => ({
+      id: `dl_${String(now.getTime()).padStart(15, '0')}_${randomBytes(9).toString('base64url')}`,
+      ...input,
+      deadLetteredAt: now.toISOString(),
+      replays: 0,
+    }));
+    const sealed = letters.map((l) => this.sealer.seal(JSON.stringify(l), 'dead-letter'));
+    try {
+      await client.query(
+        `INSERT INTO dead_letters (id, journey_id, reason, received_at, dead_lettered_at, key_id, body)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[],
+                              $7::bytea[])`,
+        [
+          letters.map((l) => l.id),
+          letters.map((l) => l.journeyId),
+          letters.map((l) => l.reason),
+          letters.map((l) => l.receivedAt),
+          letters.map((l) => l.deadLetteredAt),
+          sealed.map((s) => s.keyId),
+          sealed.map((s) => s.data),
+        ],
+      );
+    } catch (err) {
+      throw unavailable('the dead letters', err);
+    }
+    return letters;
+  }
+
+  async list(options: { limit: number; after?: string }): Promise<DeadLetterPage> {
+    const r = await this.pool.query<LetterRow & { id: string }>(
+      `SELECT id, key_id, body FROM dead_letters WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2`,
+      [options.after ?? null, options.limit + 1],
+    );
+    const rows = r.rows.slice(0, options.limit);
+    const letters = rows.map((row) => this.#open(row));
+    return {
+      letters,
+      ...(r.rows.length > options.limit && rows.length > 0 ? { next: rows[rows.length - 1]!.id } : {}),
+    };
+  }
+
+  async get(id: string): Promise<DeadLetter | undefined> {
+    if (!DEAD_LETTER_ID.test(id)) return undefined;
+    const r = await this.pool.query<LetterRow>('SELECT key_id, body FROM dead_letters WHERE id = $1', [id]);
+    return r.rows[0] ? this.#open(r.rows[0]) : undefined;
+  }
+
+  async update(letter: DeadLetter): Promise<void> {
+    const sealed = this.sealer.seal(JSON.stringify(letter), 'dead-letter');
+    await this.pool.query('UPDATE dead_letters SET replays = $2, key_id = $3, body = $4 WHERE id = $1', [
+      letter.id,
+      letter.replays,
+      sealed.keyId,
+      sealed.data,
+    ]);
+  }
+
+  async remove(id: string): Promise<boolean> {
+    if (!DEAD_LETTER_ID.test(id)) return false;
+    const r = await this.pool.query('DELETE FROM dead_letters WHERE id = $1', [id]);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  async count(): Promise<number> {
+    const r = await this.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM dead_letters');
+    return r.rows[0]!.n;
+  }
+
+  #open(row: LetterRow): DeadLetter {
+    return JSON.parse(this.sealer.openText({ keyId: row.key_id, data: row.body }, 'dead-letter')) as DeadLetter;
+  }
+}

@@ -1,0 +1,185 @@
+// The forwarder over both inbox stores, with a fake Temporal client: per-journey arrival order at bounded
+// concurrency, backoff while Temporal does not answer (no hot loop, nothing lost), dead letters for journeys that are
+// gone, a refused signal that holds its journey's later callbacks back, and prompt wake-ups on appends (PostgreSQL:
+// another replica's append, by NOTIFY).
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { InboxForwarder, temporalUnreachable } from '../../src/inbox/forwarder';
+import type { CallbackInbox } from '../../src/inbox/types';
+import type { CallbackSignal } from '../../src/workflows/definitions';
+import { fileHarness, postgresHarness, signalFor, type StoreHarness } from './support';
+
+/** A gRPC error as @temporalio/client reports it (code, details, metadata). */
+function grpcError(code: number, message = 'unavailable'): Error {
+  return Object.assign(new Error(message), { code, details: message, metadata: {} });
+}
+
+type SignalFn = (workflowId: string, signal: CallbackSignal) => Promise<void>;
+
+function fakeTemporal(signal: SignalFn) {
+  const calls: { workflowId: string; deliveryId: string }[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const client = {
+    workflow: {
+      getHandle: (workflowId: string) => ({
+        signal: async (_def: unknown, arg: CallbackSignal) => {
+          calls.push({ workflowId, deliveryId: arg.deliveryId });
+          maxInFlight = Math.max(maxInFlight, ++inFlight);
+          try {
+            await signal(workflowId, arg);
+          } finally {
+            inFlight--;
+          }
+        },
+      }),
+    },
+    connection: { withDeadline: <T>(_deadline: number, fn: () => Promise<T>) => fn() },
+  };
+  return { client: client as unknown as Client, calls, maxInFlight: () => maxInFlight };
+}
+
+const silentLog = { warn: () => undefined, error: () => undefined };
+const sent = (calls: { workflowId: string; deliveryId: string }[], journeyId: string) =>
+  calls.filter((c) => c.workflowId === `journey-${journeyId}`).map((c) => c.deliveryId);
+
+it('tells an unreachable Temporal from a refused call', () => {
+  expect(temporalUnreachable(grpcError(14))).toBe(true); // UNAVAILABLE
+  expect(temporalUnreachable(grpcError(4))).toBe(true); // DEADLINE_EXCEEDED
+  expect(temporalUnreachable(Object.assign(new Error('wrapped'), { cause: grpcError(14) }))).toBe(true);
+  expect(temporalUnreachable(grpcError(3))).toBe(false); // INVALID_ARGUMENT
+  expect(temporalUnreachable(new Error('codec failed'))).toBe(false);
+});
+
+describe.each([
+  ['files', fileHarness],
+  ['postgres', postgresHarness],
+] as const)('inbox forwarder (%s)', (_kind, makeHarness) => {
+  let h: StoreHarness;
+  let inbox: CallbackInbox;
+  const forwarders: InboxForwarder[] = [];
+
+  beforeAll(async () => {
+    h = await makeHarness();
+  }, 60_000);
+  afterAll(async () => h?.teardown());
+  beforeEach(async () => {
+    await h.reset();
+    inbox = await h.open();
+  });
+  afterEach(async () => {
+    for (const f of forwarders.splice(0)) await f.stop();
+  });
+
+  function forwarder(client: Client, o: { concurrency?: number; idlePollMs?: number; on?: CallbackInbox } = {}) {
+    const f = new InboxForwarder({
+      inbox: o.on ?? inbox,
+      temporal: client,
+      signalTimeoutMs: 1_000,
+      concurrency: o.concurrency ?? 4,
+      claimJourneys: 8,
+      claimPerJourney: 5,
+      minBackoffMs: 20,
+      maxBackoffMs: 200,
+      idlePollMs: o.idlePollMs ?? 200,
+      log: silentLog,
+    });
+    forwarders.push(f);
+    return f;
+  }
+
+  async function appendInterleaved(journeys: string[], n: number): Promise<Record<string, string[]>> {
+    const order: Record<string, string[]> = Object.fromEntries(journeys.map((j) => [j, []]));
+    for (let i = 0; i < n; i++) {
+      const journeyId = journeys[i % journeys.length]!;
+      const signal = signalFor();
+      order[journeyId]!.push(signal.deliveryId);
+      await inbox.append(journeyId, signal);
+    }
+    return order;
+  }
+
+  it('forwards several journeys at once, at most `concurrency`, each journey in its arrival order', async () => {
+    const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const order = await appendInterleaved(journeys, 60);
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 2 + Math.random() * 10)));
+    const f = forwarder(t.client, { concurrency: 3 });
+    f.start();
+    expect(await f.drained(20_000)).toBe(true);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+    expect(t.calls).toHaveLength(60);
+    expect(t.maxInFlight()).toBeLessThanOrEqual(3);
+    expect(t.maxInFlight()).toBeGreaterThan(1);
+  });
+
+  it('backs off while Temporal does not answer, loses nothing, and forwards everything once it is back', async () => {
+    const order = await appendInterleaved(['a', 'b'], 10);
+    let up = false;
+    const t = fakeTemporal(() => (up ? Promise.resolve() : Promise.reject(grpcError(14))));
+    const f = forwarder(t.client);
+    f.start();
+    await new Promise((r) => setTimeout(r, 1_000));
+    // A backoff doubling to 200 ms: a handful of attempts in a second, not a hot loop; each journey's first entry
+    // only (a failed one holds its journey's later entries back).
+    expect(t.calls.length).toBeGreaterThan(0);
+    expect(t.calls.length).toBeLessThan(40);
+    expect(new Set(t.calls.map((c) => c.deliveryId))).toEqual(new Set([order.a![0], order.b![0]]));
+    expect((await inbox.stats()).depth).toBe(10);
+
+    up = true;
+    expect(await f.drained(10_000)).toBe(true);
+    for (const j of ['a', 'b']) {
+      const got = sent(t.calls, j);
+      // The first entry tried during the outage and once more after it, then each later entry once, in order.
+      expect(got.slice(got.lastIndexOf(order[j]![0]!))).toEqual(order[j]);
+    }
+  });
+
+  it('makes dead letters of callbacks whose journey is gone, without holding the others back', async () => {
+    const order = await appendInterleaved(['gone', 'alive'], 6);
+    const t = fakeTemporal((workflowId) =>
+      workflowId === 'journey-gone'
+        ? Promise.reject(new WorkflowNotFoundError('workflow not found', workflowId, undefined))
+        : Promise.resolve(),
+    );
+    const f = forwarder(t.client);
+    f.start();
+    expect(await f.drained(10_000)).toBe(true);
+    expect(sent(t.calls, 'alive')).toEqual(order.alive);
+    const letters = (await inbox.deadLetters.list({ limit: 10 })).letters;
+    expect(letters.map((l) => [l.journeyId, l.reason, l.deliveryId])).toEqual(
+      order.gone!.map((d) => ['gone', 'journey_not_found', d]),
+    );
+  });
+
+  it('retries a refused signal later and keeps that journey in order meanwhile', async () => {
+    const order = await appendInterleaved(['flaky', 'steady'], 8);
+    let refusals = 2;
+    const t = fakeTemporal((workflowId) =>
+      workflowId === 'journey-flaky' && refusals-- > 0 ? Promise.reject(grpcError(3, 'refused')) : Promise.resolve(),
+    );
+    const f = forwarder(t.client);
+    f.start();
+    expect(await f.drained(10_000)).toBe(true);
+    const flaky = sent(t.calls, 'flaky');
+    // The first entry was tried three times (two refusals) before any later entry went out.
+    expect(flaky.slice(0, 3)).toEqual([order.flaky![0], order.flaky![0], order.flaky![0]]);
+    expect(flaky.slice(2)).toEqual(order.flaky);
+    expect(sent(t.calls, 'steady')).toEqual(order.steady);
+  });
+
+  it('wakes on an append instead of waiting for its poll (PostgreSQL: another replica appending)', async () => {
+    const t = fakeTemporal(() => Promise.resolve());
+    const f = forwarder(t.client, { idlePollMs: 60_000 });
+    f.start();
+    await new Promise((r) => setTimeout(r, 300));
+    const other = h.kind === 'postgres' ? await h.open() : inbox;
+    const s = signalFor();
+    const t0 = Date.now();
+    await other.append('woken', s);
+    while (t.calls.length === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 10));
+    expect(t.calls.map((c) => c.deliveryId)).toEqual([s.deliveryId]);
+    // Well before the 60 s poll: the wake-up did it (the bound is loose: this machine is shared).
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+});
