@@ -36,8 +36,8 @@ provider approves, rejects or answers N/A and calls back on its own, to the API'
 - the worker is killed with SIGKILL at random moments, each 0-${o.processFaults.workerKillAfterStartMs} ms after a journey's start was answered (its
   catalog check, invite or uploads are running), and started again;
 - the Temporal dev server is stopped (SIGKILL, then SIGTERM) and started again on the same port and database file,
-  ${o.processFaults.callbacksDueAfterStartMs.map((ms) => ms / 1000).join('-')} s after a journey's start (its callbacks arrive during the outage and go through the API's spool);
-  during the first outage the API is killed too, with callbacks in its spool, and the next API process forwards them;
+  ${o.processFaults.callbacksDueAfterStartMs.map((ms) => ms / 1000).join('-')} s after a journey's start (its callbacks arrive during the outage and go through the API's inbox);
+  during the first outage the API is killed too, with callbacks in its inbox, and the next API process forwards them;
 - the API process is stopped (SIGTERM: graceful; SIGKILL: mid-request) and started again while callbacks keep
   coming; the sandbox retries a refused connection like any failed attempt (\`SANDBOX_CALLBACK_RETRIES\` ${o.sandboxEnv.SANDBOX_CALLBACK_RETRIES}, backoff
   ${o.sandboxEnv.SANDBOX_CALLBACK_RETRY_BASE_MS} ms doubling), so callbacks sent while it is down arrive once it is back;

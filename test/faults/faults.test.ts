@@ -21,7 +21,7 @@ describe('fault suite (CI part)', () => {
     expect(report.processFaults.filter((f) => f.kind === 'temporal_restart')).toHaveLength(
       CI_RUN.processFaults.temporalRestarts,
     );
-    // The planned restarts, and one more in the middle of the Temporal outage (callbacks in the spool).
+    // The planned restarts, and one more in the middle of the Temporal outage (callbacks in the inbox).
     expect(report.processFaults.filter((f) => f.kind === 'api_restart')).toHaveLength(
       CI_RUN.processFaults.apiRestarts + 1,
     );

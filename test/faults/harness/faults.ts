@@ -16,7 +16,7 @@ export interface ProcessFaultPlan {
   apiRestarts: number;
   /** How long each part stays down before it is started again (ms, drawn between min and max). */
   workerDownMs: [number, number];
-  /** Kill the API (SIGKILL) in the middle of the first Temporal outage, while callbacks sit in its spool. */
+  /** Kill the API (SIGKILL) in the middle of the first Temporal outage, while callbacks sit in its inbox. */
   apiKillDuringTemporalOutage: boolean;
   /** Outages of Temporal and the API start this long after a journey's start: when its callbacks are due. */
   callbacksDueAfterStartMs: [number, number];
@@ -44,8 +44,8 @@ export class ProcessFaults {
   readonly down = new Set<ManagedProcess>();
   /** Crashes nobody caused, restarted by the supervisor. */
   readonly crashes: { name: string; atMs: number }[] = [];
-  /** Most callbacks seen waiting in the API's spool at once (sampled every second). */
-  maxSpoolDepth = 0;
+  /** Most inbox writes (batch files) seen waiting in the API's inbox at once (sampled every second). */
+  maxInboxFiles = 0;
   #stopped = false;
   #startWaiters: (() => void)[] = [];
 
@@ -80,7 +80,7 @@ export class ProcessFaults {
           break;
         case 'temporal_restart': {
           // Alternately the hard way (a crash) and a clean stop. During the first outage the API is killed too, with
-          // callbacks in its spool: the next API process must forward them once Temporal is back.
+          // callbacks in its inbox: the next API process must forward them once Temporal is back.
           await this.#whileCallbacksAreDue(plan);
           const first = temporalRestarts++ === 0;
           await this.#outage(
@@ -91,9 +91,9 @@ export class ProcessFaults {
             () => this.stack.startTemporal(),
             first && plan.apiKillDuringTemporalOutage
               ? async (downMs) => {
-                  // As soon as callbacks sit in the spool (or half way through the outage at the latest).
+                  // As soon as callbacks sit in the inbox (or half way through the outage at the latest).
                   const until = Date.now() + downMs / 2;
-                  while (Date.now() < until && this.stack.spoolDepth() === 0) await sleep(100);
+                  while (Date.now() < until && this.stack.inboxFiles() === 0) await sleep(100);
                   await this.#outage(
                     'api_restart',
                     this.stack.api,
@@ -161,11 +161,11 @@ export class ProcessFaults {
     meanwhile?: ((downMs: number) => Promise<void>) | { note: string },
   ): Promise<void> {
     const started = Date.now();
-    const spool = this.stack.spoolDepth();
+    const waiting = this.stack.inboxFiles();
     const note =
       [
         meanwhile && typeof meanwhile !== 'function' ? meanwhile.note : undefined,
-        kind === 'api_restart' && spool > 0 ? `${spool} callbacks in its spool` : undefined,
+        kind === 'api_restart' && waiting > 0 ? `${waiting} inbox writes still waiting` : undefined,
       ]
         .filter(Boolean)
         .join(', ') || undefined;
@@ -191,7 +191,7 @@ export class ProcessFaults {
   async supervise(): Promise<void> {
     while (!this.#stopped) {
       await sleep(1_000);
-      this.maxSpoolDepth = Math.max(this.maxSpoolDepth, this.stack.spoolDepth());
+      this.maxInboxFiles = Math.max(this.maxInboxFiles, this.stack.inboxFiles());
       for (const proc of [this.stack.worker, this.stack.api, this.stack.temporal]) {
         if (this.#stopped || proc.running || this.down.has(proc)) continue;
         this.crashes.push({ name: proc.name, atMs: Date.now() - this.t0 });

@@ -389,10 +389,13 @@ export class FaultStack {
     return this.#client;
   }
 
-  /** Callbacks acknowledged by the API and not yet signalled (files in the spool folder). */
-  spoolDepth(): number {
+  /**
+   * Inbox writes still holding callbacks acknowledged by the API and not yet signalled (batch files in the inbox
+   * folder: each holds one or more callbacks, sealed; 0 when every acknowledged callback reached its journey).
+   */
+  inboxFiles(): number {
     try {
-      return readdirSync(path.join(this.dataDir, 'spool')).filter((n) => /^[A-Za-z0-9_-]+\.json$/.test(n)).length;
+      return readdirSync(path.join(this.dataDir, 'inbox')).filter((n) => /^b_[0-9_]+\.json$/.test(n)).length;
     } catch {
       return 0;
     }

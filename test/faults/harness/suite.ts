@@ -68,7 +68,7 @@ export interface SuiteReport {
   journeys: StartedJourney[];
   processFaults: InjectedProcessFault[];
   crashes: { name: string; atMs: number }[];
-  maxSpoolDepth: number;
+  maxInboxFiles: number;
   sandboxInjected: { errors: Record<string, number>; delayed: number; droppedInvites: number };
   callbackFaults: { duplicateCopies: number; outOfOrderExams: number; delayedDeliveries: number };
   /** Stage counts when the run settled, before any operator acted (with attention codes). */
@@ -223,7 +223,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       journeys,
       processFaults: faults.injected,
       crashes: faults.crashes,
-      maxSpoolDepth: faults.maxSpoolDepth,
+      maxInboxFiles: faults.maxInboxFiles,
       sandboxInjected: injected,
       callbackFaults: callbackFaultCounts(deliveries, options.sandboxFaults.callbackDelayMs),
       stagesAfterRun,
@@ -256,7 +256,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       journeys,
       processFaults: faults?.injected ?? [],
       crashes: faults?.crashes ?? [],
-      maxSpoolDepth: faults?.maxSpoolDepth ?? 0,
+      maxInboxFiles: faults?.maxInboxFiles ?? 0,
       sandboxInjected: { errors: {}, delayed: 0, droppedInvites: 0 },
       callbackFaults: { duplicateCopies: 0, outOfOrderExams: 0, delayedDeliveries: 0 },
       stagesAfterRun,
@@ -297,14 +297,14 @@ async function ambiguityCause(handle: WorkflowHandle, s: JourneySnapshot): Promi
 
 function progressLine(stack: FaultStack, faults: ProcessFaults, t0: number): string {
   const secs = ((Date.now() - t0) / 1000).toFixed(0);
-  return `${secs} s: ${faults.injected.length} process faults so far; spool ${stack.spoolDepth()}; worker ${
+  return `${secs} s: ${faults.injected.length} process faults so far; inbox files ${stack.inboxFiles()}; worker ${
     stack.worker.running ? 'up' : 'down'
   }, api ${stack.api.running ? 'up' : 'down'}, temporal ${stack.temporal.running ? 'up' : 'down'}`;
 }
 
 /**
  * Waits until nothing moves: every journey ended or parked for an operator, the sandbox has nothing scheduled and no
- * callback on the wire or waiting for a retry, and the API's spool is empty.
+ * callback on the wire or waiting for a retry, and the API's inbox is empty.
  */
 async function settle(
   stack: FaultStack,
@@ -326,9 +326,9 @@ async function settle(
       const scheduled = (clock.body.scheduled as unknown[]).length;
       const deliveries = await sandboxDeliveries(stack.sandboxUrl);
       const moving = deliveries.filter((d) => d.state !== 'delivered' && d.state !== 'failed').length;
-      const spool = stack.spoolDepth();
-      why = `${open.length} journeys still running, ${scheduled} sandbox actions scheduled, ${moving} callbacks in flight, spool ${spool}`;
-      if (open.length === 0 && scheduled === 0 && moving === 0 && spool === 0) {
+      const inboxFiles = stack.inboxFiles();
+      why = `${open.length} journeys still running, ${scheduled} sandbox actions scheduled, ${moving} callbacks in flight, inbox files ${inboxFiles}`;
+      if (open.length === 0 && scheduled === 0 && moving === 0 && inboxFiles === 0) {
         // The list comes from visibility: confirm with each open-looking journey's own snapshot later.
         return { ok: true, why };
       }
