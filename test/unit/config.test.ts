@@ -23,6 +23,38 @@ describe('configuration', () => {
     expect(() => loadConfig({})).toThrow(/api\.webhookSecret/);
   });
 
+  it('chooses the callback inbox: files by default, PostgreSQL with its URL, and names what is wrong', () => {
+    const files = loadConfig({ ...base, DATA_DIR: '/srv/journeys' });
+    expect(files.inbox).toEqual({
+      store: 'files',
+      dir: '/srv/journeys/inbox',
+      deadLetterDir: '/srv/journeys/dead-letters',
+      legacySpoolDir: '/srv/journeys/spool',
+    });
+    expect(files.forwarder).toEqual({ concurrency: 16, maxBackoffMs: 30_000 });
+    const url = 'postgres://journeys:s3cret-pw@db:5432/journeys';
+    const pg = loadConfig({ ...base, INBOX_STORE: 'postgres', INBOX_DATABASE_URL: url, FORWARDER_CONCURRENCY: '4' });
+    expect(pg.inbox).toEqual({ store: 'postgres', databaseUrl: url, poolSize: 10 });
+    expect(pg.forwarder.concurrency).toBe(4);
+    // The spool's backoff setting of earlier versions still works; the new name wins.
+    expect(loadConfig({ ...base, SPOOL_MAX_BACKOFF_MS: '500' }).forwarder.maxBackoffMs).toBe(500);
+    expect(
+      loadConfig({ ...base, SPOOL_MAX_BACKOFF_MS: '500', FORWARDER_MAX_BACKOFF_MS: '700' }).forwarder.maxBackoffMs,
+    ).toBe(700);
+    expect(() => loadConfig({ ...base, INBOX_STORE: 'redis' })).toThrow('INBOX_STORE: must be files or postgres');
+    expect(() => loadConfig({ ...base, INBOX_STORE: 'postgres' })).toThrow(
+      /INBOX_DATABASE_URL is required when INBOX_STORE is postgres/,
+    );
+    // A bad URL setting is named, its value (a password) never echoed.
+    try {
+      loadConfig({ ...base, INBOX_STORE: 'postgres', INBOX_DATABASE_URL: url, INBOX_DATABASE_POOL_SIZE: 'x' });
+      throw new Error('expected a ConfigError');
+    } catch (err) {
+      expect((err as Error).message).toMatch(/INBOX_DATABASE_POOL_SIZE/);
+      expect((err as Error).message).not.toContain('s3cret-pw');
+    }
+  });
+
   it('lets the codec server start with its own settings only', () => {
     const keys = `k:${randomBytes(32).toString('base64')}`;
     const { codec } = loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_PORT: '9999' });
