@@ -205,9 +205,12 @@ export class PostgresInbox implements CallbackInbox {
             letter: {
               journeyId: row.journey_id,
               reason: 'corrupt_inbox_entry',
-              detail: `inbox entry ${row.id} could not be read (${err instanceof Error ? err.message : 'unknown error'})`,
+              detail:
+                `inbox entry ${row.id} could not be read (${err instanceof Error ? err.message : 'unknown error'}); ` +
+                'the body holds the sealed record as it was (key id, then base64) for recovery with that key',
               receivedAt: this.#now().toISOString(),
-              rawBody: '',
+              // Nothing is dropped: the record as stored, still sealed under its own key.
+              rawBody: `sealed-record:${row.key_id ?? ''}:${row.body.toString('base64')}`,
             },
           });
         }
