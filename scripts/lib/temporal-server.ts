@@ -1,0 +1,245 @@
+// The Temporal server itself on PostgreSQL, natively: schema set up and updated with temporal-sql-tool from the
+// module's versioned files, the server started from deploy/temporal/production.yaml, the namespace registered and the
+// project's search attributes added. Installed by scripts/install-temporal-server.sh into .tools/temporal-server.
+// Callers must call stop(); secrets (the database password) go to the children by environment, never by argument.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { temporal } from '@temporalio/proto';
+import { Client as PgClient } from 'pg';
+
+const ROOT = path.resolve(__dirname, '../..');
+export const TEMPORAL_SERVER_DIR = path.join(
+  process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools'),
+  'temporal-server',
+);
+const SERVER_BIN = path.join(TEMPORAL_SERVER_DIR, 'bin', 'temporal-server');
+const SQL_TOOL = path.join(TEMPORAL_SERVER_DIR, 'bin', 'temporal-sql-tool');
+const SCHEMA_DIR = path.join(TEMPORAL_SERVER_DIR, 'schema', 'postgresql', 'v12');
+
+export interface PostgresAccess {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+}
+
+export interface TemporalServerPorts {
+  /** The frontend (gRPC): what clients, workers and the UI use. */
+  frontend: number;
+  http: number;
+  history: number;
+  matching: number;
+  worker: number;
+  /** Four membership ports from here (frontend, history, matching, worker): below 32768 (stored as smallint). */
+  membershipBase: number;
+  /** Prometheus metrics of the server. */
+  metrics: number;
+}
+
+export interface TemporalServerOptions {
+  postgres: PostgresAccess;
+  ports: TemporalServerPorts;
+  /** Logs of the server go to <logDir>/temporal-server.log. */
+  logDir: string;
+  historyShards?: number;
+  log?: (line: string) => void;
+}
+
+export interface TemporalServer {
+  readonly address: string;
+  readonly metricsUrl: string;
+  readonly logFile: string;
+  start(): Promise<void>;
+  /** SIGTERM, then waits for the process to exit (SIGKILL after a grace period). */
+  stop(): Promise<void>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+}
+
+export function temporalServerInstalled(): boolean {
+  return existsSync(SERVER_BIN) && existsSync(SQL_TOOL) && existsSync(SCHEMA_DIR);
+}
+
+function sqlTool(pg: PostgresAccess, database: string, args: string[]): void {
+  const r = spawnSync(
+    SQL_TOOL,
+    ['--plugin', 'postgres12', '--ep', pg.host, '-p', String(pg.port), '-u', pg.user, '--db', database, ...args],
+    { encoding: 'utf8', env: { ...process.env, SQL_PASSWORD: pg.password } },
+  );
+  if (r.status !== 0) {
+    const tail = `${r.stdout}\n${r.stderr}`.trim().split('\n').slice(-5).join('\n');
+    throw new Error(`temporal-sql-tool ${args[0]} on ${database} failed:\n${tail}`);
+  }
+}
+
+/**
+ * Creates the two databases when missing, sets their schemas up when fresh and updates them to the newest version of
+ * the installed server (a no-op when current). Safe to run at every start.
+ */
+export async function setupTemporalSchema(pg: PostgresAccess, log: (line: string) => void = () => undefined) {
+  if (!temporalServerInstalled()) {
+    throw new Error('the Temporal server is not installed: run `bash scripts/install-temporal-server.sh`');
+  }
+  const admin = new PgClient({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: 'postgres',
+  });
+  await admin.connect();
+  try {
+    for (const [database, schema] of [
+      ['temporal', 'temporal'],
+      ['temporal_visibility', 'visibility'],
+    ] as const) {
+      const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1;
+      if (!exists) sqlTool(pg, database, ['create-database']);
+      const db = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database });
+      await db.connect();
+      const fresh = (await db.query<{ fresh: boolean }>(`SELECT to_regclass('schema_version') IS NULL AS fresh`))
+        .rows[0]!.fresh;
+      await db.end();
+      if (fresh) sqlTool(pg, database, ['setup-schema', '-v', '0.0']);
+      sqlTool(pg, database, ['update-schema', '-d', path.join(SCHEMA_DIR, schema, 'versioned')]);
+      log(`temporal schema ${database}: ${fresh ? 'set up' : 'checked'}`);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
+  const address = `127.0.0.1:${o.ports.frontend}`;
+  mkdirSync(o.logDir, { recursive: true });
+  const logFile = path.join(o.logDir, 'temporal-server.log');
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const env = {
+    ...process.env,
+    POSTGRES_HOST: o.postgres.host,
+    POSTGRES_PORT: String(o.postgres.port),
+    POSTGRES_USER: o.postgres.user,
+    POSTGRES_PASSWORD: o.postgres.password,
+    TEMPORAL_HISTORY_SHARDS: String(o.historyShards ?? 4),
+    TEMPORAL_PORT: String(o.ports.frontend),
+    TEMPORAL_HTTP_PORT: String(o.ports.http),
+    TEMPORAL_HISTORY_PORT: String(o.ports.history),
+    TEMPORAL_MATCHING_PORT: String(o.ports.matching),
+    TEMPORAL_WORKER_PORT: String(o.ports.worker),
+    TEMPORAL_FRONTEND_MEMBERSHIP_PORT: String(o.ports.membershipBase),
+    TEMPORAL_HISTORY_MEMBERSHIP_PORT: String(o.ports.membershipBase + 1),
+    TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(o.ports.membershipBase + 2),
+    TEMPORAL_WORKER_MEMBERSHIP_PORT: String(o.ports.membershipBase + 3),
+    TEMPORAL_METRICS_PORT: String(o.ports.metrics),
+    TEMPORAL_DYNAMIC_CONFIG: path.join(ROOT, 'deploy', 'temporal', 'dynamicconfig', 'production.yaml'),
+  };
+  if (o.ports.membershipBase + 3 >= 32768) throw new Error('Temporal membership ports must stay below 32768');
+
+  const server: TemporalServer = {
+    address,
+    metricsUrl: `http://127.0.0.1:${o.ports.metrics}/metrics`,
+    logFile,
+    async start() {
+      const out = createWriteStream(logFile, { flags: 'a' });
+      child = spawn(SERVER_BIN, ['-r', path.join(ROOT, 'deploy'), '-c', 'temporal', '-e', 'production', 'start'], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout!.pipe(out);
+      child.stderr!.pipe(out);
+      const c = child;
+      exited = new Promise((resolve) => c.once('exit', () => resolve()));
+      const until = Date.now() + 60_000;
+      for (;;) {
+        if (c.exitCode !== null) throw new Error(`the Temporal server exited at start (${c.exitCode}); see ${logFile}`);
+        try {
+          const conn = await Connection.connect({ address, connectTimeout: 1_000 });
+          try {
+            await conn.workflowService.getSystemInfo({});
+            break;
+          } finally {
+            await conn.close();
+          }
+        } catch (err) {
+          if (Date.now() > until)
+            throw new Error(`the Temporal server did not answer within 60 s; see ${logFile}`, { cause: err });
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+      o.log?.(`temporal server ready at ${address}`);
+    },
+    async stop() {
+      if (!child || child.exitCode !== null) return;
+      const c = child;
+      c.kill('SIGTERM');
+      const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+    async kill() {
+      if (!child || child.exitCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  return server;
+}
+
+const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+  TEXT: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  KEYWORD: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  INT: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  DOUBLE: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  BOOL: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+  DATETIME: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  KEYWORD_LIST: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+};
+
+/**
+ * Registers the namespace when missing and adds the search attributes it lacks, then waits until a visibility query
+ * on them answers (the frontend's namespace cache takes a few seconds to see a new namespace).
+ */
+export async function prepareNamespace(
+  address: string,
+  namespace: string,
+  searchAttributes: readonly { name: string; type: string }[],
+  retentionDays = 30,
+): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    try {
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: msToTs(retentionDays * 86_400_000),
+      });
+    } catch (err) {
+      if (!/already exists/i.test(err instanceof Error ? err.message : '')) throw err;
+    }
+    const until = Date.now() + 60_000;
+    for (;;) {
+      try {
+        const have = await connection.operatorService.listSearchAttributes({ namespace });
+        const missing = searchAttributes.filter((k) => !(k.name in (have.customAttributes ?? {})));
+        if (missing.length > 0) {
+          await connection.operatorService.addSearchAttributes({
+            namespace,
+            searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED[k.type] ?? INDEXED.KEYWORD!])),
+          });
+        }
+        const client = new Client({ connection, namespace });
+        const names = searchAttributes.map((k) => k.name);
+        if (names.length > 0) await client.workflow.count(`${names[0]} = 'x'`);
+        return;
+      } catch (err) {
+        if (Date.now() > until) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
