@@ -122,7 +122,7 @@ export function createApiMetrics(inbox: InboxGauges = { depth: 0, oldestAgeSecon
     callbacks: registry.register(
       new Counter(
         'journey_api_callbacks_total',
-        'Exam-service callbacks by event and outcome (accepted, dead_lettered, refused, replayed_*)',
+        'Exam-service callbacks by event and outcome (accepted, held, dead_lettered, refused, replayed_*)',
       ),
     ),
     ackSeconds: registry.register(

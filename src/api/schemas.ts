@@ -99,11 +99,12 @@ export const SCENARIO_TYPES = Scenario.options.map((o) => o.shape.type.value) as
 const ReceivedEvent = z.looseObject({
   deliveryId: z.string(),
   event: z.number().int(),
-  patientExamId: z.number().int(),
+  patientExamId: z.number().int().nullable(),
   prescriptionId: z.number().int().optional(),
   receivedAt: z.string(),
-  disposition: z.enum(['applied', 'duplicate', 'buffered', 'foreign', 'ignored']),
+  disposition: z.enum(['applied', 'duplicate', 'buffered', 'foreign', 'ignored', 'held']),
   note: z.string().optional(),
+  layout: z.string().optional(),
 });
 
 const ExamView = z.looseObject({

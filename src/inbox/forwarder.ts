@@ -225,7 +225,8 @@ function letterFor(entry: InboxEntry, reason: 'journey_finished' | 'journey_not_
     reason,
     detail: GONE_DETAIL[reason],
     event: cb.event,
-    patientExamId: cb.patientExamId,
+    // A layout without the patient exam id (resolved by the journey) leaves it out here.
+    ...(cb.patientExamId != null ? { patientExamId: cb.patientExamId } : {}),
     deliveryId: entry.signal.deliveryId,
     receivedAt: entry.signal.receivedAt,
     rawBody: JSON.stringify(entry.signal.raw),

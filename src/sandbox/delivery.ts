@@ -42,7 +42,7 @@ export class CallbackDelivery {
       const record: DeliveryRecord = {
         delivery_id: store.allocateDeliveryId(),
         receiver,
-        event: typeof payload.event === 'number' ? payload.event : 0,
+        event: typeof payload.event === 'number' ? payload.event : Number(payload.event) || 0,
         patient_exam_id: patientExamId,
         copy,
         state: 'scheduled',

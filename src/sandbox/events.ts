@@ -101,3 +101,96 @@ export function deliveryService(prescription: StoredPrescription): string {
   const form = prescription.item.dosage_form_type;
   return typeof form === 'string' && form.toLowerCase().includes('inject') ? 'Overnight' : 'Standard';
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Other layouts the service has been seen to send (docs/callback-layouts.md); the interface's layout is the default.
+
+/** Each alternative layout on its own, then every one at once, and `rotate` (each invite the next alternative). */
+export const CALLBACK_LAYOUTS = [
+  'interface',
+  'string-event',
+  'verdict-spelling',
+  'flat-prescription',
+  'tracking-array',
+  'all-alternatives',
+] as const;
+export type CallbackLayout = (typeof CALLBACK_LAYOUTS)[number];
+export const CALLBACK_LAYOUT_SETTINGS = [...CALLBACK_LAYOUTS, 'rotate'] as const;
+export type CallbackLayoutSetting = (typeof CALLBACK_LAYOUT_SETTINGS)[number];
+/** What `rotate` goes through, invite after invite. */
+export const ALTERNATIVE_LAYOUTS: readonly CallbackLayout[] = CALLBACK_LAYOUTS.filter((l) => l !== 'interface');
+
+/** Verdicts as receivers written against the real callbacks spell them. */
+const VERDICT_SPELLING: Record<string, string> = {
+  Approved: 'approved',
+  Rejected: 'rejected',
+  'Deferred to Medical Director': 'Deferred',
+  NA: 'N/A',
+  Missed: 'missed',
+};
+
+const has = (layout: CallbackLayout, part: CallbackLayout) => layout === part || layout === 'all-alternatives';
+
+/** One drug of event 2 at the top level: `prescription_id`, `drug_details` and the item's dosing beside it. */
+function flatPrescription(payload: Record<string, unknown>, item: Record<string, unknown>): Record<string, unknown> {
+  const { prescription: _list, ...rest } = payload;
+  const quantity = Number(item.quantity);
+  return {
+    ...rest,
+    prescription_id: Number(item.prescription_id),
+    drug_details: {
+      drug_name: item.drug_name,
+      strength: item.strength,
+      size: item.size,
+      dosage_form_type: item.dosage_form_type,
+      ndc_number: item.ndc_number,
+      gpi_number: item.gpi_number,
+      active_ingredient: item.active_ingredient,
+      inactive_ingredient: typeof item.inactive_ingredient === 'string' ? [item.inactive_ingredient] : [],
+    },
+    quantity: Number.isFinite(quantity) ? quantity : item.quantity,
+    quantity_units: item.quantity_units,
+    directions: item.directions,
+    duration_days: item.duration_days,
+    refill_amount: item.refill_amount,
+    schedule_code: item.schedule_code ?? '',
+    dispense_number: Number(item.dispense_number) || 0,
+  };
+}
+
+/** Event 3 as a tracking array: no patient_exam_id, no prescription_id, the shipment in `prescription_tracking`. */
+function trackingArray(payload: Record<string, unknown>, shippedAt: string): Record<string, unknown> {
+  const carrier =
+    typeof payload.tracking_number === 'string' && payload.tracking_number.startsWith('1Z') ? 'UPS' : null;
+  return {
+    event: payload.event,
+    prescription_tracking: [
+      {
+        rx_number: `RX${typeof payload.prescription_id === 'string' ? payload.prescription_id : ''}`,
+        tracking_number: payload.tracking_number,
+        delivery_service: payload.delivery_service,
+        ship_carrier: carrier,
+        pharmacy_location: payload.pharmacy_location,
+      },
+    ],
+    created_at: shippedAt,
+  };
+}
+
+/** The callback(s) the service sends for one event in a layout: event 2 goes out once per drug in the flat layout. */
+export function inLayout(
+  payload: Record<string, unknown>,
+  layout: CallbackLayout,
+  at: string,
+): Record<string, unknown>[] {
+  let out = [payload];
+  if (payload.event === 1 && has(layout, 'verdict-spelling')) {
+    out = [{ ...payload, exam_status: VERDICT_SPELLING[String(payload.exam_status)] ?? payload.exam_status }];
+  }
+  if (payload.event === 2 && has(layout, 'flat-prescription') && Array.isArray(payload.prescription)) {
+    out = (payload.prescription as Record<string, unknown>[]).map((item) => flatPrescription(payload, item));
+  }
+  if (payload.event === 3 && has(layout, 'tracking-array')) out = [trackingArray(payload, at)];
+  if (has(layout, 'string-event')) out = out.map((p) => ({ ...p, event: String(p.event) }));
+  return out;
+}

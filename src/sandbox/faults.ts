@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EXAM_SERVICE_OPERATIONS, type ExamServiceOperation } from '../exam-service/schemas';
+import { CALLBACK_LAYOUT_SETTINGS } from './events';
 
 /** The service's operations, named by their path under /api (the contract's list). */
 export const Operation = z.enum(EXAM_SERVICE_OPERATIONS as [ExamServiceOperation, ...ExamServiceOperation[]]);
@@ -26,6 +27,11 @@ export const SandboxFaults = z.strictObject({
   outOfOrderCallbacks: z.boolean().default(false),
   /** Delay (sandbox clock) before the first attempt of every callback. */
   callbackDelayMs: z.number().int().min(0).default(0),
+  /**
+   * The layout of the callbacks (docs/callback-layouts.md): the interface's, one alternative, all of them at once, or
+   * `rotate` (each invite the next alternative). An invite's own layout (control surface) wins.
+   */
+  callbackLayout: z.enum(CALLBACK_LAYOUT_SETTINGS).default('interface'),
 });
 export type SandboxFaults = z.infer<typeof SandboxFaults>;
 export type SandboxFaultsInput = z.input<typeof SandboxFaults>;

@@ -6,7 +6,15 @@
 import type { SandboxClock } from './clock';
 import type { SandboxConfig } from './config';
 import type { CallbackDelivery } from './delivery';
-import { event1, event2, event3, type EventContext } from './events';
+import {
+  ALTERNATIVE_LAYOUTS,
+  event1,
+  event2,
+  event3,
+  inLayout,
+  type CallbackLayout,
+  type EventContext,
+} from './events';
 import type { SandboxFaults } from './faults';
 import type { SandboxRandom } from './random';
 import {
@@ -94,10 +102,13 @@ export class ExamLifecycle {
   /** Events held back by the out-of-order fault, per patient exam, oldest first. */
   private readonly held = new Map<number, { receiver: string; payload: Record<string, unknown> }[]>();
   private readonly recordLinks = new Map<string, { patientExamId: number; expiresAt: number }>();
+  /** The next alternative layout `rotate` gives an invite. */
+  private rotation = 0;
 
   constructor(private readonly deps: LifecycleDeps) {}
 
   reset(): void {
+    this.rotation = 0;
     this.held.clear();
     this.recordLinks.clear();
   }
@@ -401,7 +412,26 @@ export class ExamLifecycle {
     this.held.delete(record.patient_exam_id);
     // The newest event first, then what was held back, newest to oldest: 3 before 2 before 1.
     const batch = [{ receiver, payload }, ...held.reverse()];
-    for (const item of batch) await this.deps.delivery.send(item.receiver, record.patient_exam_id, item.payload);
+    for (const item of batch) await this.send(item.receiver, record.patient_exam_id, item.payload);
+  }
+
+  /** The layout of an invite's callbacks: its own (control surface), else the faults' setting (`rotate`: fixed at the
+   * invite's first callback). */
+  layoutOf(meeting: Meeting): CallbackLayout {
+    if (meeting.callback_layout) return meeting.callback_layout;
+    const setting = this.deps.faults().callbackLayout;
+    if (setting !== 'rotate') return setting;
+    meeting.callback_layout = ALTERNATIVE_LAYOUTS[this.rotation++ % ALTERNATIVE_LAYOUTS.length]!;
+    return meeting.callback_layout;
+  }
+
+  /** Sends one event in the invite's layout (the flat prescription layout sends event 2 once per drug). */
+  private async send(receiver: string, patientExamId: number, payload: Record<string, unknown>): Promise<void> {
+    const record = this.deps.store.patientExam(patientExamId);
+    const layout = record ? this.layoutOf(this.deps.store.meetingOf(record)) : 'interface';
+    for (const body of inLayout(payload, layout, this.deps.clock.now().toISOString())) {
+      await this.deps.delivery.send(receiver, patientExamId, body);
+    }
   }
 
   /** Sends whatever the out-of-order fault still holds (when that fault is switched off). */
@@ -409,7 +439,7 @@ export class ExamLifecycle {
     const entries = [...this.held.entries()];
     this.held.clear();
     for (const [patientExamId, held] of entries) {
-      for (const item of held.reverse()) await this.deps.delivery.send(item.receiver, patientExamId, item.payload);
+      for (const item of held.reverse()) await this.send(item.receiver, patientExamId, item.payload);
     }
   }
 }

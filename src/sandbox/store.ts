@@ -1,5 +1,6 @@
 /** The sandbox's in-memory state: invites (meetings), patient exams, callback deliveries. reset() restores the seed. */
 import type { ScheduledHandle } from './clock';
+import type { CallbackLayout } from './events';
 import { SEED_CLINICS, type SeedClinic } from './seed';
 
 /** `pending` is our name for "before the provider acted" (the spec does not name it). */
@@ -52,7 +53,6 @@ export interface StoredPrescription {
   tracking_number: string | null;
   order_id: string | null;
 }
-
 export interface Meeting {
   meeting_uuid: string;
   meeting_url: string;
@@ -77,6 +77,8 @@ export interface Meeting {
   /** When the patient started waiting for a provider (control surface); null before. */
   waiting_since: string | null;
   wait_handle?: ScheduledHandle;
+  /** The layout this invite's callbacks use (control surface, or `rotate`); the faults' setting when absent. */
+  callback_layout?: CallbackLayout;
 }
 
 export interface PatientExamRecord {

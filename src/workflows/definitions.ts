@@ -2,7 +2,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { AttachmentRef, PrefilledAnswer } from './journey-request';
-import type { JourneyCallback, JourneySnapshot } from './journey-state';
+import type { JourneyCallback, JourneySnapshot, UnreadCallback } from './journey-state';
 
 export const TASK_QUEUE_DEFAULT = 'patient-journeys';
 
@@ -26,7 +26,8 @@ export interface CallbackSignal {
   /** Unique per received HTTP delivery (the webhook's own id), for the audit trail. */
   deliveryId: string;
   receivedAt: string;
-  callback: JourneyCallback;
+  /** Normalized to the interface's events whatever layout the service used; `unread` is held for a person. */
+  callback: JourneyCallback | UnreadCallback;
   raw: unknown;
 }
 

@@ -33,6 +33,7 @@ export type JourneyCallback =
       examUrl: string | null;
       providerName: string | null;
       reason: string | null;
+      layout?: string;
     }
   | {
       event: 2;
@@ -41,16 +42,38 @@ export type JourneyCallback =
       rxStatus: string | null;
       prescribedOrderSetId: number | null;
       prescriptions: PrescriptionFacts[];
+      /** One drug per callback (a layout without the prescription array): added to the exam's earlier event 2s. */
+      partial?: boolean;
+      /** The callback layout when it was not the interface's (docs/callback-layouts.md). */
+      layout?: string;
     }
-  | {
+  | ({
       event: 3;
-      patientExamId: number;
-      prescriptionId: number;
-      trackingNumber: string;
-      deliveryService: string | null;
-      pharmacyLocation: string | null;
-      orderId: string | null;
-    };
+      /** Absent when the layout does not carry it: the journey's single partner prescription exam is meant. */
+      patientExamId?: number;
+      /** Absent when the layout does not carry it: the exam's next unshipped prescription(s) are meant. */
+      prescriptionId?: number;
+      /** Further shipments of the same callback (a tracking array of several entries), in order. */
+      moreTracking?: ShipmentFacts[];
+      layout?: string;
+    } & ShipmentFacts);
+
+/** A callback with an event number that could not be read as events 1, 2 or 3: held for a person, never dropped. */
+export interface UnreadCallback {
+  /** The body's event number (any integer). */
+  event: number;
+  unread: true;
+  patientExamId?: number;
+  /** Why it could not be read (field names and rules, no values). */
+  reason: string;
+}
+
+export interface ShipmentFacts {
+  trackingNumber: string;
+  deliveryService: string | null;
+  pharmacyLocation: string | null;
+  orderId: string | null;
+}
 
 export interface PrescriptionFacts {
   prescriptionId: number;
@@ -90,7 +113,7 @@ export interface ErrorFacts {
 }
 
 export type AttentionCode =
-  'invite_ambiguous' | 'account_setup' | 'unauthorized' | 'service_unavailable' | 'verdict_lost';
+  'invite_ambiguous' | 'account_setup' | 'unauthorized' | 'service_unavailable' | 'verdict_lost' | 'callback_held';
 
 export interface Attention {
   code: AttentionCode;
@@ -139,22 +162,33 @@ export interface MeetingState {
   expiryHandled: boolean;
 }
 
-export type EventDisposition = 'applied' | 'duplicate' | 'buffered' | 'foreign' | 'ignored';
+/** `held`: recorded for a person (the reason is in `note` and in the journey's attention), not applied. */
+export type EventDisposition = 'applied' | 'duplicate' | 'buffered' | 'foreign' | 'ignored' | 'held';
 
 export interface ReceivedEvent {
   deliveryId: string;
-  event: 1 | 2 | 3;
-  patientExamId: number;
+  /** 1, 2 or 3; any other number the service sent is recorded (held) too. */
+  event: number;
+  /** Null when the callback did not say and the journey could not tell (yet). */
+  patientExamId: number | null;
   prescriptionId?: number;
   receivedAt: string;
   disposition: EventDisposition;
   note?: string;
+  /** The callback layout when it was not the interface's. */
+  layout?: string;
 }
 
 interface PendingCallback {
   deliveryId: string;
   at: string;
   callback: JourneyCallback;
+}
+
+type AnyCallback = JourneyCallback | UnreadCallback;
+
+export function isUnread(cb: JourneyCallback | UnreadCallback): cb is UnreadCallback {
+  return (cb as { unread?: unknown }).unread === true;
 }
 
 export interface JourneyState {
@@ -198,7 +232,7 @@ export type JourneyEvent =
   | { type: 'preparation_finished'; at: string }
   | { type: 'attachment_uploaded'; at: string; patientExamId: number; kind: string }
   | { type: 'answers_submitted'; at: string; patientExamId: number; count: number }
-  | { type: 'callback'; at: string; deliveryId: string; callback: JourneyCallback }
+  | { type: 'callback'; at: string; deliveryId: string; callback: JourneyCallback | UnreadCallback }
   | { type: 'reminder_sent'; at: string; meetingUuid: string }
   | { type: 'exam_cancelled'; at: string; patientExamId: number; by: 'clinic' | 'expiry' }
   | { type: 'expiry_found_verdict'; at: string; patientExamId: number; status: Verdict }
@@ -260,23 +294,38 @@ export function callbackKey(cb: JourneyCallback): string {
     case 1:
       return `${cb.patientExamId}:1:${cb.examStatus}`;
     case 2:
-      return `${cb.patientExamId}:2`;
+      // One drug per callback: each drug is its own event 2.
+      return cb.partial
+        ? `${cb.patientExamId}:2:${cb.prescriptions[0]?.prescriptionId ?? ''}`
+        : `${cb.patientExamId}:2`;
     case 3:
-      return `${cb.patientExamId}:3:${cb.prescriptionId}`;
+      // Without a prescription id the tracking number tells copies of one shipment from another shipment.
+      return cb.prescriptionId === undefined
+        ? `${cb.patientExamId ?? '?'}:3:tracking:${cb.trackingNumber}`
+        : `${cb.patientExamId ?? '?'}:3:${cb.prescriptionId}`;
   }
 }
 
-function record(state: JourneyState, p: PendingCallback, disposition: EventDisposition, note?: string): JourneyState {
+function record(
+  state: JourneyState,
+  p: { deliveryId: string; at: string; callback: AnyCallback },
+  disposition: EventDisposition,
+  note?: string,
+  resolved?: { patientExamId: number; prescriptionId?: number },
+): JourneyState {
   const cb = p.callback;
   const existing = state.received.findIndex((r) => r.deliveryId === p.deliveryId);
+  const unread = isUnread(cb);
+  const prescriptionId = resolved?.prescriptionId ?? (!unread && cb.event === 3 ? cb.prescriptionId : undefined);
   const entry: ReceivedEvent = {
     deliveryId: p.deliveryId,
     event: cb.event,
-    patientExamId: cb.patientExamId,
-    ...(cb.event === 3 ? { prescriptionId: cb.prescriptionId } : {}),
+    patientExamId: resolved?.patientExamId ?? cb.patientExamId ?? null,
+    ...(prescriptionId !== undefined ? { prescriptionId } : {}),
     receivedAt: existing >= 0 ? state.received[existing]!.receivedAt : p.at,
     disposition,
     ...(note ? { note } : {}),
+    ...(!unread && cb.layout ? { layout: cb.layout } : {}),
   };
   const received = [...state.received];
   if (existing >= 0) received[existing] = entry;
@@ -284,16 +333,55 @@ function record(state: JourneyState, p: PendingCallback, disposition: EventDispo
   return { ...state, received };
 }
 
+/** Records a callback for a person: disposition `held`, and an attention entry saying why. */
+function hold(state: JourneyState, p: { deliveryId: string; at: string; callback: AnyCallback }, why: string) {
+  const cb = p.callback;
+  const attention: Attention = {
+    code: 'callback_held',
+    message: `a callback (event ${cb.event}) was kept but not applied: ${why}; read it in the journey's events, act on the journey, then retry`,
+    since: p.at,
+    ...(cb.patientExamId !== undefined ? { patientExamId: cb.patientExamId } : {}),
+    facts: { deliveryId: p.deliveryId, event: cb.event, reason: why },
+  };
+  return record({ ...state, attention: [...state.attention, attention] }, p, 'held', why);
+}
+
 type Applied =
-  { kind: 'applied'; state: JourneyState } | { kind: 'wait'; why: string } | { kind: 'reject'; why: string };
+  | { kind: 'applied'; state: JourneyState; resolved?: { patientExamId: number; prescriptionId?: number } }
+  | { kind: 'wait'; why: string }
+  | { kind: 'reject'; why: string }
+  | { kind: 'hold'; why: string };
+
+/** The partner prescription exam an event 3 without patient_exam_id is for, or why there is none (yet). */
+function trackingExam(state: JourneyState): PatientExamState | { kind: 'wait' | 'hold'; why: string } {
+  const partner = state.exams.filter((e) => e.fulfilment === 'partner');
+  const confirmed = partner.filter((e) => e.status === 'Approved' && e.prescriptionConfirmedAt !== null);
+  const unshipped = confirmed.filter((e) => e.prescriptions.some((rx) => rx.tracking === null));
+  if (unshipped.length === 1) return unshipped[0]!;
+  if (unshipped.length > 1)
+    return { kind: 'hold', why: 'no patient_exam_id, and several prescription exams await tracking' };
+  const waiting = partner.some(
+    (e) => e.status === 'pending' || (e.status === 'Approved' && e.prescriptionConfirmedAt === null),
+  );
+  if (waiting || state.inviteInFlight || state.meetings.length === 0) {
+    return { kind: 'wait', why: 'event 3 without patient_exam_id before its event 2' };
+  }
+  if (confirmed.length > 0) return { kind: 'hold', why: 'no patient_exam_id, and every prescription has shipped' };
+  return { kind: 'hold', why: 'no patient_exam_id, and no partner pharmacy prescription exam in this journey' };
+}
 
 /** Applies one callback when its causal predecessor is there; otherwise says why it must wait or be dropped. */
 function applyCallback(state: JourneyState, p: PendingCallback): Applied {
   const cb = p.callback;
-  const exam = findExam(state, cb.patientExamId);
+  if (cb.event === 3 && cb.patientExamId === undefined) {
+    const exam = trackingExam(state);
+    if ('kind' in exam) return exam;
+    return applyTracking(state, p, exam, cb);
+  }
+  const exam = findExam(state, cb.patientExamId!);
   if (!exam) return { kind: 'wait', why: 'unknown patient exam' };
   if (cb.event === 1) {
-    if (!VERDICTS.includes(cb.examStatus)) return { kind: 'reject', why: `unknown exam_status` };
+    if (!VERDICTS.includes(cb.examStatus)) return { kind: 'hold', why: 'exam_status is not one of the five verdicts' };
     const verdict = cb.examStatus as Verdict;
     if (exam.status === 'cancelled' || exam.status === 'expired') {
       return { kind: 'reject', why: `exam already ${exam.status}` };
@@ -319,6 +407,19 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
   if (cb.event === 2) {
     if (exam.rxType !== 2) return { kind: 'reject', why: 'not a prescription exam' };
     if (exam.status !== 'Approved') return { kind: 'wait', why: 'event 2 before the approval of event 1' };
+    if (cb.partial && exam.prescriptionConfirmedAt !== null) {
+      // A further drug of an exam already confirmed (one drug per callback).
+      const known = new Set(exam.prescriptions.map((rx) => rx.prescriptionId));
+      const added = cb.prescriptions.filter((rx) => !known.has(rx.prescriptionId));
+      if (added.length === 0) return { kind: 'reject', why: 'prescription already confirmed' };
+      return {
+        kind: 'applied',
+        state: updateExam(state, exam.patientExamId, (e) => ({
+          ...e,
+          prescriptions: [...e.prescriptions, ...added.map((rx) => ({ ...rx, tracking: null }))],
+        })),
+      };
+    }
     return {
       kind: 'applied',
       state: updateExam(state, exam.patientExamId, (e) => ({
@@ -331,23 +432,62 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
   }
   if (exam.fulfilment === 'custom') return { kind: 'reject', why: 'no tracking for a custom pharmacy' };
   if (exam.prescriptionConfirmedAt === null) return { kind: 'wait', why: 'event 3 before event 2' };
-  if (!exam.prescriptions.some((rx) => rx.prescriptionId === cb.prescriptionId)) {
-    return { kind: 'reject', why: 'prescription_id not in event 2' };
+  return applyTracking(state, p, exam, cb);
+}
+
+/** Event 3 on a confirmed partner exam: the named prescription, or (without an id) the next unshipped ones in order. */
+function applyTracking(
+  state: JourneyState,
+  p: PendingCallback,
+  exam: PatientExamState,
+  cb: Extract<JourneyCallback, { event: 3 }>,
+): Applied {
+  const shipments: ShipmentFacts[] = [cb, ...(cb.moreTracking ?? [])];
+  let targets: number[];
+  if (cb.prescriptionId !== undefined) {
+    if (!exam.prescriptions.some((rx) => rx.prescriptionId === cb.prescriptionId)) {
+      return { kind: 'reject', why: 'prescription_id not in event 2' };
+    }
+    targets = [cb.prescriptionId];
+  } else {
+    const unshipped = exam.prescriptions.filter((rx) => rx.tracking === null).map((rx) => rx.prescriptionId);
+    if (unshipped.length === 0) return { kind: 'reject', why: 'every prescription has shipped' };
+    if (shipments.length > unshipped.length) {
+      return {
+        kind: 'hold',
+        why: `no prescription_id, and ${shipments.length} shipments for ${unshipped.length} unshipped prescriptions`,
+      };
+    }
+    targets = unshipped.slice(0, shipments.length);
   }
-  const tracking: Tracking = {
-    trackingNumber: cb.trackingNumber,
-    deliveryService: cb.deliveryService,
-    pharmacyLocation: cb.pharmacyLocation,
-    orderId: cb.orderId,
-    shippedAt: p.at,
-  };
+  const tracking = new Map(
+    targets.map((id, i) => {
+      const s = shipments[i]!;
+      const t: Tracking = {
+        trackingNumber: s.trackingNumber,
+        deliveryService: s.deliveryService,
+        pharmacyLocation: s.pharmacyLocation,
+        orderId: s.orderId,
+        shippedAt: p.at,
+      };
+      return [id, t];
+    }),
+  );
   return {
     kind: 'applied',
     state: updateExam(state, exam.patientExamId, (e) => ({
       ...e,
-      prescriptions: e.prescriptions.map((rx) => (rx.prescriptionId === cb.prescriptionId ? { ...rx, tracking } : rx)),
+      prescriptions: e.prescriptions.map((rx) => ({ ...rx, tracking: tracking.get(rx.prescriptionId) ?? rx.tracking })),
     })),
+    ...(cb.patientExamId === undefined || cb.prescriptionId === undefined
+      ? { resolved: { patientExamId: exam.patientExamId, prescriptionId: targets[0]! } }
+      : {}),
   };
+}
+
+/** Whether a buffered callback names a patient exam this journey never created (and so cannot be its own). */
+function namesUnknownExam(state: JourneyState, cb: JourneyCallback): boolean {
+  return cb.patientExamId !== undefined && !findExam(state, cb.patientExamId);
 }
 
 /** Applies buffered callbacks whose predecessors have now arrived, until nothing moves. */
@@ -359,14 +499,16 @@ function drainPending(state: JourneyState): JourneyState {
       const without = { ...s, pending: s.pending.filter((q) => q !== p) };
       const r = applyCallback(without, p);
       if (r.kind === 'wait') continue;
-      s = r.kind === 'applied' ? record(r.state, p, 'applied') : record(without, p, 'ignored', r.why);
+      if (r.kind === 'applied') s = record(r.state, p, 'applied', undefined, r.resolved);
+      else if (r.kind === 'hold') s = hold(without, p, r.why);
+      else s = record(without, p, 'ignored', r.why);
       moved = true;
       break;
     }
   }
   // Once no invite is on the wire, a callback for a patient exam we never created is not ours.
   if (!s.inviteInFlight) {
-    for (const p of s.pending.filter((q) => !findExam(s, q.callback.patientExamId))) {
+    for (const p of s.pending.filter((q) => namesUnknownExam(s, q.callback))) {
       s = record(
         { ...s, pending: s.pending.filter((q) => q !== p) },
         p,
@@ -378,19 +520,23 @@ function drainPending(state: JourneyState): JourneyState {
   return s;
 }
 
-function receiveCallback(state: JourneyState, p: PendingCallback): JourneyState {
+function receiveCallback(state: JourneyState, p: { deliveryId: string; at: string; callback: AnyCallback }) {
   // The same HTTP delivery again (the webhook's signal landed although it spooled a copy): nothing new happened.
   if (state.received.some((r) => r.deliveryId === p.deliveryId)) return state;
-  const key = callbackKey(p.callback);
+  const cb = p.callback;
+  if (isUnread(cb)) return hold(state, p, cb.reason);
+  const pending: PendingCallback = { ...p, callback: cb };
+  const key = callbackKey(cb);
   if (state.seen.includes(key)) return record(state, p, 'duplicate');
   const s = { ...state, seen: [...state.seen, key] };
-  const r = applyCallback(s, p);
-  if (r.kind === 'applied') return drainPending(record(r.state, p, 'applied'));
+  const r = applyCallback(s, pending);
+  if (r.kind === 'applied') return drainPending(record(r.state, p, 'applied', undefined, r.resolved));
   if (r.kind === 'reject') return record(s, p, 'ignored', r.why);
-  if (!findExam(s, p.callback.patientExamId) && !s.inviteInFlight && s.meetings.length > 0) {
+  if (r.kind === 'hold') return hold(s, p, r.why);
+  if (namesUnknownExam(s, cb) && !s.inviteInFlight && s.meetings.length > 0) {
     return record(s, p, 'foreign', 'not a patient exam of this journey');
   }
-  return record({ ...s, pending: [...s.pending, p] }, p, 'buffered', r.why);
+  return record({ ...s, pending: [...s.pending, pending] }, p, 'buffered', r.why);
 }
 
 export function reduce(state: JourneyState, ev: JourneyEvent): JourneyState {

@@ -240,13 +240,13 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
       }
     });
 
-    it('answers 400 naming the fields of an unparseable callback and keeps it as a dead letter', async () => {
+    it('answers 400 for a body without an event number or not JSON, and keeps it as a dead letter', async () => {
       const res = await app.inject({
         method: 'POST',
         url: webhookPath('j1'),
-        payload: { event: 1, patient_exam_id: 'abc' },
+        payload: { patient_exam_id: 'abc', exam_status: 'Approved' },
       });
-      expectProblem(res, 400, ['exam_id', 'patient_exam_id', 'exam_status']);
+      expectProblem(res, 400, ['event']);
       const notJson = await app.inject({
         method: 'POST',
         url: webhookPath('j1'),
@@ -266,6 +266,16 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
       });
       expect(one.json().rawBody).toBe('{"event": 1,');
       expect(readdirSync(path.join(dirs.dataDir, 'dead-letters')).length).toBeGreaterThanOrEqual(2);
+    });
+
+    it('acknowledges a JSON body with an event number even when it cannot be read: it goes to the journey, held', async () => {
+      for (const payload of [{ event: 1, patient_exam_id: 'abc' }, { event: '7' }, { event: 2, patient_exam_id: 5 }]) {
+        const res = await app.inject({ method: 'POST', url: webhookPath('j1'), payload });
+        expect(res.statusCode).toBe(200);
+        expect(res.json()).toEqual({ received: true, deliveryId: expect.any(String) });
+      }
+      const list = await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
+      expect(list.json().deadLetters.filter((l: { reason: string }) => l.reason === 'unparseable')).toHaveLength(2);
     });
 
     it('replaying an unparseable dead letter is a 422 naming the fields; discarding removes it', async () => {

@@ -1,5 +1,6 @@
 /** Callback delivery (attempts, latency, slow flag, retries with backoff) and every injectable fault. */
 import { request } from 'undici';
+import { readCallback } from '../../src/api/callbacks';
 import { buildSandbox, type Sandbox } from '../../src/sandbox';
 import {
   callService,
@@ -282,5 +283,104 @@ describe('faults and timing set at start', () => {
       await sandbox.close();
       await receiver.close();
     }
+  });
+});
+
+describe('callback layouts', () => {
+  let sandbox: Sandbox;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    ({ sandbox, receiver } = await startManualSandbox({ callbackRetries: 0 }));
+  });
+  afterAll(async () => {
+    await sandbox.close();
+    await receiver.close();
+  });
+  beforeEach(async () => {
+    await postJson(`${sandbox.baseUrl}/_sandbox/reset`);
+    receiver.callbacks.length = 0;
+  });
+  const deliveries = () => sandbox.store.deliveries;
+  async function approvedGfe(): Promise<void> {
+    const res = await callService(sandbox.baseUrl, 'exam_invite', inviteBody({ webhook_url: receiver.url }));
+    const id: number = res.body.patient_exams[0].patient_exam_id;
+    await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/verdict`, { status: 'Approved' });
+  }
+
+  async function partnerJourney(layout?: string): Promise<Record<string, unknown>[]> {
+    const res = await callService(
+      sandbox.baseUrl,
+      'exam_invite',
+      inviteBody({ exams: [201], pharmacy_id: 501, order_set_id: '8101', webhook_url: receiver.url }),
+    );
+    const id: number = res.body.patient_exams[0].patient_exam_id;
+    if (layout) {
+      const set = await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/callback-layout`, { layout });
+      expect(set.status).toBe(200);
+    }
+    await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/verdict`, {
+      status: 'Deferred to Medical Director',
+    });
+    return receiver.callbacks.map((c) => c.body as Record<string, unknown>);
+  }
+
+  it('sends the interface layout by default, and another one per invite', async () => {
+    expect((await partnerJourney())[0]).toMatchObject({ event: 1, exam_status: 'Deferred to Medical Director' });
+    receiver.callbacks.length = 0;
+    expect((await partnerJourney('all-alternatives'))[0]).toMatchObject({ event: '1', exam_status: 'Deferred' });
+    expect(
+      (await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/1/callback-layout`, { layout: 'x' })).status,
+    ).toBeGreaterThanOrEqual(400);
+  });
+
+  it('flat prescription: event 2 once per drug; tracking array: event 3 without ids; each one readable', async () => {
+    sandbox.setFaults({ callbackLayout: 'all-alternatives' });
+    const res = await callService(
+      sandbox.baseUrl,
+      'exam_invite',
+      inviteBody({ exams: [201], pharmacy_id: 501, order_set_id: '8101', webhook_url: receiver.url }),
+    );
+    const id: number = res.body.patient_exams[0].patient_exam_id;
+    await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/verdict`, { status: 'Approved' });
+    await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/confirm-prescription`, {});
+    await postJson(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/ship`, {});
+    const bodies = receiver.callbacks.map((c) => c.body as Record<string, unknown>);
+    expect(bodies.map((b) => b.event)).toEqual(['1', '2', '2', '3', '3']);
+    expect(bodies[0]).toMatchObject({ exam_status: 'approved' });
+    expect(bodies[1]).not.toHaveProperty('prescription');
+    expect(bodies[1]).toMatchObject({
+      prescription_id: expect.any(Number),
+      drug_details: { drug_name: expect.any(String) },
+    });
+    expect(bodies[3]).not.toHaveProperty('patient_exam_id');
+    expect(bodies[3]).not.toHaveProperty('prescription_id');
+    expect(bodies[3]).toMatchObject({ prescription_tracking: [{ tracking_number: expect.stringMatching(/^1Z/) }] });
+    const layouts = bodies.map((b) => {
+      const r = readCallback(JSON.stringify(b));
+      if (!r.ok || 'unread' in r.callback) throw new Error('not read');
+      return r.callback.layout;
+    });
+    expect(layouts).toEqual([
+      'string-event+verdict-spelling',
+      'string-event+flat-prescription',
+      'string-event+flat-prescription',
+      'string-event+tracking-array',
+      'string-event+tracking-array',
+    ]);
+    expect(deliveries().map((d) => d.event)).toEqual([1, 2, 2, 3, 3]);
+    sandbox.setFaults({});
+  });
+
+  it('rotate gives each invite the next alternative layout', async () => {
+    sandbox.setFaults({ callbackLayout: 'rotate' });
+    for (let n = 0; n < 3; n++) await approvedGfe();
+    expect(receiver.callbacks.map((c) => (c.body as Record<string, unknown>).event)).toEqual(['1', 1, 1]);
+    expect(receiver.callbacks.map((c) => (c.body as Record<string, unknown>).exam_status)).toEqual([
+      'Approved',
+      'approved',
+      'Approved',
+    ]);
+    sandbox.setFaults({});
   });
 });

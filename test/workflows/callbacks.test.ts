@@ -1,6 +1,7 @@
 // Callbacks as the service really sends them: duplicated, out of order, before the invite call has even returned,
 // and for patient exams that are not this journey's.
-import type { JourneySnapshot } from '../../src/workflows/journey-state';
+import { retryUpdate } from '../../src/workflows/definitions';
+import type { JourneyCallback, JourneySnapshot, UnreadCallback } from '../../src/workflows/journey-state';
 import { FakeExamService } from '../support/fake-exam-service';
 import { journeyInput, startHarness, withJourney, type Harness } from './harness';
 
@@ -135,6 +136,51 @@ describe('callbacks', () => {
       const s = await j.waitFor('recorded', (x) => x.events.length === 1);
       expect(s.events[0]).toMatchObject({ deliveryId: rx, disposition: 'ignored', note: 'not a prescription exam' });
       expect(s.stage).toBe('awaiting_consultation');
+    });
+  });
+
+  it('holds an unreadable callback for a person, parks the journey, and goes on after the retry', async () => {
+    await withJourney(h, { input: journeyInput('partner_pharmacy') }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.waitFor('awaiting consultation', (s) => s.stage === 'awaiting_consultation');
+      const unread: UnreadCallback = {
+        event: 7,
+        unread: true,
+        patientExamId: id,
+        reason: 'event 7 is none of 1, 2, 3',
+      };
+      const held = await j.deliver(unread as unknown as JourneyCallback);
+      let s = await j.waitFor('held', (x) => x.stage === 'needs_attention');
+      expect(s.events).toEqual([
+        expect.objectContaining({ deliveryId: held, event: 7, disposition: 'held', note: unread.reason }),
+      ]);
+      expect(s.attention).toEqual([expect.objectContaining({ code: 'callback_held', patientExamId: id })]);
+
+      await j.handle.executeUpdate(retryUpdate, { args: [{ actor: 'ops-1' }] });
+      s = await j.waitFor('resumed', (x) => x.stage === 'awaiting_consultation');
+      // An event 3 without ids (tracking-array layout) waits for events 1 and 2, then finds its exam.
+      const track = await j.deliver({
+        event: 3,
+        trackingNumber: '1ZNOIDS',
+        deliveryService: null,
+        pharmacyLocation: null,
+        orderId: null,
+        layout: 'tracking-array',
+      });
+      await j.consultation(id, 'Approved');
+      await j.prescription(id, [
+        { prescriptionId: 8101, drugName: 'Drug A', strength: null, quantity: null, pharmacyName: null },
+      ]);
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams[0]!.prescriptions[0]!.tracking?.trackingNumber).toBe('1ZNOIDS');
+      s = await j.snapshot();
+      expect(s.events.find((e) => e.deliveryId === track)).toMatchObject({
+        disposition: 'applied',
+        patientExamId: id,
+        prescriptionId: 8101,
+        layout: 'tracking-array',
+      });
     });
   });
 });

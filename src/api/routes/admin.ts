@@ -1,11 +1,10 @@
 // Operator routes: the dead letters (callbacks no journey took), to read, replay or discard. Admin bearer token.
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseCallback } from '../../exam-service/schemas';
 import type { CallbackSignal } from '../../workflows/definitions';
 import { adminAuth } from '../auth';
 import { signalJourney, type DeadLetter } from '../../inbox';
-import { toJourneyCallback } from '../callbacks';
+import { readCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
 import { ApiProblem, notFound, Problem } from '../problem';
 import { randomUUID } from 'node:crypto';
@@ -70,10 +69,10 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       const letter = await ctx.inbox.deadLetters.get(request.params.id);
       if (!letter) throw notFound(`dead letter ${request.params.id}`);
       const now = ctx.now();
-      const parsed = parseCallback(letter.rawBody);
+      const parsed = readCallback(letter.rawBody);
       if (!parsed.ok) {
         await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
-        throw new ApiProblem(422, 'unparseable-callback', 'the body still is not a callback of the contract', {
+        throw new ApiProblem(422, 'unparseable-callback', 'the body still is not JSON with an event number', {
           errors: parsed.issues.map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
         });
       }
@@ -81,8 +80,8 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
         // The original delivery when it had one, so the journey's audit trail shows one delivery.
         deliveryId: letter.deliveryId ?? randomUUID(),
         receivedAt: letter.receivedAt,
-        callback: toJourneyCallback(parsed.event),
-        raw: JSON.parse(letter.rawBody) as unknown,
+        callback: parsed.callback,
+        raw: parsed.raw,
       };
       // Signalled now when Temporal answers, so the operator learns at once whether the journey takes it; queued in
       // the inbox (for the forwarder) when Temporal does not answer.
@@ -100,7 +99,8 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       if (!sent.ok) await ctx.inbox.append(letter.journeyId, signal);
       const outcome = sent.ok ? ('signalled' as const) : ('queued' as const);
       await ctx.inbox.deadLetters.remove(letter.id);
-      ctx.metrics.callbacks.inc({ event: String(parsed.event.event), outcome: `replayed_${outcome}` });
+      const event = parsed.event >= 1 && parsed.event <= 3 ? String(parsed.event) : 'other';
+      ctx.metrics.callbacks.inc({ event, outcome: `replayed_${outcome}` });
       return { id: letter.id, outcome };
     },
   );

@@ -2,13 +2,16 @@
 // wrong token learns nothing but a 404. The body is read as text, so even an unparseable one is kept for operators.
 // Durable first: a callback is appended to the inbox (group-committed) and only then acknowledged; nothing here waits
 // for Temporal. The service sends each callback once, so what we cannot store is answered 503, never 200.
+// Every layout the service has been seen to send is read (docs/callback-layouts.md): a JSON body with an event number
+// is always acknowledged and goes to its journey, read or held for a person; only a body that is not JSON (or has no
+// event number) is refused with a 400 and kept as a dead letter.
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseCallback } from '../../exam-service/schemas';
 import { isValidWebhookToken } from '../../webhook-url';
 import type { CallbackSignal } from '../../workflows/definitions';
-import { toJourneyCallback } from '../callbacks';
+import { isUnread } from '../../workflows/journey-state';
+import { readCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
 import { ApiProblem, NOT_FOUND, Problem, sendProblem, validationProblem, type FieldError } from '../problem';
 
@@ -18,6 +21,11 @@ const JOURNEY_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 function fieldError(issue: string): FieldError {
   const at = issue.indexOf(': ');
   return at < 0 ? { field: '(body)', message: issue } : { field: issue.slice(0, at), message: issue.slice(at + 2) };
+}
+
+/** The event label of the callback metrics: 1, 2, 3, or `other` (so a sender cannot grow the label set). */
+function metricEvent(event: number): string {
+  return event >= 1 && event <= 3 ? String(event) : 'other';
 }
 
 export const WebhookAck = z.object({
@@ -68,8 +76,10 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         summary: "The exam service's lifecycle callbacks (events 1, 2 and 3) for one journey",
         description:
           'Answers 200 once the callback is durably in the inbox; a forwarder signals it to the journey in the ' +
-          'background. 503 when the inbox cannot store it (nothing was accepted). A wrong token is a 404. A body ' +
-          'that is not a callback (400) or is over 1 MiB (413) is kept as a dead letter for operators.',
+          'background. Any JSON body with an event number is a 200, in any layout the service is known to send; ' +
+          'one that cannot be read is held in the journey for a person. 503 when the inbox cannot store it ' +
+          '(nothing was accepted). A wrong token is a 404. A body that is not JSON or has no event number (400) or ' +
+          'is over 1 MiB (413) is kept as a dead letter for operators.',
         tags: ['webhooks'],
         params: z.object({ journeyId: z.string(), token: z.string() }),
         response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 503: Problem },
@@ -108,7 +118,7 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
           `the body is ${bodyBytes} bytes, over the ${callbackMax} a callback may be; it was kept for operators`,
         );
       }
-      const parsed = parseCallback(rawBody);
+      const parsed = readCallback(rawBody);
       if (!parsed.ok) {
         await stored(
           'dead_letters',
@@ -117,7 +127,7 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
               {
                 journeyId,
                 reason: 'unparseable',
-                detail: 'the body is not a callback of the contract (events 1, 2 or 3)',
+                detail: 'the body is not JSON, or JSON without an event number',
                 issues: parsed.issues,
                 receivedAt,
                 bodyBytes,
@@ -137,11 +147,12 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
       const signal: CallbackSignal = {
         deliveryId: randomUUID(),
         receivedAt,
-        callback: toJourneyCallback(parsed.event),
-        raw: JSON.parse(rawBody) as unknown,
+        callback: parsed.callback,
+        raw: parsed.raw,
       };
       await stored('inbox', () => ctx.inbox.append(journeyId, signal), journeyId);
-      ctx.metrics.callbacks.inc({ event: String(parsed.event.event), outcome: 'accepted' });
+      const outcome = isUnread(parsed.callback) ? 'held' : 'accepted';
+      ctx.metrics.callbacks.inc({ event: metricEvent(parsed.event), outcome });
       return reply.code(200).send({ received: true, deliveryId: signal.deliveryId });
     },
   );

@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { SandboxContext } from '../context';
+import { CALLBACK_LAYOUTS } from '../events';
 import { SandboxFaults } from '../faults';
 import { LifecycleError } from '../lifecycle';
 import {
@@ -29,6 +30,7 @@ const VerdictBody = z.strictObject({
 
 const ConfirmBody = z.strictObject({ order_set_id: z.string().min(1).optional() });
 const ShipBody = z.strictObject({ prescription_id: z.number().int().positive().optional() });
+const LayoutBody = z.strictObject({ layout: z.enum(CALLBACK_LAYOUTS) });
 const AdvanceBody = z.strictObject({ ms: z.number().int().min(0) });
 const FaultsBody = SandboxFaults.extend({ seed: z.number().int().optional() });
 
@@ -146,6 +148,15 @@ export function controlRoutes(ctx: SandboxContext) {
       const body = parse(ShipBody, request.body);
       await ctx.lifecycle.ship(record, body.prescription_id);
       return view(ctx, record);
+    });
+
+    // The layout of every later callback of this patient exam's invite (the whole meeting), overriding the faults'.
+    app.post('/_sandbox/patient-exams/:id/callback-layout', (request) => {
+      const record = recordOf(request.params);
+      const body = parse(LayoutBody, request.body);
+      const meeting = ctx.store.meetingOf(record);
+      meeting.callback_layout = body.layout;
+      return { meeting_uuid: meeting.meeting_uuid, callback_layout: meeting.callback_layout };
     });
 
     app.get('/_sandbox/deliveries', (request) => {
