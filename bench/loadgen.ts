@@ -1,7 +1,10 @@
 // Open-loop HTTP load generator (its own process, so the bench's bookkeeping never delays a send). Request i of a
 // level is due at t0 + i/rate whatever happened to the earlier ones, and its latency is measured from that due
 // time, not from when it was actually written: a stalled server cannot slow the generator down and hide its own
-// stall (no coordinated omission). Levels run back to back on the same keep-alive connection pool.
+// stall (no coordinated omission). Levels run back to back on the same keep-alive connection pool. A burst level
+// makes all its requests due at the same instant (as many connections as the pool allows). With `collect`, the
+// webhook's answers are read for their deliveryId, kept with the wall-clock time of the 200 (to match each callback
+// with the time its journey applied it).
 //
 //   node --import tsx bench/loadgen.ts <spec.json> <result.json>
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -15,6 +18,10 @@ export interface LoadLevel {
   durationMs: number;
   /** False for a warm-up: sent, not reported. */
   record: boolean;
+  /** A burst: this many requests, all due at the level's start (rate and durationMs are then ignored). */
+  burst?: number;
+  /** A pause before the level starts (after the previous one's answers, for a recorded one). */
+  pauseBeforeMs?: number;
 }
 
 export interface LoadSpec {
@@ -26,6 +33,15 @@ export interface LoadSpec {
   timeoutMs: number;
   /** False: every request on a new connection (Connection: close). */
   keepAlive: boolean;
+  /** Read each 2xx answer's deliveryId (the webhook's body) and keep it with the time of the answer. */
+  collect?: boolean;
+  /** Return each recorded level's latencies too (to pool several bursts). */
+  keepSamples?: boolean;
+  /**
+   * Before the levels: open every connection of the pool (that many GETs of this path at once, answered), so the
+   * levels run on established keep-alive connections.
+   */
+  warmPath?: string;
 }
 
 export interface LevelResult {
@@ -47,7 +63,14 @@ export interface LevelResult {
   achievedRps: number;
   /** CPU the generator process used in all (same figure on every level of a run). */
   generatorCpuSeconds?: number;
+  /** With `collect`: [deliveryId, wall-clock ms of the answer, index of the target] of each 2xx. */
+  deliveries?: [string, number, number][];
+  /** With `keepSamples`: every latency of the level (ms). */
+  latencySamples?: number[];
 }
+
+/** Wall-clock milliseconds with the monotonic clock's resolution. */
+const wallNow = () => performance.timeOrigin + performance.now();
 
 async function main() {
   const [specFile, resultFile] = process.argv.slice(2);
@@ -60,6 +83,13 @@ async function main() {
     headersTimeout: spec.timeoutMs,
     bodyTimeout: spec.timeoutMs,
   });
+  if (spec.warmPath) {
+    await Promise.all(
+      Array.from({ length: spec.connections }, () =>
+        pool.request({ method: 'GET', path: spec.warmPath! }).then((res) => res.body.dump()),
+      ),
+    );
+  }
   const inflight = new Set<Promise<void>>();
   const finish: (() => LevelResult)[] = [];
   let target = 0;
@@ -73,14 +103,17 @@ async function main() {
     let non2xx = 0;
     let errors = 0;
     let lastDone = 0;
-    const total = Math.round((level.rate * level.durationMs) / 1000);
-    const interval = 1000 / level.rate;
+    const deliveries: [string, number, number][] = [];
+    const total = level.burst ?? Math.round((level.rate * level.durationMs) / 1000);
+    const interval = level.burst !== undefined ? 0 : 1000 / level.rate;
+    if (level.pauseBeforeMs) await new Promise((r) => setTimeout(r, level.pauseBeforeMs));
     const t0 = performance.now();
     let next = 0;
     const mine = new Set<Promise<void>>();
 
     const send = (due: number) => {
-      const t = spec.targets[target++ % spec.targets.length]!;
+      const index = target++ % spec.targets.length;
+      const t = spec.targets[index]!;
       const sentAt = performance.now();
       lags.push(sentAt - due);
       const p: Promise<void> = pool
@@ -93,8 +126,15 @@ async function main() {
         })
         .then(
           async (res) => {
-            await res.body.dump();
             const status = res.statusCode;
+            if (spec.collect && status >= 200 && status < 300) {
+              const text = await res.body.text();
+              const at = wallNow();
+              const id = /"deliveryId":"([^"]+)"/.exec(text)?.[1];
+              if (id) deliveries.push([id, at, index]);
+            } else {
+              await res.body.dump();
+            }
             statuses[status] = (statuses[status] ?? 0) + 1;
             if (status >= 200 && status < 300) ok++;
             else non2xx++;
@@ -146,6 +186,8 @@ async function main() {
       serviceMs: summarize(service),
       sendLagMs: summarize(lags),
       achievedRps: total / ((lastDone - t0) / 1000),
+      ...(spec.collect ? { deliveries } : {}),
+      ...(spec.keepSamples && level.record ? { latencySamples: latencies } : {}),
     }));
   }
   await Promise.all([...inflight]);

@@ -1,17 +1,27 @@
 // `npm run bench`: the engine's performance on this machine, every comparison made within one run so the machine's
 // noise hits both sides alike. Starts its own stack on ports 22000-22999 (Temporal dev server, sandbox, worker, API,
-// each a child process) in a fresh folder under /tmp, runs the phases, stops everything it started (also on failure,
-// Ctrl-C or the hard time limit) and writes docs/performance.md and docs/webhook-latency.svg.
+// and a PostgreSQL for the API's PostgreSQL callback inbox, each a child process) in a fresh folder under /tmp, runs
+// the phases, stops everything it started (also on failure, Ctrl-C or the hard time limit) and writes
+// docs/performance.md and docs/webhook-latency.svg.
 //
-//   npm run bench                                   everything, about 12-14 minutes
-//   npm run bench -- --quick                        small sizes, a few minutes (development)
-//   npm run bench -- --only webhook,outage          some phases (the report then goes to the work folder):
-//                                                   cold, tests, alone, webhook, outage, throughput, tuning, waiting
+//   npm run bench                                   everything, about 20 minutes on the 2-core machine (the waiting
+//                                                   phase takes what the hard limit leaves it)
+//   npm run bench -- --quick                        small sizes, about 10-12 minutes (development); its inbox part
+//                                                   (--quick --only webhook,burst,outage) about 6-7 minutes
+//   npm run bench -- --only webhook,burst,outage    some phases (the report then goes to the work folder):
+//                                                   cold, tests, alone, webhook, burst, outage, throughput, tuning,
+//                                                   waiting
 //   npm run bench -- --only tests --npm-test full   a whole `npm test`, kept in bench/npm-test-full.json
 //
-// Options: --levels 100,500,1000  --level-seconds 10  --warmup-seconds 3  --hook-journeys 200
-//          --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000  --provider-delay-ms 1000
-//          --npm-test first|full|skip  --timeout-minutes 14.5  --port-base 22200  --out <md>  --svg <svg>  --keep-data
+// webhook, burst and outage run for each inbox store in turn (--stores), the API restarted on it: webhook = the
+// levels with Temporal up beside the bare route; burst = 200 simultaneous callbacks, Temporal up and stopped;
+// outage = the levels with Temporal stopped, its restart, the forwarder's drain, Temporal's raw signal rate. After
+// them, every parked journey's snapshot: ack -> applied per level, and each acknowledged callback applied once.
+//
+// Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
+//          --stores files,postgres  --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
+//          --provider-delay-ms 1000  --npm-test first|full|skip  --timeout-minutes 21  --port-base 22200
+//          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -31,7 +41,16 @@ import { apiAlone } from './api-alone';
 import { throughputPhase } from './phases/throughput';
 import { tuningPhase } from './phases/tuning';
 import { waitingPhase } from './phases/waiting';
-import { outagePhase, prepareHooks, stopBare, webhookPhase, type HookState } from './phases/webhook';
+import {
+  burstRun,
+  finalCheck,
+  outagePhase,
+  prepareHooks,
+  rawSignalRate,
+  stopBare,
+  webhookPhase,
+  type HookState,
+} from './phases/webhook';
 
 function parseOptions(argv: string[]): Options {
   const { values: v } = parseArgs({
@@ -45,6 +64,8 @@ function parseOptions(argv: string[]): Options {
       'level-seconds': { type: 'string' },
       'warmup-seconds': { type: 'string' },
       'hook-journeys': { type: 'string' },
+      'burst-repeats': { type: 'string' },
+      stores: { type: 'string' },
       'throughput-journeys': { type: 'string' },
       'start-concurrency': { type: 'string' },
       'waiting-journeys': { type: 'string' },
@@ -76,18 +97,22 @@ function parseOptions(argv: string[]): Options {
   const partial = only !== undefined || skip.size > 0 || quick;
   const portBase = num(v['port-base'], 22_200);
   if (portBase < 22_000 || portBase + 200 > 22_999) throw new Error('--port-base must keep every port in 22000-22999');
+  const stores = list(v.stores) ?? ['files', 'postgres'];
+  for (const st of stores) if (st !== 'files' && st !== 'postgres') throw new Error(`unknown inbox store ${st}`);
   return {
     phases,
+    stores: stores as Options['stores'],
+    burstRepeats: num(v['burst-repeats'], quick ? 2 : 3),
     levels: (list(v.levels) ?? ['100', '500', '1000']).map((x) => num(x, 0)),
-    levelSeconds: num(v['level-seconds'], quick ? 4 : 10),
-    warmupSeconds: num(v['warmup-seconds'], quick ? 1 : 3),
-    hookJourneys: num(v['hook-journeys'], quick ? 50 : 200),
+    levelSeconds: num(v['level-seconds'], quick ? 4 : 6),
+    warmupSeconds: num(v['warmup-seconds'], quick ? 1 : 2),
+    hookJourneys: num(v['hook-journeys'], quick ? 100 : 200),
     throughputJourneys: num(v['throughput-journeys'], quick ? 60 : 300),
     startConcurrency: num(v['start-concurrency'], 50),
     waitingJourneys: num(v['waiting-journeys'], quick ? 600 : 10_000),
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
     npmTest,
-    timeoutMs: num(v['timeout-minutes'], quick ? 8 : 14.5) * 60_000,
+    timeoutMs: num(v['timeout-minutes'], quick ? 15 : 21) * 60_000,
     // A partial run does not overwrite the committed report.
     out: v.out ?? (partial ? undefined : path.join(ROOT, 'docs', 'performance.md')),
     svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),
@@ -209,14 +234,36 @@ async function main() {
       await saveFullNpmTest(results.npmTest);
   }
 
-  if (o.phases.has('alone')) {
+  const has = (p: Phase) => o.phases.has(p);
+  const inboxPhases = has('webhook') || has('burst') || has('outage');
+  // The PostgreSQL of the postgres inbox: for the API alone (a database of its own) and the inbox phases.
+  if (o.stores.includes('postgres') && (has('alone') || inboxPhases)) {
+    await phase('postgres start', async () => {
+      await mkdir(path.join(workDir, 'data'), { recursive: true });
+      const ms = await stack.startPostgres();
+      results.postgresStartSeconds = ms / 1000;
+      log(`PostgreSQL up in ${(ms / 1000).toFixed(1)} s on port ${ports.postgres}`);
+    });
+  }
+
+  if (has('alone')) {
     log('the API alone (fake Temporal client), before the stack starts...');
+    const pg = stack.postgres;
     results.alone = await phase('API alone', () =>
-      apiAlone({ signalsMs: [5, 200], rates: [500, 1000], seconds: o.quickSizes ? 3 : 5, budgetMs: 50, logDir, log }),
+      apiAlone({
+        stores: o.stores.filter((st) => st === 'files' || pg),
+        signalMs: 5,
+        rates: [500, 1000],
+        seconds: o.quickSizes ? 3 : 5,
+        bursts: o.burstRepeats,
+        logDir,
+        ...(pg ? { postgres: { url: pg.url, pid: pg.pid } } : {}),
+        log,
+      }),
     );
   }
 
-  const needsStack = ['webhook', 'outage', 'throughput', 'tuning', 'waiting'].some((p) => o.phases.has(p as Phase));
+  const needsStack = inboxPhases || ['throughput', 'tuning', 'waiting'].some((p) => has(p as Phase));
   if (needsStack) {
     const config = await phase('stack start', async () => {
       await mkdir(path.join(workDir, 'data'), { recursive: true });
@@ -229,9 +276,11 @@ async function main() {
       const extra = (name: string) => JSON.parse(process.env[name] ?? '{}') as Record<string, string>;
       const args = (name: string) => (process.env[name] ? process.env[name].split(' ') : []);
       stack.workerEnv = extra('BENCH_WORKER_ENV');
+      stack.apiDevEnv = extra('BENCH_API_ENV');
+      stack.apiNodeArgs = args('BENCH_API_NODE_ARGS');
       await Promise.all([
         stack.startWorker({}, 'worker', args('BENCH_WORKER_NODE_ARGS')),
-        stack.startApi(extra('BENCH_API_ENV'), args('BENCH_API_NODE_ARGS')),
+        stack.startApi({}, stack.apiNodeArgs, { store: 'files' }),
       ]);
       results.stackStartSeconds = (performance.now() - s0) / 1000;
       log(`stack up in ${results.stackStartSeconds.toFixed(1)} s`);
@@ -254,21 +303,59 @@ async function main() {
       log,
       remainingMs,
     };
-    if (o.phases.has('webhook') || o.phases.has('outage') || o.phases.has('tuning')) {
+    if (inboxPhases || has('tuning')) {
       const prepared = await phase('webhook set-up', () => prepareHooks(ctx));
-      if (prepared) {
-        hooks = prepared;
-        if (o.phases.has('webhook')) {
-          results.webhook = await phase('webhook latency', () => webhookPhase(ctx, prepared));
-          if (results.webhook) results.webhook.parkSeconds = prepared.parkSeconds;
-        }
-        if (o.phases.has('outage')) results.outage = await phase('outage', () => outagePhase(ctx, prepared));
-        await stopBare(hooks);
-      }
+      if (prepared) hooks = prepared;
     }
-    if (o.phases.has('throughput')) results.throughput = await phase('throughput', () => throughputPhase(ctx));
-    if (o.phases.has('tuning')) results.tuning = await phase('tuning', () => tuningPhase(ctx, hooks, o.extraAb));
-    if (o.phases.has('waiting')) results.waiting = await phase('waiting journeys', () => waitingPhase(ctx));
+    if (hooks && inboxPhases) {
+      const h = hooks;
+      if (has('webhook')) {
+        results.webhook = {
+          journeys: h.journeyIds.length,
+          parkSeconds: h.parkSeconds,
+          connections: 128,
+          levels: [],
+          probes: [],
+        };
+      }
+      if (has('burst')) results.burst = { runs: [] };
+      if (has('outage')) results.outage = { stores: [] };
+      results.rawSignals = [];
+      // Each inbox store in turn: the API restarted on it, then its webhook levels, bursts and outage.
+      for (const store of o.stores) {
+        if (store === 'postgres' && !stack.postgres) continue;
+        const on = await phase(`API on the ${store} inbox`, async () => {
+          if (stack.apiStore !== store || !stack.api) await stack.restartApi(store);
+          return true;
+        });
+        if (!on) continue;
+        const into = results.webhook;
+        if (into) await phase(`webhook (${store})`, () => webhookPhase(ctx, h, into));
+        if (has('burst')) {
+          const b = await phase(`burst, Temporal up (${store})`, () => burstRun(ctx, h, 'up'));
+          if (b) results.burst?.runs.push(b);
+        }
+        if (has('outage') || has('burst')) {
+          const x = await phase(`outage (${store})`, () =>
+            outagePhase(ctx, h, { levels: has('outage'), burst: has('burst') }),
+          );
+          if (x && has('outage')) results.outage?.stores.push(x.outage);
+          if (x?.burst) results.burst?.runs.push(x.burst);
+        }
+        // Temporal's own signal rate, beside each drain (or once, after the webhook levels, without an outage).
+        if (has('outage') || (has('webhook') && store === o.stores.at(-1))) {
+          const raw = await phase(`raw signals (${store})`, () => rawSignalRate(ctx, h, store));
+          if (raw) results.rawSignals.push(...raw);
+        }
+      }
+      results.delivery = await phase('delivery check', async () => finalCheck(ctx, h, await stack.apiTotals()));
+      await stopBare(h);
+      // The later phases run on the default inbox.
+      if (stack.apiStore !== 'files') await phase('API back on the files inbox', () => stack.restartApi('files'));
+    }
+    if (has('throughput')) results.throughput = await phase('throughput', () => throughputPhase(ctx));
+    if (has('tuning')) results.tuning = await phase('tuning', () => tuningPhase(ctx, hooks, o.extraAb));
+    if (has('waiting')) results.waiting = await phase('waiting journeys', () => waitingPhase(ctx));
   }
   clearTimeout(hardStop);
   await finish(results.errors.length > 0 ? 1 : 0);

@@ -1,13 +1,35 @@
-// The API's own counters (GET /metrics, Prometheus text): how callbacks were handed off, the spool's depth.
+// The API's own figures (GET /metrics, Prometheus text): what the webhook accepted, what the callback inbox holds,
+// how its group commit batched the appends, what the forwarder signalled and how late.
 
-export interface HandOff {
-  signalled: number;
-  spooled: number;
+/** Cumulative count per upper bound (`le`), as the exposition gives it. */
+export type Buckets = Record<string, number>;
+
+export interface ApiFigures {
+  /** Callbacks durably in the inbox and answered 200. */
+  accepted: number;
   deadLettered: number;
+  /** Answered 503: the inbox could not store them. */
+  refused: number;
+  inboxFailures: number;
+  /** Inbox entries signalled to their journeys. */
   forwarded: number;
-  spoolDepth: number;
-  /** The API's own ack histogram (request received to answered): cumulative count per upper bound (seconds). */
-  ackBuckets: Record<string, number>;
+  /** Signals the forwarder will retry: Temporal did not answer, or refused. */
+  forwardUnreachable: number;
+  forwardRefused: number;
+  /** Gauges as of this scrape. */
+  inboxDepth: number;
+  inboxOldestAgeSeconds: number;
+  deadLetters: number;
+  /** The API's own ack histogram (request received to answered, seconds). */
+  ack: Buckets;
+  /** Callbacks per inbox write (group commit). */
+  batch: Buckets;
+  batchWrites: number;
+  batchCallbacks: number;
+  /** From receipt to the journey accepting the signal (seconds). */
+  forwardDelay: Buckets;
+  /** When this scrape was taken (performance.now()). */
+  at: number;
 }
 
 export function parseMetrics(text: string): Map<string, number> {
@@ -28,44 +50,119 @@ function sumOf(m: Map<string, number>, name: string, labelPart = ''): number {
   return sum;
 }
 
-export async function handOff(apiUrl: string): Promise<HandOff> {
-  const res = await fetch(`${apiUrl}/metrics`, { signal: AbortSignal.timeout(5_000) });
+function bucketsOf(m: Map<string, number>, name: string): Buckets {
+  const out: Buckets = {};
+  const re = new RegExp(`^${name}_bucket\\{(?:.*,)?le="([^"]+)"\\}$`);
+  for (const [key, v] of m) {
+    const b = re.exec(key);
+    if (b) out[b[1]!] = (out[b[1]!] ?? 0) + v;
+  }
+  return out;
+}
+
+export async function apiFigures(apiUrl: string): Promise<ApiFigures> {
+  const res = await fetch(`${apiUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });
   const m = parseMetrics(await res.text());
   return {
-    signalled: sumOf(m, 'journey_api_callbacks_total', 'outcome="signalled"'),
-    spooled: sumOf(m, 'journey_api_callbacks_total', 'outcome="spooled"'),
+    accepted: sumOf(m, 'journey_api_callbacks_total', 'outcome="accepted"'),
     deadLettered: sumOf(m, 'journey_api_callbacks_total', 'outcome="dead_lettered"'),
+    refused: sumOf(m, 'journey_api_callbacks_total', 'outcome="refused"'),
+    inboxFailures: sumOf(m, 'journey_api_inbox_failures_total'),
     forwarded: sumOf(m, 'journey_api_callbacks_forwarded_total'),
-    spoolDepth: sumOf(m, 'journey_api_spool_depth'),
-    ackBuckets: Object.fromEntries(
-      [...m].flatMap(([key, v]) => {
-        const b = /^journey_api_webhook_ack_seconds_bucket\{.*le="([^"]+)"/.exec(key);
-        return b ? [[b[1]!, v] as const] : [];
-      }),
-    ),
+    forwardUnreachable: sumOf(m, 'journey_api_forward_failures_total', 'kind="unreachable"'),
+    forwardRefused: sumOf(m, 'journey_api_forward_failures_total', 'kind="refused"'),
+    inboxDepth: sumOf(m, 'journey_api_inbox_depth'),
+    inboxOldestAgeSeconds: sumOf(m, 'journey_api_inbox_oldest_age_seconds'),
+    deadLetters: sumOf(m, 'journey_api_dead_letters'),
+    ack: bucketsOf(m, 'journey_api_webhook_ack_seconds'),
+    batch: bucketsOf(m, 'journey_api_inbox_append_batch_size'),
+    batchWrites: sumOf(m, 'journey_api_inbox_append_batch_size_count'),
+    batchCallbacks: sumOf(m, 'journey_api_inbox_append_batch_size_sum'),
+    forwardDelay: bucketsOf(m, 'journey_api_callback_forward_delay_seconds'),
+    at: performance.now(),
   };
 }
 
-/** The smallest bucket bound holding the q-quantile of the API's own ack times (a bound, not a point). */
-export function serverAckQuantile(h: HandOff, q: number): string {
-  const entries = Object.entries(h.ackBuckets)
-    .map(([le, n]) => [le === '+Inf' ? Infinity : Number(le), n] as const)
-    .sort((a, b) => a[0] - b[0]);
-  const total = entries.at(-1)?.[1] ?? 0;
-  if (total === 0) return '–';
-  for (const [le, n] of entries) if (n >= q * total) return le === Infinity ? '> 2.5 s' : `≤ ${le * 1000} ms`;
-  return '–';
-}
+const diffBuckets = (a: Buckets, b: Buckets): Buckets =>
+  Object.fromEntries(Object.entries(a).map(([le, n]) => [le, n - (b[le] ?? 0)]));
 
-export function diff(after: HandOff, before: HandOff): HandOff {
+/** What happened between two scrapes of the same API process (gauges: as of the later one). */
+export function diff(after: ApiFigures, before: ApiFigures): ApiFigures {
   return {
-    signalled: after.signalled - before.signalled,
-    spooled: after.spooled - before.spooled,
+    accepted: after.accepted - before.accepted,
     deadLettered: after.deadLettered - before.deadLettered,
+    refused: after.refused - before.refused,
+    inboxFailures: after.inboxFailures - before.inboxFailures,
     forwarded: after.forwarded - before.forwarded,
-    spoolDepth: after.spoolDepth,
-    ackBuckets: Object.fromEntries(
-      Object.entries(after.ackBuckets).map(([le, n]) => [le, n - (before.ackBuckets[le] ?? 0)]),
-    ),
+    forwardUnreachable: after.forwardUnreachable - before.forwardUnreachable,
+    forwardRefused: after.forwardRefused - before.forwardRefused,
+    inboxDepth: after.inboxDepth,
+    inboxOldestAgeSeconds: after.inboxOldestAgeSeconds,
+    deadLetters: after.deadLetters,
+    ack: diffBuckets(after.ack, before.ack),
+    batch: diffBuckets(after.batch, before.batch),
+    batchWrites: after.batchWrites - before.batchWrites,
+    batchCallbacks: after.batchCallbacks - before.batchCallbacks,
+    forwardDelay: diffBuckets(after.forwardDelay, before.forwardDelay),
+    at: after.at - before.at,
   };
+}
+
+function sorted(b: Buckets): [number, number][] {
+  return Object.entries(b)
+    .map(([le, n]) => [le === '+Inf' ? Infinity : Number(le), n] as [number, number])
+    .sort((x, y) => x[0] - y[0]);
+}
+
+/** The smallest bucket bound holding the q-quantile (a bound, not a point); undefined without observations. */
+export function bucketBound(b: Buckets, q: number): number | undefined {
+  const entries = sorted(b);
+  const total = entries.at(-1)?.[1] ?? 0;
+  if (total === 0) return undefined;
+  for (const [le, n] of entries) if (n >= q * total) return le;
+  return Infinity;
+}
+
+/** The largest finite bound below which nothing fell above: "max ≤ x" (Infinity when the top bucket was used). */
+export function bucketMax(b: Buckets): number | undefined {
+  const entries = sorted(b);
+  const total = entries.at(-1)?.[1] ?? 0;
+  if (total === 0) return undefined;
+  for (const [le, n] of entries) if (n >= total) return le;
+  return Infinity;
+}
+
+/** "≤ 5 ms" for an ack or delay histogram (seconds). */
+export function fmtBoundSeconds(v: number | undefined): string {
+  if (v === undefined) return '–';
+  if (!Number.isFinite(v)) return '> top bucket';
+  return v >= 1 ? `≤ ${v} s` : `≤ ${+(v * 1000).toFixed(1)} ms`;
+}
+
+export interface BatchSummary {
+  /** Inbox writes (group commits). */
+  writes: number;
+  callbacks: number;
+  mean: number;
+  /** Bucket bounds of the batch size histogram. */
+  p50: number | undefined;
+  p99: number | undefined;
+  max: number | undefined;
+}
+
+export function batchSummary(d: ApiFigures): BatchSummary {
+  return {
+    writes: d.batchWrites,
+    callbacks: d.batchCallbacks,
+    mean: d.batchWrites > 0 ? d.batchCallbacks / d.batchWrites : NaN,
+    p50: bucketBound(d.batch, 0.5),
+    p99: bucketBound(d.batch, 0.99),
+    max: bucketMax(d.batch),
+  };
+}
+
+export function fmtBatch(b: BatchSummary | undefined): string {
+  if (!b || b.writes === 0) return '–';
+  const bound = (v: number | undefined) => (v === undefined ? '–' : Number.isFinite(v) ? `≤ ${v}` : '> 1000');
+  return `${b.writes} writes, mean ${b.mean.toFixed(1)} (p50 ${bound(b.p50)}, p99 ${bound(b.p99)}, max ${bound(b.max)})`;
 }

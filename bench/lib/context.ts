@@ -3,8 +3,18 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import type { BenchStack } from './stack';
 
-export type Phase = 'cold' | 'tests' | 'alone' | 'webhook' | 'outage' | 'throughput' | 'tuning' | 'waiting';
-export const PHASES: Phase[] = ['cold', 'tests', 'alone', 'webhook', 'outage', 'throughput', 'tuning', 'waiting'];
+export type Phase = 'cold' | 'tests' | 'alone' | 'webhook' | 'burst' | 'outage' | 'throughput' | 'tuning' | 'waiting';
+export const PHASES: Phase[] = [
+  'cold',
+  'tests',
+  'alone',
+  'webhook',
+  'burst',
+  'outage',
+  'throughput',
+  'tuning',
+  'waiting',
+];
 
 export interface Options {
   phases: Set<Phase>;
@@ -14,6 +24,10 @@ export interface Options {
   warmupSeconds: number;
   /** Journeys the webhook load is spread over. */
   hookJourneys: number;
+  /** Bursts of 200 callbacks per condition (inbox store x Temporal up or down). */
+  burstRepeats: number;
+  /** The inbox stores measured (files, postgres). */
+  stores: ('files' | 'postgres')[];
   throughputJourneys: number;
   /** Starts in flight at once (API and raw alike). */
   startConcurrency: number;

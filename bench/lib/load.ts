@@ -23,3 +23,30 @@ export async function runLoad(
   if (code !== 0) throw new Error(`the load generator failed (exit ${code}); see ${child.logFile}`);
   return JSON.parse(await readFile(resultFile, 'utf8')) as LevelResult[];
 }
+
+/**
+ * A burst: `targets.length` requests all due at the same instant, over as many connections (a fresh generator):
+ * established beforehand (`warm`: a GET /healthz on each, then a pause) or opened by the burst itself.
+ */
+export function burstSpec(origin: string, targets: LoadSpec['targets'], collect: boolean, warm: boolean): LoadSpec {
+  return {
+    origin,
+    targets,
+    levels: [
+      {
+        name: `burst of ${targets.length}`,
+        rate: targets.length,
+        durationMs: 1000,
+        burst: targets.length,
+        record: true,
+        ...(warm ? { pauseBeforeMs: 300 } : {}),
+      },
+    ],
+    ...(warm ? { warmPath: '/healthz' } : {}),
+    connections: targets.length,
+    timeoutMs: 15_000,
+    keepAlive: true,
+    collect,
+    keepSamples: true,
+  };
+}

@@ -18,6 +18,14 @@ export interface Child {
 }
 
 const children = new Set<Child>();
+/** Processes not spawned here (the PostgreSQL postmaster): how to end each at once when the bench exits. */
+const exitHooks = new Set<() => void>();
+
+/** Registers a synchronous last-resort stop (process exit); returns its removal. */
+export function onKillAll(fn: () => void): () => void {
+  exitHooks.add(fn);
+  return () => exitHooks.delete(fn);
+}
 
 export interface SpawnOptions {
   env?: Record<string, string | undefined>;
@@ -109,8 +117,15 @@ export function liveChildren(): Child[] {
   return [...children].reverse();
 }
 
-/** Last resort (process exit): SIGKILL each child still alive, by pid. */
+/** Last resort (process exit): SIGKILL each child still alive, by pid (and the registered stops). */
 export function killAllSync(): void {
+  for (const fn of exitHooks) {
+    try {
+      fn();
+    } catch {
+      // gone already
+    }
+  }
   for (const child of children) {
     try {
       process.kill(child.pid, 'SIGKILL');
@@ -170,6 +185,28 @@ export async function cpuSeconds(pid: number): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU seconds of a process and its direct children (PostgreSQL: the postmaster and its backends), counting the
+ * children that already exited and were reaped (cutime, cstime), from /proc.
+ */
+export async function treeCpuSeconds(pid: number): Promise<number | undefined> {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const fieldsOf = async (p: string) => {
+    const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => '');
+    return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : undefined;
+  };
+  const own = await fieldsOf(String(pid));
+  if (!own) return undefined;
+  // utime, stime, cutime, cstime: fields 14-17 of the line, 11-14 after the ") " split.
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = await fieldsOf(entry);
+    if (f && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / 100;
 }
 
 /** CPU seconds per thread name (comm) of a process: the main thread, libuv's pool, V8's helpers... */

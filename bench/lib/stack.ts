@@ -1,14 +1,33 @@
 // The engine on the bench's ports, one child process per part, each started and stopped on its own: the Temporal
 // dev server (stopped for the outage run, restarted with other SQLite pragmas), the sandbox, the worker (restarted
-// with other sizes) and the API. Configured like scripts/local-stack.ts, with the bench's own clinics and secrets.
+// with other sizes), a PostgreSQL for the API's PostgreSQL inbox (scripts/lib/postgres-server.ts, its own cluster in
+// the run's data folder) and the API, restarted with either callback inbox (files or postgres) or other settings.
+// Configured like scripts/local-stack.ts, with the bench's own clinics and secrets.
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { startPostgres, type PostgresServer } from '../../scripts/lib/postgres-server';
+import { apiFigures } from './api-metrics';
 import { DEMO_API_KEY } from '../../src/sandbox/seed';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
-import { cpuSeconds, Fatal, ROOT, spawnChild, spawnTs, stopChild, waitFor, type Child } from './proc';
+import {
+  cpuSeconds,
+  Fatal,
+  onKillAll,
+  ROOT,
+  spawnChild,
+  spawnTs,
+  stopChild,
+  treeCpuSeconds,
+  waitFor,
+  type Child,
+} from './proc';
+
+/** The API's callback inbox (INBOX_STORE). */
+export type InboxStore = 'files' | 'postgres';
+export const INBOX_STORES: InboxStore[] = ['files', 'postgres'];
 
 export interface BenchPorts {
   temporal: number;
@@ -19,6 +38,8 @@ export interface BenchPorts {
   api: number;
   bare: number;
   codec: number;
+  /** The PostgreSQL of the API's PostgreSQL inbox. */
+  postgres: number;
   /** The cold-start measurement's own local stack (scripts/local-stack.ts). */
   coldTemporal: number;
   coldUi: number;
@@ -38,6 +59,7 @@ export function benchPorts(base = 22_200): BenchPorts {
     api: base + 0,
     bare: base + 1,
     codec: base + 88,
+    postgres: base + 40,
     coldTemporal: base + 133,
     coldUi: base + 136,
     coldSandbox: base + 110,
@@ -104,7 +126,18 @@ export class BenchStack {
   sandbox: Child | undefined;
   worker: Child | undefined;
   api: Child | undefined;
+  postgres: PostgresServer | undefined;
+  /** The inbox the running API uses. */
+  apiStore: InboxStore = 'files';
+  /** Settings of the running API beyond the stack's (the last startApi's). */
+  apiEnv: Record<string, string> = {};
+  /** Settings and node flags of every API start (development: BENCH_API_ENV, BENCH_API_NODE_ARGS). */
+  apiDevEnv: Record<string, string> = {};
+  apiNodeArgs: string[] = [];
   #temporalStarts = 0;
+  #apiStarts = 0;
+  #forgetPostgres: (() => void) | undefined;
+  readonly #retired = { accepted: 0, forwarded: 0 };
 
   constructor(readonly o: StackOptions) {
     this.env = {};
@@ -279,27 +312,98 @@ export class BenchStack {
     this.worker = undefined;
   }
 
-  async startApi(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
-    const child = spawnTs('api', 'src/api/server.ts', [], {
+  /**
+   * Starts the API with the given inbox and settings; resolves once it answers /readyz (or /healthz when
+   * `temporalDown`: /readyz is 503 while Temporal is away, and the API still takes callbacks into its inbox).
+   */
+  async startApi(
+    extraEnv: Record<string, string> = {},
+    nodeArgs: string[] = this.apiNodeArgs,
+    o: { store?: InboxStore; temporalDown?: boolean } = {},
+  ): Promise<Child> {
+    const store = o.store ?? this.apiStore;
+    if (store === 'postgres' && !this.postgres) throw new Error('the API on the postgres inbox needs startPostgres()');
+    const inboxEnv: Record<string, string> =
+      store === 'postgres'
+        ? { INBOX_STORE: 'postgres', INBOX_DATABASE_URL: this.postgres!.url }
+        : { INBOX_STORE: 'files' };
+    // One log file per start: the bench reads nothing from it, a person reads the one that went wrong.
+    const child = spawnTs(`api-${++this.#apiStarts}-${store}`, 'src/api/server.ts', [], {
       logDir: this.o.logDir,
-      env: { ...this.env, ...extraEnv },
+      env: { ...this.env, ...inboxEnv, ...this.apiDevEnv, ...extraEnv },
       nodeArgs,
     });
     this.api = child;
+    this.apiStore = store;
+    this.apiEnv = extraEnv;
+    const probe = o.temporalDown ? '/healthz' : '/readyz';
     await waitFor(
-      'the API to answer /readyz',
+      `the API to answer ${probe}`,
       async () => {
         if (!child.alive) throw new Fatal(`the API exited; see ${child.logFile}`);
-        return httpOk(`${this.apiUrl}/readyz`);
+        return httpOk(`${this.apiUrl}${probe}`);
       },
       120_000,
     );
     return child;
   }
 
+  /** Stops the API and starts it again: on another inbox, with other settings (none: the stack's own). */
+  async restartApi(
+    store: InboxStore = this.apiStore,
+    extraEnv: Record<string, string> = {},
+    o: { temporalDown?: boolean } = {},
+  ): Promise<Child> {
+    await this.stopApi();
+    return this.startApi(extraEnv, this.apiNodeArgs, { store, ...o });
+  }
+
+  /** The PostgreSQL of the postgres inbox: a cluster of its own under the data folder, on the bench's port. */
+  async startPostgres(): Promise<number> {
+    const t0 = performance.now();
+    const server = await startPostgres({
+      dataDir: path.join(this.o.dataDir, 'postgres'),
+      port: this.o.ports.postgres,
+      database: 'journeys_bench',
+      log: (line) => this.o.log(line),
+    });
+    this.postgres = server;
+    // The postmaster is not one of proc.ts's children: if the bench dies without stopping it, an immediate
+    // shutdown by pid (its PDEATHSIG covers a crash of this process too).
+    this.#forgetPostgres = onKillAll(() => {
+      if (server.pid !== undefined) process.kill(server.pid, 'SIGQUIT');
+    });
+    return performance.now() - t0;
+  }
+
+  async stopPostgres(): Promise<void> {
+    const server = this.postgres;
+    this.postgres = undefined;
+    if (!server) return;
+    await server.stop();
+    this.#forgetPostgres?.();
+  }
+
   async stopApi(): Promise<void> {
+    if (this.api?.alive) {
+      // Its counters go with it: keep what it accepted and forwarded for the run's totals.
+      const f = await apiFigures(this.apiUrl).catch(() => undefined);
+      if (f) {
+        this.#retired.accepted += f.accepted;
+        this.#retired.forwarded += f.forwarded;
+      }
+    }
     if (this.api) await stopChild(this.api, 30_000);
     this.api = undefined;
+  }
+
+  /** Callbacks accepted and signals forwarded by every API process of this run (the running one included). */
+  async apiTotals(): Promise<{ accepted: number; forwarded: number }> {
+    const f = this.api?.alive ? await apiFigures(this.apiUrl).catch(() => undefined) : undefined;
+    return {
+      accepted: this.#retired.accepted + (f?.accepted ?? 0),
+      forwarded: this.#retired.forwarded + (f?.forwarded ?? 0),
+    };
   }
 
   /** CPU seconds used so far by each running part. */
@@ -314,14 +418,27 @@ export class BenchStack {
       const v = child ? await cpuSeconds(child.pid) : undefined;
       if (v !== undefined) out[name] = v;
     }
+    const pg = this.postgres?.pid;
+    const v = pg !== undefined ? await treeCpuSeconds(pg) : undefined;
+    if (v !== undefined) out.postgres = v;
     return out;
   }
 
   async stopAll(): Promise<void> {
-    await this.stopApi();
-    await this.stopWorker();
-    if (this.sandbox) await stopChild(this.sandbox);
-    this.sandbox = undefined;
-    await this.stopTemporal();
+    // Each part in order; one that takes long to go is named (a busy worker finishing its tasks, say).
+    const timed = async (what: string, fn: () => Promise<void>) => {
+      const t0 = performance.now();
+      await fn().catch((err: unknown) => this.o.log(`stopping ${what} failed: ${String(err)}`));
+      const s = (performance.now() - t0) / 1000;
+      if (s > 5) this.o.log(`stopping ${what} took ${s.toFixed(0)} s`);
+    };
+    await timed('the API', () => this.stopApi());
+    await timed('the worker', () => this.stopWorker());
+    await timed('the sandbox', async () => {
+      if (this.sandbox) await stopChild(this.sandbox);
+      this.sandbox = undefined;
+    });
+    await timed('the Temporal dev server', () => this.stopTemporal());
+    await timed('PostgreSQL', () => this.stopPostgres());
   }
 }

@@ -5,6 +5,7 @@ export interface Summary {
   mean: number;
   p50: number;
   p90: number;
+  p95: number;
   p99: number;
   p999: number;
   max: number;
@@ -26,6 +27,7 @@ export function summarize(values: number[]): Summary {
     mean: sorted.length ? sum / sorted.length : NaN,
     p50: percentile(sorted, 0.5),
     p90: percentile(sorted, 0.9),
+    p95: percentile(sorted, 0.95),
     p99: percentile(sorted, 0.99),
     p999: percentile(sorted, 0.999),
     max: sorted.length ? sorted[sorted.length - 1]! : NaN,

@@ -1,12 +1,15 @@
 // Tuning, measured as A/B pairs within the run, interleaved (A B B A ...) so the machine's drift hits both sides.
 //
-// - The webhook's signal budget (WEBHOOK_SIGNAL_BUDGET_MS): how long a callback waits for its signal before it is
-//   spooled. The API is restarted with each value; the same load goes to the same parked journeys.
+// - The forwarder's concurrency (FORWARDER_CONCURRENCY, default 16: signals in flight at once): the API restarted
+//   with each value (files inbox, Temporal up), the same 500/s load to the same parked journeys; the webhook's ack
+//   p99 (the forwarder competes with the webhook for the API's event loop and the machine's cores) and the
+//   forwarder's rate from the load's start to an empty inbox.
 // - (--extra-ab) HTTP keep-alive of the caller: the same webhook load on keep-alive connections and on a new
 //   connection each.
 // - (--extra-ab) SQLite pragmas of the dev server (scripts/local-stack.ts passes journal_mode=wal and
 //   synchronous=normal): the raw workflow ceiling on fresh dev servers with the stack's pragmas and with none.
 import path from 'node:path';
+import { apiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
 import { runLoad } from '../lib/load';
 import { stopChild } from '../lib/proc';
@@ -48,45 +51,61 @@ async function webhookLevel(ctx: Ctx, hooks: HookState, rate: number, seconds: n
   return runs.find((r) => r.record)!;
 }
 
-/** Waits for the spool to empty (the previous load's late work) so a level starts from the same state. */
-async function settle(ctx: Ctx) {
-  const { handOff } = await import('../lib/api-metrics');
-  const until = Date.now() + 30_000;
-  while (Date.now() < until && (await handOff(ctx.stack.apiUrl)).spoolDepth > 0)
-    await new Promise((r) => setTimeout(r, 250));
+/** Waits for the inbox to empty (the previous load's late work) so a level starts from the same state. */
+async function settle(ctx: Ctx, timeoutMs = 60_000): Promise<number> {
+  const t0 = performance.now();
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until && (await apiFigures(ctx.stack.apiUrl)).inboxDepth > 0)
+    await new Promise((r) => setTimeout(r, 200));
+  return (performance.now() - t0) / 1000;
 }
 
-async function budgetAb(ctx: Ctx, hooks: HookState): Promise<AbResult[]> {
+async function forwarderAb(ctx: Ctx, hooks: HookState): Promise<AbResult[]> {
   const variants = [
-    { label: '50 ms (default)', env: { WEBHOOK_SIGNAL_BUDGET_MS: '50' } },
-    { label: '5 ms', env: { WEBHOOK_SIGNAL_BUDGET_MS: '5' } },
+    { label: '16 (default)', value: '16' },
+    { label: '4', value: '4' },
   ];
-  const rates = [100];
-  const p99: Record<string, number[][]> = { '50 ms (default)': [[]], '5 ms': [[]] };
+  const rate = 500;
+  const seconds = ctx.o.quickSizes ? 3 : 4;
+  const p99: Record<string, number[]> = {};
+  const rates: Record<string, number[]> = {};
   for (const order of [variants, [...variants].reverse()]) {
     for (const v of order) {
-      await ctx.stack.stopApi();
-      await ctx.stack.startApi(v.env);
-      for (const [i, rate] of rates.entries()) {
-        await settle(ctx);
-        const r: LevelResult = await webhookLevel(ctx, hooks, rate, 5);
-        p99[v.label]![i]!.push(r.latencyMs.p99);
-        ctx.log(
-          `tuning: signal budget ${v.label} at ${rate}/s: p50 ${r.latencyMs.p50.toFixed(1)} p99 ${r.latencyMs.p99.toFixed(1)} ms`,
-        );
-      }
+      await ctx.stack.restartApi('files', { FORWARDER_CONCURRENCY: v.value });
+      await settle(ctx);
+      const f0 = (await apiFigures(ctx.stack.apiUrl)).forwarded;
+      const t0 = performance.now();
+      const r: LevelResult = await webhookLevel(ctx, hooks, rate, seconds);
+      await settle(ctx, Math.max(30_000, Math.min(120_000, ctx.remainingMs() - 300_000)));
+      const forwarded = (await apiFigures(ctx.stack.apiUrl)).forwarded - f0;
+      const perSecond = forwarded / ((performance.now() - t0) / 1000);
+      (p99[v.label] ??= []).push(r.latencyMs.p99);
+      (rates[v.label] ??= []).push(perSecond);
+      ctx.log(
+        `tuning: FORWARDER_CONCURRENCY ${v.label} at ${rate}/s: ack p50 ${r.latencyMs.p50.toFixed(1)} p99 ${r.latencyMs.p99.toFixed(1)} ms; forwarder ${perSecond.toFixed(0)}/s to an empty inbox`,
+      );
     }
   }
-  await ctx.stack.stopApi();
-  await ctx.stack.startApi();
-  return rates.map((rate, i) => ({
-    name: `signal-budget-${rate}`,
-    what: `Webhook ack p99 at ${rate}/s, WEBHOOK_SIGNAL_BUDGET_MS`,
-    unit: 'ms',
-    better: 'lower',
-    a: { label: variants[0]!.label, values: p99[variants[0]!.label]![i]! },
-    b: { label: variants[1]!.label, values: p99[variants[1]!.label]![i]! },
-  }));
+  await ctx.stack.restartApi('files');
+  const [a, b] = variants as [(typeof variants)[0], (typeof variants)[0]];
+  return [
+    {
+      name: 'forwarder-concurrency-ack',
+      what: `Webhook ack p99 at ${rate}/s (files inbox, Temporal up), FORWARDER_CONCURRENCY`,
+      unit: 'ms',
+      better: 'lower',
+      a: { label: a.label, values: p99[a.label]! },
+      b: { label: b.label, values: p99[b.label]! },
+    },
+    {
+      name: 'forwarder-concurrency-rate',
+      what: `Forwarder rate from the ${rate}/s load's start to an empty inbox, FORWARDER_CONCURRENCY`,
+      unit: 'signals/s',
+      better: 'higher',
+      a: { label: a.label, values: rates[a.label]! },
+      b: { label: b.label, values: rates[b.label]! },
+    },
+  ];
 }
 
 async function keepAliveAb(ctx: Ctx, hooks: HookState): Promise<AbResult> {
@@ -152,7 +171,7 @@ async function pragmaAb(ctx: Ctx): Promise<AbResult> {
 
 export async function tuningPhase(ctx: Ctx, hooks: HookState | undefined, extra: boolean): Promise<TuningResults> {
   const ab: AbResult[] = [];
-  if (hooks) ab.push(...(await budgetAb(ctx, hooks)));
+  if (hooks) ab.push(...(await forwarderAb(ctx, hooks)));
   if (extra && hooks) ab.push(await keepAliveAb(ctx, hooks));
   if (extra) ab.push(await pragmaAb(ctx));
   return { ab };

@@ -4,7 +4,7 @@
 // every one is woken by its event 1 (Approved, its own patient exam) POSTed to the webhook, as the service would:
 // first the journeys still in the worker's sticky cache (the most recently parked), then the evicted ones, which
 // the worker must replay from their history first.
-import { handOff, diff, type HandOff } from '../lib/api-metrics';
+import { apiFigures, diff, type ApiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
 import { countWorkflows, event1Body, gfeInput, pool, startJourney, waitForCount, webhookPath } from '../lib/journeys';
 import { rssBytes, sleep } from '../lib/proc';
@@ -21,7 +21,8 @@ export interface WakeRun {
   perSecond: number;
   ackMs: Summary;
   not200: number;
-  handOff: HandOff;
+  /** The API's counters over the wake (accepted, forwarded...). */
+  figures: ApiFigures;
 }
 
 export interface WaitingResults {
@@ -75,7 +76,7 @@ async function wake(
   completedBefore: number,
 ): Promise<WakeRun> {
   const { stack, client, config } = ctx;
-  const before = await handOff(stack.apiUrl);
+  const before = await apiFigures(stack.apiUrl);
   const t0 = performance.now();
   const acks: number[] = [];
   let not200 = 0;
@@ -117,7 +118,7 @@ async function wake(
     perSecond: done / seconds,
     ackMs: summarize(acks),
     not200,
-    handOff: diff(await handOff(stack.apiUrl), before),
+    figures: diff(await apiFigures(stack.apiUrl), before),
   };
   ctx.log(
     `waiting: ${label}: ${done}/${items.length} completed in ${seconds.toFixed(1)} s = ${run.perSecond.toFixed(1)}/s (webhook ack p50 ${run.ackMs.p50.toFixed(1)} p99 ${run.ackMs.p99.toFixed(1)} ms)`,

@@ -1,87 +1,176 @@
-// 1. Webhook ack latency. Journeys parked waiting for event 1 (the sandbox's provider never acts for a test patient
-// without an outcome keyword) take valid callbacks at fixed rates: event 1 bodies with valid webhook tokens, for
+// 1. The webhook and its callback inbox. Journeys parked waiting for event 1 (the sandbox's provider never acts for a
+// test patient without an outcome keyword) take valid callbacks: event 1 bodies with valid webhook tokens, for
 // patient exams that are not theirs, so each journey records them ('foreign', then 'duplicate') and keeps waiting.
-// Each level runs against the API and against a bare Fastify route in the same run, back to back.
-// Then the same loads with the Temporal server stopped (the API spools), and after its restart every spooled callback
-// is checked to have reached its journey.
-import { handOff, diff, serverAckQuantile, type HandOff } from '../lib/api-metrics';
+// For each inbox store (files, postgres: the API restarted on it):
+//
+// - webhook: fixed rates (100, 500, 1000/s) with Temporal up, the bare Fastify route beside each level in the same
+//   run (bare first, so neither pays for the other's backlog). The API's 200s are read for their deliveryId; after
+//   the run each is matched with the time its journey applied it (ack -> applied). The inbox's group commit (batch
+//   histogram), the forwarder's rate and each part's CPU share come from /metrics and /proc.
+// - burst: 200 callbacks all due at the same instant (one per journey, up to 200 connections), Temporal up, and
+//   Temporal stopped (in the outage).
+// - outage: the Temporal dev server stopped, the same levels, then restarted: how long the forwarder takes to resume
+//   (its backoff), its drain rate, and beside it Temporal's raw signal rate (a client's signal loop, no API).
+// At the end, every journey's snapshot: each acknowledged callback must be recorded exactly once.
 import type { Ctx } from '../lib/context';
+import {
+  apiFigures,
+  batchSummary,
+  bucketBound,
+  diff,
+  fmtBatch,
+  fmtBoundSeconds,
+  type ApiFigures,
+  type BatchSummary,
+} from '../lib/api-metrics';
+import {
+  appliedSummary,
+  deliveryCheck,
+  rawSignalLoop,
+  sweep,
+  type AppliedSummary,
+  type DeliveryCheck,
+  type PendingApplied,
+  type RawSignalRun,
+} from '../lib/deliveries';
 import { event1Body, gfeInput, pool, startJourney, waitForCount, webhookPath } from '../lib/journeys';
-import { runLoad } from '../lib/load';
+import { burstSpec, runLoad } from '../lib/load';
+import { durableWriteProbe, type WriteProbe } from '../lib/probe';
 import { runQueueWaitSeconds, sleep, spawnTs, stopChild, threadCpuSeconds, waitFor, type Child } from '../lib/proc';
-import { CLINICS, httpOk } from '../lib/stack';
+import { CLINICS, httpOk, type InboxStore } from '../lib/stack';
+import { summarize, type Summary } from '../lib/stats';
 import type { LevelResult, LoadSpec } from '../loadgen';
-import { snapshotQuery, journeyWorkflowId } from '../../src/workflows/definitions';
+
+export type TemporalState = 'up' | 'down';
 
 export interface WebhookLevel {
+  store: InboxStore;
+  temporal: TemporalState;
   rate: number;
   api: LevelResult;
+  /** The bare Fastify route at the same rate, just before (Temporal up only). */
   bare?: LevelResult;
-  handOff: HandOff;
+  /** The API's counters over the run (warm-up included). */
+  figures: ApiFigures;
+  /** The inbox's group commit over the run. */
+  batch: BatchSummary;
+  /** The API's own ack time (its histogram): bounds of p50 and p99, seconds. */
+  serverAck: { p50?: number; p99?: number };
   /** Share of one core each part used during the API run (warm-up included). */
   cpu: Record<string, number>;
+  /** Temporal up: from the 200 to the journey having applied the callback (measured level only). */
+  applied?: AppliedSummary;
+  /** Inbox depth at the end of the run. */
+  depthAfter: number;
+  /** Temporal up: from the end of the run to an empty inbox. */
+  drainSeconds?: number;
+  /** Temporal up: signals per second the forwarder sent from the run's start to the empty inbox. */
+  forwardRate?: number;
 }
 
 export interface WebhookResults {
   journeys: number;
   parkSeconds: number;
   connections: number;
-  up: WebhookLevel[];
-  /** Callbacks acknowledged 200 by the API in the Temporal-up runs, warm-ups included. */
-  upAcked: number;
-  upNot200: number;
+  levels: WebhookLevel[];
+  /** One durable write of each store on its own, the stack idle. */
+  probes: WriteProbe[];
+}
+
+export interface BurstRun {
+  store: InboxStore;
+  temporal: TemporalState;
+  size: number;
+  /** Each burst on its own (a fresh generator, its connections established first). */
+  bursts: { latencyMs: Summary; ok: number; sendLagMs: Summary; writes: number; batch: BatchSummary }[];
+  /** Every callback of every burst (established connections). */
+  pooled: Summary;
+  /** The same bursts against the bare route, just before (pooled): the generator's and the connections' share. */
+  bare?: Summary;
+  /** One burst that opened its connections itself, against the API and the bare route. */
+  newConnections?: { api: Summary; bare: Summary; writes: number };
+  /** 200s and callbacks sent, every burst (new connections included). */
+  ok: number;
+  sent: number;
+  /** Inbox writes per burst (group commits). */
+  writes: number[];
+  /** The API's own ack time over every burst (its histogram): bounds, seconds. */
+  serverAck: { p50?: number; p99?: number };
+  cpu: Record<string, number>;
+  applied?: AppliedSummary;
+}
+
+export interface BurstResults {
+  runs: BurstRun[];
+}
+
+export interface StoreOutage {
+  store: InboxStore;
+  down: WebhookLevel[];
+  /** SIGTERM of the dev server to its exit; start to ready. */
+  stopMs: number;
+  restartMs: number;
+  /** Callbacks waiting in the inbox when Temporal came back. */
+  depthAtRestart: number;
+  /** Signals that failed (Temporal unreachable) while it was down: the forwarder's attempts. */
+  failedAttempts: number;
+  /** From Temporal ready to the forwarder's first signal: what was left of its backoff. */
+  resumeSeconds: number;
+  /** From the first signal to an empty inbox (every signal accepted by the server). */
+  drainSeconds: number;
+  /**
+   * From the empty inbox until the Temporal server and the worker went quiet (under 30 % of a core together): the
+   * journeys still applying what the server had accepted. NaN when they were still busy after a minute.
+   */
+  catchUpSeconds: number;
+  forwarded: number;
+  drainRate: number;
+  drainCpu: Record<string, number>;
 }
 
 export interface OutageResults {
-  down: WebhookLevel[];
-  downAcked: number;
-  downNot200: number;
-  /** Stop of the dev server to its first refused connection, restart to ready. */
-  restartMs: number;
-  /** From the restarted server's readiness to an empty spool. */
-  drainSeconds: number;
-  /** Share of one core each part used while the spool drained. */
-  drainCpu: Record<string, number>;
-  spooledWhileDown: number;
-  forwardedAfterRestart: number;
-  /** Callbacks the parked journeys recorded (distinct deliveries), against every 200 the API gave. */
-  recordedByJourneys: number;
-  ackedInTotal: number;
-  missing: number;
-  /** Callbacks per journey at the end (history growth). */
-  perJourney: number;
+  stores: StoreOutage[];
 }
 
 export interface HookState {
   journeyIds: string[];
+  parkSeconds: number;
   targets: { path: string; body: string }[];
-  acked: number;
   bare: Child | undefined;
+  /** Every 200 the API gave these journeys' callbacks: deliveryId -> wall-clock ms of the answer. */
+  acked: Map<string, number>;
+  /** The journey each acknowledged delivery went to. */
+  journeyOf: Map<string, string>;
+  /** Deliveries the raw signal loop sent. */
+  raw: Set<string>;
+  pending: PendingApplied[];
+  bursts: number;
 }
 
 const CONNECTIONS = 128;
+/** Burst size and how many bursts per condition. */
+export const BURST = 200;
 
 export const fmtCpu = (cpu: Record<string, number>) =>
   Object.entries(cpu)
     .map(([k, v]) => `${k} ${(v * 100).toFixed(0)}%`)
     .join(' ');
 
-function levels(ctx: Ctx, rate: number, record: boolean, warmup = ctx.o.warmupSeconds) {
+const ms = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(1));
+
+function levels(ctx: Ctx, rate: number, warmup = ctx.o.warmupSeconds) {
   const out: LoadSpec['levels'] = [];
   if (warmup > 0) out.push({ name: `${rate}/s warm-up`, rate, durationMs: warmup * 1000, record: false });
-  if (record) out.push({ name: `${rate}/s`, rate, durationMs: ctx.o.levelSeconds * 1000, record: true });
+  out.push({ name: `${rate}/s`, rate, durationMs: ctx.o.levelSeconds * 1000, record: true });
   return out;
 }
 
-function spec(origin: string, targets: LoadSpec['targets'], lv: LoadSpec['levels']): LoadSpec {
-  return { origin, targets, levels: lv, connections: CONNECTIONS, timeoutMs: 15_000, keepAlive: true };
+function spec(origin: string, targets: LoadSpec['targets'], lv: LoadSpec['levels'], collect: boolean): LoadSpec {
+  return { origin, targets, levels: lv, connections: CONNECTIONS, timeoutMs: 15_000, keepAlive: true, collect };
 }
 
-const acked = (rs: LevelResult[]) => rs.reduce((n, r) => n + r.ok, 0);
-const not200 = (rs: LevelResult[]) => rs.reduce((n, r) => n + r.non2xx + r.errors, 0);
-
 /** Starts the parked journeys and the bare server; builds the callbacks. */
-export async function prepareHooks(ctx: Ctx): Promise<HookState & { parkSeconds: number }> {
+export async function prepareHooks(ctx: Ctx): Promise<HookState> {
   const { o, config, client } = ctx;
   const t0 = performance.now();
   const journeyIds = Array.from({ length: o.hookJourneys }, (_, i) => `bh${ctx.runTag}${String(i).padStart(4, '0')}`);
@@ -107,7 +196,17 @@ export async function prepareHooks(ctx: Ctx): Promise<HookState & { parkSeconds:
     env: { BARE_PORT: String(o.portBase + 1) },
   });
   await waitFor('the bare server', () => httpOk(`http://127.0.0.1:${o.portBase + 1}/healthz`), 60_000);
-  return { journeyIds, targets, acked: 0, bare, parkSeconds };
+  return {
+    journeyIds,
+    targets,
+    bare,
+    parkSeconds,
+    acked: new Map(),
+    journeyOf: new Map(),
+    raw: new Set(),
+    pending: [],
+    bursts: 0,
+  };
 }
 
 /** Starts measuring; the returned function gives each part's CPU share of one core since then. */
@@ -132,148 +231,357 @@ export async function cpuShare(ctx: Ctx): Promise<() => Promise<Record<string, n
   };
 }
 
-/** Waits until the API's spool is empty; the seconds it took, or NaN if it was not empty in time (not fatal). */
-async function drainSpool(ctx: Ctx, timeoutMs: number): Promise<number> {
+/** Waits until the API's inbox is empty; the seconds it took, or NaN if it was not empty in time (not fatal). */
+export async function waitInboxEmpty(ctx: Ctx, timeoutMs: number, what = 'the inbox to empty'): Promise<number> {
   const t0 = performance.now();
   try {
-    await waitFor(
-      'the spool to drain',
-      async () => {
-        const h = await handOff(ctx.stack.apiUrl);
-        return h.spoolDepth === 0;
-      },
-      timeoutMs,
-      250,
-    );
+    await waitFor(what, async () => (await apiFigures(ctx.stack.apiUrl)).inboxDepth === 0, timeoutMs, 200);
   } catch {
-    ctx.log(`the spool was not empty after ${Math.round(timeoutMs / 1000)} s; going on`);
+    ctx.log(`the ${ctx.stack.apiStore} inbox was not empty after ${Math.round(timeoutMs / 1000)} s; going on`);
     return NaN;
   }
   return (performance.now() - t0) / 1000;
 }
 
-export async function webhookPhase(ctx: Ctx, hooks: HookState): Promise<WebhookResults> {
+/** Keeps the 200s of a load run (deliveryId, time of the answer, journey); strips them from the results kept. */
+function keepDeliveries(hooks: HookState, runs: LevelResult[], targets: { path: string }[]): [string, number][] {
+  const recorded: [string, number][] = [];
+  for (const r of runs) {
+    for (const [id, at, index] of r.deliveries ?? []) {
+      hooks.acked.set(id, at);
+      // /webhooks/exam-service/<journeyId>/<token>
+      const journeyId = decodeURIComponent(targets[index]?.path.split('/')[3] ?? '');
+      hooks.journeyOf.set(id, journeyId);
+      if (r.record) recorded.push([id, at]);
+    }
+    delete r.deliveries;
+    delete r.latencySamples;
+  }
+  return recorded;
+}
+
+/** One level against the API: warm-up and measured run, its counters, its CPU shares. */
+async function apiLevel(
+  ctx: Ctx,
+  hooks: HookState,
+  temporal: TemporalState,
+  rate: number,
+  warmup: number,
+): Promise<WebhookLevel> {
+  const { stack } = ctx;
+  const before = await apiFigures(stack.apiUrl);
+  const cpu0 = await cpuShare(ctx);
+  const runs = await runLoad(
+    spec(stack.apiUrl, hooks.targets, levels(ctx, rate, warmup), true),
+    ctx.workDir,
+    ctx.logDir,
+    120_000,
+  );
+  const cpu = await cpu0();
+  const figures = diff(await apiFigures(stack.apiUrl), before);
+  const recorded = keepDeliveries(hooks, runs, hooks.targets);
+  const api = runs.find((r) => r.record)!;
+  const level: WebhookLevel = {
+    store: stack.apiStore,
+    temporal,
+    rate,
+    api,
+    figures,
+    batch: batchSummary(figures),
+    serverAck: { p50: bucketBound(figures.ack, 0.5), p99: bucketBound(figures.ack, 0.99) },
+    cpu,
+    depthAfter: figures.inboxDepth,
+  };
+  if (temporal === 'up') hooks.pending.push({ target: level, deliveries: recorded });
+  return level;
+}
+
+function describe(l: WebhookLevel): string {
+  const a = l.api.latencyMs;
+  return (
+    `p50 ${ms(a.p50)} p99 ${ms(a.p99)} p99.9 ${ms(a.p999)} max ${ms(a.max)} ms (${l.api.ok}/${l.api.scheduled} 200; ` +
+    `server-side p99 ${fmtBoundSeconds(l.serverAck.p99)}; inbox ${fmtBatch(l.batch)}; depth after ${l.depthAfter}; ` +
+    `gen lag p99 ${ms(l.api.sendLagMs.p99)} ms; cpu ${fmtCpu(l.cpu)})`
+  );
+}
+
+/** Temporal up: the store's durable write on its own, then each level against the bare route and the API. */
+export async function webhookPhase(ctx: Ctx, hooks: HookState, into: WebhookResults): Promise<void> {
   const { o, stack } = ctx;
+  const store = stack.apiStore;
   const bareOrigin = `http://127.0.0.1:${o.portBase + 1}`;
-  const up: WebhookLevel[] = [];
-  let upAcked = 0;
-  let upNot200 = 0;
-  for (const rate of o.levels) {
-    const drained = await drainSpool(ctx, 120_000);
-    if (drained > 1) ctx.log(`webhook: the previous level's spooled callbacks took ${drained.toFixed(0)} s to drain`);
-    const before = await handOff(stack.apiUrl);
-    const cpu0 = await cpuShare(ctx);
-    ctx.log(`webhook: ${rate}/s against the API (${o.warmupSeconds} s warm-up, ${o.levelSeconds} s measured)...`);
-    const apiRun = await runLoad(
-      spec(stack.apiUrl, hooks.targets, levels(ctx, rate, true)),
-      ctx.workDir,
-      ctx.logDir,
-      120_000,
-    );
-    const after = await handOff(stack.apiUrl);
-    const cpu = await cpu0();
-    upAcked += acked(apiRun);
-    upNot200 += not200(apiRun);
-    ctx.log(`webhook: ${rate}/s against the bare Fastify route...`);
-    const bareRun = await runLoad(
-      spec(bareOrigin, hooks.targets, levels(ctx, rate, true, Math.min(2, o.warmupSeconds))),
-      ctx.workDir,
-      ctx.logDir,
-      120_000,
-    );
-    const api = apiRun.find((r) => r.record)!;
-    const bare = bareRun.find((r) => r.record)!;
-    const h = diff(after, before);
-    up.push({ rate, api, bare, handOff: h, cpu });
-    ctx.log(
-      `webhook: ${rate}/s  API p50 ${api.latencyMs.p50.toFixed(1)} p99 ${api.latencyMs.p99.toFixed(1)} p99.9 ${api.latencyMs.p999.toFixed(1)} ms` +
-        ` (signalled ${h.signalled}, spooled ${h.spooled}; server-side p50 ${serverAckQuantile(h, 0.5)} p99 ${serverAckQuantile(h, 0.99)}; gen lag p99 ${api.sendLagMs.p99.toFixed(1)} ms; cpu ${fmtCpu(cpu)})  bare p50 ${bare.latencyMs.p50.toFixed(1)} p99 ${bare.latencyMs.p99.toFixed(1)} p99.9 ${bare.latencyMs.p999.toFixed(1)} ms`,
-    );
-  }
-  hooks.acked += upAcked;
-  return {
-    journeys: hooks.journeyIds.length,
-    parkSeconds: 0,
-    connections: CONNECTIONS,
-    up,
-    upAcked,
-    upNot200,
-  };
-}
-
-/** Counts the callbacks every parked journey recorded (distinct deliveries), through the snapshot query. */
-export async function recordedCallbacks(ctx: Ctx, journeyIds: string[]): Promise<number> {
-  const counts = await pool(journeyIds, 16, async (id) => {
-    const snap = await ctx.client.workflow.getHandle(journeyWorkflowId(id)).query(snapshotQuery);
-    return new Set(snap.events.map((e) => e.deliveryId)).size;
+  const out = into.levels;
+  await waitInboxEmpty(ctx, 60_000);
+  const probe = await durableWriteProbe(store, {
+    dataDir: ctx.config.dataDir,
+    ...(stack.postgres ? { databaseUrl: stack.postgres.url } : {}),
   });
-  return counts.reduce((a, b) => a + b, 0);
-}
-
-export async function outagePhase(ctx: Ctx, hooks: HookState): Promise<OutageResults> {
-  const { o, stack } = ctx;
-  const drained = await drainSpool(ctx, 120_000);
-  if (drained > 1) ctx.log(`outage: the spooled callbacks of the runs before took ${drained.toFixed(0)} s to drain`);
-  ctx.log('outage: stopping the Temporal dev server...');
-  await stack.stopTemporal();
-  await sleep(500);
-  const down: WebhookLevel[] = [];
-  let downAcked = 0;
-  let downNot200 = 0;
+  into.probes.push(probe);
+  ctx.log(
+    `webhook (${store}): one durable write on its own: p50 ${ms(probe.latencyMs.p50)} p99 ${ms(probe.latencyMs.p99)} max ${ms(probe.latencyMs.max)} ms (${probe.n} in a row)`,
+  );
   for (const rate of o.levels) {
-    const before = await handOff(stack.apiUrl);
-    const cpu0 = await cpuShare(ctx);
-    ctx.log(`outage: ${rate}/s against the API while Temporal is down...`);
-    // The API is warm from the runs before: a short warm-up keeps the spool (and the drain after it) smaller.
-    const run = await runLoad(
-      spec(stack.apiUrl, hooks.targets, levels(ctx, rate, true, Math.min(1, o.warmupSeconds))),
+    const left = await waitInboxEmpty(ctx, Math.min(180_000, Math.max(30_000, ctx.remainingMs() - 300_000)));
+    if (left > 1) ctx.log(`webhook: the inbox took ${left.toFixed(0)} s more to empty`);
+    ctx.log(`webhook (${store}): ${rate}/s against the bare Fastify route...`);
+    const bareRun = await runLoad(
+      spec(bareOrigin, hooks.targets, levels(ctx, rate, Math.min(2, o.warmupSeconds)), false),
       ctx.workDir,
       ctx.logDir,
       120_000,
     );
-    const after = await handOff(stack.apiUrl);
-    const cpu = await cpu0();
-    downAcked += acked(run);
-    downNot200 += not200(run);
-    const api = run.find((r) => r.record)!;
-    const h = diff(after, before);
-    down.push({ rate, api, handOff: h, cpu });
+    const bare = bareRun.find((r) => r.record)!;
     ctx.log(
-      `outage: ${rate}/s  API p50 ${api.latencyMs.p50.toFixed(1)} p99 ${api.latencyMs.p99.toFixed(1)} p99.9 ${api.latencyMs.p999.toFixed(1)} ms (spooled ${h.spooled}, spool depth ${h.spoolDepth}; server-side p50 ${serverAckQuantile(h, 0.5)} p99 ${serverAckQuantile(h, 0.99)}; cpu ${fmtCpu(cpu)})`,
+      `webhook (${store}): ${rate}/s against the API (${o.warmupSeconds} s warm-up, ${o.levelSeconds} s measured)...`,
+    );
+    const t0 = performance.now();
+    const f0 = (await apiFigures(stack.apiUrl)).forwarded;
+    const level = await apiLevel(ctx, hooks, 'up', rate, o.warmupSeconds);
+    level.bare = bare;
+    level.drainSeconds = await waitInboxEmpty(ctx, Math.min(240_000, Math.max(30_000, ctx.remainingMs() - 240_000)));
+    const f1 = (await apiFigures(stack.apiUrl)).forwarded;
+    level.forwardRate = (f1 - f0) / ((performance.now() - t0) / 1000);
+    out.push(level);
+    ctx.log(
+      `webhook (${store}): ${rate}/s API ${describe(level)}; inbox empty ${ms(level.drainSeconds)} s after, forwarder ${level.forwardRate.toFixed(0)}/s` +
+        `  | bare p50 ${ms(bare.latencyMs.p50)} p99 ${ms(bare.latencyMs.p99)} p99.9 ${ms(bare.latencyMs.p999)} max ${ms(bare.latencyMs.max)} ms`,
     );
   }
-  hooks.acked += downAcked;
-  const beforeRestart = await handOff(stack.apiUrl);
-  ctx.log(`outage: restarting the Temporal dev server (${beforeRestart.spoolDepth} callbacks spooled)...`);
-  const restartMs = await stack.startTemporal();
-  const drainCpu0 = await cpuShare(ctx);
-  const drainSeconds = await drainSpool(ctx, Math.max(60_000, ctx.remainingMs() - 240_000));
-  const drainCpu = await drainCpu0();
-  const afterDrain = await handOff(stack.apiUrl);
-  ctx.log(
-    `outage: spool drained ${drainSeconds.toFixed(1)} s after the restart (${afterDrain.forwarded - beforeRestart.forwarded} forwarded; cpu ${fmtCpu(drainCpu)})`,
-  );
-  // Every 200 the API gave must have reached its journey: count what the journeys recorded.
-  await waitFor('the API to be ready again', () => httpOk(`${stack.apiUrl}/readyz`), 60_000);
-  const recorded = await recordedCallbacks(ctx, hooks.journeyIds);
-  const missing = hooks.acked - recorded;
-  ctx.log(
-    `outage: the journeys recorded ${recorded} callbacks; the API acknowledged ${hooks.acked}: ${missing === 0 ? 'none missing' : `${missing} MISSING`}`,
-  );
-  return {
-    down,
-    downAcked,
-    downNot200,
-    restartMs,
-    drainSeconds,
-    drainCpu,
-    spooledWhileDown: down.reduce((n, l) => n + l.handOff.spooled, 0),
-    forwardedAfterRestart: afterDrain.forwarded - beforeRestart.forwarded,
-    recordedByJourneys: recorded,
-    ackedInTotal: hooks.acked,
-    missing,
-    perJourney: recorded / hooks.journeyIds.length,
+}
+
+/**
+ * Bursts of BURST callbacks (one per journey) all due at once, each from a fresh generator whose BURST connections
+ * are established first (pooled over the repeats: the target's figure); the same against the bare route; then one
+ * burst each that opens its BURST connections itself.
+ */
+export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalState): Promise<BurstRun> {
+  const { stack } = ctx;
+  const repeats = ctx.o.burstRepeats;
+  const bareOrigin = `http://127.0.0.1:${ctx.o.portBase + 1}`;
+  const cpu0 = await cpuShare(ctx);
+  const bursts: BurstRun['bursts'] = [];
+  const samples: number[] = [];
+  const recorded: [string, number][] = [];
+  let sent = 0;
+  let ok = 0;
+  const burstTargets = (k: number) =>
+    Array.from({ length: BURST }, (_, i) => hooks.targets[(i * 2 + k) % hooks.targets.length]!);
+  const bareBurst = async (warm: boolean) => {
+    const runs = await runLoad(burstSpec(bareOrigin, burstTargets(0), false, warm), ctx.workDir, ctx.logDir, 60_000);
+    await sleep(500);
+    return runs[0]!.latencySamples ?? [];
   };
+  const apiBurst = async (warm: boolean) => {
+    // Temporal up: each burst from the same state, the forwarder idle (stopped: the backlog waits anyway).
+    if (temporal === 'up') await waitInboxEmpty(ctx, 60_000);
+    // BURST callbacks, one per journey while there are enough journeys (a different one of its two each burst).
+    const targets = burstTargets(hooks.bursts++ % 2);
+    const before = await apiFigures(stack.apiUrl);
+    const runs = await runLoad(burstSpec(stack.apiUrl, targets, true, warm), ctx.workDir, ctx.logDir, 60_000);
+    const d = diff(await apiFigures(stack.apiUrl), before);
+    const r = runs[0]!;
+    const latencies = r.latencySamples ?? [];
+    const deliveries = keepDeliveries(hooks, runs, targets);
+    sent += r.scheduled;
+    ok += r.ok;
+    ctx.log(
+      `burst (${stack.apiStore}, Temporal ${temporal}, ${warm ? 'established' : 'new'} connections): p50 ${ms(r.latencyMs.p50)} p95 ${ms(r.latencyMs.p95)} p99 ${ms(r.latencyMs.p99)} max ${ms(r.latencyMs.max)} ms, ${r.ok}/${r.scheduled} 200 in ${d.batchWrites} inbox writes (server-side p99 ${fmtBoundSeconds(bucketBound(d.ack, 0.99))}; generator lag max ${ms(r.sendLagMs.max)} ms)`,
+    );
+    if (temporal === 'down') await sleep(1_000);
+    return { r, d, latencies, deliveries };
+  };
+  // The bare route first: what the generator and the connections cost on their own.
+  const bareSamples: number[] = [];
+  for (let b = 0; b < repeats; b++) bareSamples.push(...(await bareBurst(true)));
+  const bare = summarize(bareSamples);
+  const all0 = await apiFigures(stack.apiUrl);
+  for (let b = 0; b < repeats; b++) {
+    const { r, d, latencies, deliveries } = await apiBurst(true);
+    samples.push(...latencies);
+    recorded.push(...deliveries);
+    bursts.push({
+      latencyMs: r.latencyMs,
+      ok: r.ok,
+      sendLagMs: r.sendLagMs,
+      writes: d.batchWrites,
+      batch: batchSummary(d),
+    });
+  }
+  const all = diff(await apiFigures(stack.apiUrl), all0);
+  const bareNew = summarize(await bareBurst(false));
+  const apiNew = await apiBurst(false);
+  ctx.log(
+    `burst (bare route, beside ${stack.apiStore}, Temporal ${temporal}): established connections p50 ${ms(bare.p50)} p99 ${ms(bare.p99)} max ${ms(bare.max)} ms over ${repeats}; new connections p99 ${ms(bareNew.p99)} ms`,
+  );
+  const run: BurstRun = {
+    store: stack.apiStore,
+    temporal,
+    size: BURST,
+    bursts,
+    pooled: summarize(samples),
+    bare,
+    newConnections: { api: apiNew.r.latencyMs, bare: bareNew, writes: apiNew.d.batchWrites },
+    ok,
+    sent,
+    writes: bursts.map((x) => x.writes),
+    serverAck: { p50: bucketBound(all.ack, 0.5), p99: bucketBound(all.ack, 0.99) },
+    cpu: await cpu0(),
+  };
+  if (temporal === 'up') hooks.pending.push({ target: run, deliveries: recorded });
+  return run;
+}
+
+/** Waits (up to timeoutMs) until the Temporal server and the worker together use less than `share` of a core. */
+async function waitQuiet(ctx: Ctx, share: number, timeoutMs: number): Promise<number> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < timeoutMs) {
+    const since = await cpuShare(ctx);
+    await sleep(1_000);
+    const cpu = await since();
+    if ((cpu.temporal ?? 0) + (cpu.worker ?? 0) < share) break;
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+/**
+ * Temporal's raw signal rate: the forwarder's concurrency, straight from a client, against the parked journeys; once
+ * with the journeys in turn (one signal each, as live traffic spreads), once in runs of 32 per journey (the
+ * forwarder's lanes while it drains a backlog: a journey's entries one after another).
+ */
+export async function rawSignalRate(ctx: Ctx, hooks: HookState, after: string): Promise<RawSignalRun[]> {
+  const seconds = ctx.o.quickSizes ? 4 : 6;
+  const concurrency = ctx.config.forwarder.concurrency;
+  const out: RawSignalRun[] = [];
+  for (const perJourney of [1, 32]) {
+    // The server accepts a signal before the worker has applied it: let earlier signals' workflow tasks finish
+    // first, so each loop starts from a quiet server and worker.
+    const settled = await waitQuiet(ctx, 0.3, 30_000);
+    ctx.log(
+      `signals: Temporal's raw signal rate, ${concurrency} in flight from a client, ${perJourney === 1 ? 'journeys in turn' : `${perJourney} in a row per journey`}, ${seconds} s (after ${settled.toFixed(0)} s for the server and worker to go quiet)...`,
+    );
+    const cpu0 = await cpuShare(ctx);
+    const own0 = process.cpuUsage();
+    const t0 = performance.now();
+    const run = await rawSignalLoop(
+      ctx.client,
+      hooks.journeyIds,
+      hooks.targets.slice(0, 64).map((t) => t.body),
+      { concurrency, perJourney, seconds, timeoutMs: 10_000, after, sent: hooks.raw },
+    );
+    const own = process.cpuUsage(own0);
+    run.cpu = { ...(await cpu0()), bench: (own.user + own.system) / 1e6 / ((performance.now() - t0) / 1000) };
+    ctx.log(
+      `signals: ${run.ok} signals in ${run.seconds.toFixed(1)} s = ${run.perSecond.toFixed(0)}/s (${run.errors} failed; one signal p50 ${ms(run.latencyMs.p50)} p99 ${ms(run.latencyMs.p99)} ms; cpu ${fmtCpu(run.cpu)})`,
+    );
+    out.push(run);
+  }
+  return out;
+}
+
+/**
+ * Temporal stopped: the levels (when `levels`) and the bursts (when `burst`) against the API alone with its inbox,
+ * then Temporal restarted and the inbox drained: the forwarder's resume delay and drain rate.
+ */
+export async function outagePhase(
+  ctx: Ctx,
+  hooks: HookState,
+  what: { levels: boolean; burst: boolean },
+): Promise<{ outage: StoreOutage; burst?: BurstRun }> {
+  const { o, stack } = ctx;
+  const store = stack.apiStore;
+  const left = await waitInboxEmpty(ctx, Math.min(180_000, Math.max(30_000, ctx.remainingMs() - 300_000)));
+  if (left > 1) ctx.log(`outage: the ${store} inbox took ${left.toFixed(0)} s more to empty`);
+  ctx.log(`outage (${store}): stopping the Temporal dev server...`);
+  const figures0 = await apiFigures(stack.apiUrl);
+  const s0 = performance.now();
+  await stack.stopTemporal();
+  const stopMs = performance.now() - s0;
+  const down: WebhookLevel[] = [];
+  let burst: BurstRun | undefined;
+  let restartMs = NaN;
+  try {
+    await sleep(500);
+    if (what.levels) {
+      for (const rate of o.levels) {
+        ctx.log(`outage (${store}): ${rate}/s against the API while Temporal is down...`);
+        // The API is warm from the runs before: a short warm-up keeps the backlog (and the drain after it) smaller.
+        const level = await apiLevel(ctx, hooks, 'down', rate, Math.min(1, o.warmupSeconds));
+        down.push(level);
+        ctx.log(`outage (${store}): ${rate}/s API ${describe(level)}`);
+      }
+    }
+    if (what.burst) burst = await burstRun(ctx, hooks, 'down');
+  } finally {
+    ctx.log(`outage (${store}): restarting the Temporal dev server...`);
+    restartMs = await stack.startTemporal();
+  }
+  const tReady = performance.now();
+  const atRestart = await apiFigures(stack.apiUrl);
+  ctx.log(
+    `outage (${store}): Temporal ready in ${(restartMs / 1000).toFixed(1)} s; ${atRestart.inboxDepth} callbacks in the inbox`,
+  );
+  const cpu0 = await cpuShare(ctx);
+  // The forwarder is in its backoff: note when it signals again, then when the inbox is empty.
+  let tFirst: number | undefined;
+  let last = atRestart;
+  const until = performance.now() + Math.min(600_000, Math.max(60_000, ctx.remainingMs() - 240_000));
+  while (performance.now() < until) {
+    last = await apiFigures(stack.apiUrl);
+    if (tFirst === undefined && last.forwarded > atRestart.forwarded) tFirst = last.at;
+    if (last.inboxDepth === 0) break;
+    await sleep(200);
+  }
+  const drainCpu = await cpu0();
+  const tEnd = last.at;
+  if (last.inboxDepth > 0) ctx.log(`outage (${store}): ${last.inboxDepth} callbacks still in the inbox; going on`);
+  const forwarded = last.forwarded - atRestart.forwarded;
+  const first = tFirst ?? tEnd;
+  const drainSeconds = (tEnd - first) / 1000;
+  const catchUp = await waitQuiet(ctx, 0.3, 60_000);
+  const outage: StoreOutage = {
+    store,
+    catchUpSeconds: catchUp >= 60 ? NaN : catchUp,
+    down,
+    stopMs,
+    restartMs,
+    depthAtRestart: atRestart.inboxDepth,
+    failedAttempts:
+      atRestart.forwardUnreachable + atRestart.forwardRefused - figures0.forwardUnreachable - figures0.forwardRefused,
+    resumeSeconds: (first - tReady) / 1000,
+    drainSeconds,
+    forwarded,
+    drainRate: forwarded / Math.max(drainSeconds, 0.001),
+    drainCpu,
+  };
+  ctx.log(
+    `outage (${store}): the forwarder resumed ${outage.resumeSeconds.toFixed(1)} s after Temporal was ready and forwarded ${forwarded} in ${drainSeconds.toFixed(1)} s = ${outage.drainRate.toFixed(0)}/s (cpu ${fmtCpu(drainCpu)}); the server and worker went quiet ${catchUp.toFixed(0)} s later`,
+  );
+  await waitFor('the API to be ready again', () => httpOk(`${stack.apiUrl}/readyz`), 60_000);
+  return { outage, ...(burst ? { burst } : {}) };
+}
+
+/** Every journey's snapshot: the time each acknowledged callback was applied, and the exactly-once count. */
+export async function finalCheck(
+  ctx: Ctx,
+  hooks: HookState,
+  counters: { accepted: number; forwarded: number },
+): Promise<DeliveryCheck> {
+  // The server accepted every signal; the worker may still be applying them (queries wait behind that work).
+  const quiet = await waitQuiet(ctx, 0.3, 30_000);
+  ctx.log(
+    `delivery check: querying the ${hooks.journeyIds.length} journeys' snapshots (after ${quiet.toFixed(0)} s for the worker to go quiet)...`,
+  );
+  const s = await sweep(ctx.client, hooks.journeyIds);
+  for (const p of hooks.pending) p.target.applied = appliedSummary(p.deliveries, s);
+  hooks.pending = [];
+  const check = deliveryCheck(s, hooks.acked, hooks.raw, counters, hooks.journeyOf);
+  ctx.log(
+    `delivery check: the journeys recorded ${check.recorded} deliveries (${check.sweepSeconds.toFixed(1)} s to query); ` +
+      `acknowledged ${check.acked} + raw signals ${check.rawSignals}: ${check.missing} missing, ${check.unexpected} unexpected, ` +
+      (check.unqueried ? `${check.unqueried} journeys could not be queried (${check.unqueriedError}), ` : '') +
+      `${check.duplicateEntries} recorded twice; the API accepted ${check.accepted} and forwarded ${check.forwarded}`,
+  );
+  return check;
 }
 
 export async function stopBare(hooks: HookState | undefined): Promise<void> {
