@@ -76,6 +76,69 @@ interface SealedMetaRecord {
   sealed: SealedJson;
 }
 
+/** The two parts of a stored attachment: the (sealed) bytes and the metadata record that marks it complete. */
+export interface EncodedAttachment {
+  ref: string;
+  bytes: Buffer;
+  metaRecord: string;
+}
+
+/** Seals an attachment for any backend: the bytes, and the metadata (file name included) as a sealed record. */
+export function encodeAttachment(sealer: RecordSealer, bytes: Uint8Array, meta: AttachmentMeta): EncodedAttachment {
+  const ref = newAttachmentRef();
+  const stored: StoredAttachmentMeta = {
+    ...meta,
+    ref,
+    size: bytes.byteLength,
+    sha256: sha256Hex(bytes),
+    storedAt: new Date().toISOString(),
+  };
+  const sealedBytes = sealer.seal(bytes, 'attachment');
+  const record: SealedMetaRecord = {
+    version: 2,
+    keyId: sealedBytes.keyId,
+    sealed: sealer.sealToJson(JSON.stringify(stored), 'attachment-meta'),
+  };
+  return { ref, bytes: sealedBytes.data, metaRecord: JSON.stringify(record) };
+}
+
+export function attachmentRefOf(ref: string, meta: AttachmentMeta, size: number): AttachmentRef {
+  return { ref, kind: meta.kind, fileName: meta.fileName, contentType: meta.contentType, size };
+}
+
+/**
+ * Opens what a backend stored. Throws (naming the ref and at most a key id, never the content) when a record cannot
+ * be opened: its key is not configured, it was altered, or its bytes do not match the checksum in its metadata.
+ */
+export function decodeAttachment(sealer: RecordSealer, ref: string, metaText: string, raw: Buffer): StoredAttachment {
+  const record = parseJson(metaText, ref);
+  let meta: unknown;
+  let bytes: Buffer;
+  if (isObject(record) && 'version' in record) {
+    if (!isSealedMetaRecord(record)) throw new Error(`attachment ${ref} has unreadable metadata`);
+    let openedMeta: string;
+    try {
+      openedMeta = sealer.openJson(record.sealed, 'attachment-meta').toString('utf8');
+      bytes = sealer.open({ keyId: record.keyId, data: raw }, 'attachment');
+    } catch (err) {
+      // The sealer's messages name a key id at most; the ref tells operators which record.
+      throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
+    }
+    meta = parseJson(openedMeta, ref);
+    // The metadata is authenticated; another ref in it means the parts were swapped with another record's.
+    if (!isObject(meta) || meta.ref !== ref) throw new Error(`attachment ${ref} holds another record's metadata`);
+  } else {
+    // Written before sealing: plain bytes and plain metadata.
+    meta = record;
+    bytes = raw;
+  }
+  // Also catches the bytes of another record (sealed under the same key) put in place of this one's.
+  if (!isObject(meta) || typeof meta.sha256 !== 'string' || sha256Hex(bytes) !== meta.sha256) {
+    throw new Error(`attachment ${ref} does not match its recorded checksum`);
+  }
+  return { bytes, meta: meta as unknown as StoredAttachmentMeta };
+}
+
 /**
  * One folder: `<ref>` holds the bytes (sealed), `<ref>.json` the sealed metadata (written last, so it marks
  * completeness). The sealer's first key seals; every configured key opens, so records survive a key rotation.
@@ -93,29 +156,12 @@ export class LocalFolderAttachmentStore implements AttachmentStore {
 
   async put(bytes: Uint8Array, meta: AttachmentMeta): Promise<AttachmentRef> {
     await (this.#ready ??= mkdir(this.dir, { recursive: true }));
-    const ref = newAttachmentRef();
-    const stored: StoredAttachmentMeta = {
-      ...meta,
-      ref,
-      size: bytes.byteLength,
-      sha256: sha256Hex(bytes),
-      storedAt: new Date().toISOString(),
-    };
-    const sealedBytes = this.#sealer.seal(bytes, 'attachment');
-    const record: SealedMetaRecord = {
-      version: 2,
-      keyId: sealedBytes.keyId,
-      sealed: this.#sealer.sealToJson(JSON.stringify(stored), 'attachment-meta'),
-    };
-    await writeFileDurably(this.#file(ref, 'bytes'), sealedBytes.data);
-    await writeFileDurably(this.#file(ref, 'json'), JSON.stringify(record));
-    return { ref, kind: meta.kind, fileName: meta.fileName, contentType: meta.contentType, size: bytes.byteLength };
+    const encoded = encodeAttachment(this.#sealer, bytes, meta);
+    await writeFileDurably(this.#file(encoded.ref, 'bytes'), encoded.bytes);
+    await writeFileDurably(this.#file(encoded.ref, 'json'), encoded.metaRecord);
+    return attachmentRefOf(encoded.ref, meta, bytes.byteLength);
   }
 
-  /**
-   * Throws (naming the ref and at most a key id, never the content) when a record cannot be opened: its key is not
-   * configured, it was altered, or its bytes do not match the checksum in its metadata.
-   */
   async get(ref: string): Promise<StoredAttachment | undefined> {
     if (!isAttachmentRef(ref)) return undefined;
     let metaText: string;
@@ -127,32 +173,7 @@ export class LocalFolderAttachmentStore implements AttachmentStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
     }
-    const record = parseJson(metaText, ref);
-    let meta: unknown;
-    let bytes: Buffer;
-    if (isObject(record) && 'version' in record) {
-      if (!isSealedMetaRecord(record)) throw new Error(`attachment ${ref} has unreadable metadata`);
-      let openedMeta: string;
-      try {
-        openedMeta = this.#sealer.openJson(record.sealed, 'attachment-meta').toString('utf8');
-        bytes = this.#sealer.open({ keyId: record.keyId, data: raw }, 'attachment');
-      } catch (err) {
-        // The sealer's messages name a key id at most; the ref tells operators which record.
-        throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
-      }
-      meta = parseJson(openedMeta, ref);
-      // The metadata is authenticated; another ref in it means the files were swapped with another record's.
-      if (!isObject(meta) || meta.ref !== ref) throw new Error(`attachment ${ref} holds another record's metadata`);
-    } else {
-      // Written before sealing: plain bytes and plain metadata.
-      meta = record;
-      bytes = raw;
-    }
-    // Also catches the bytes file of another record (sealed under the same key) put in place of this one's.
-    if (!isObject(meta) || typeof meta.sha256 !== 'string' || sha256Hex(bytes) !== meta.sha256) {
-      throw new Error(`attachment ${ref} does not match its recorded checksum`);
-    }
-    return { bytes, meta: meta as unknown as StoredAttachmentMeta };
+    return decodeAttachment(this.#sealer, ref, metaText, raw);
   }
 
   /** Removes an attachment (retention jobs, tests); unknown refs are ignored. */
