@@ -87,6 +87,8 @@ const ConfigSchema = z.object({
     concurrency: z.number().int().positive(),
     /** Longest wait between attempts while Temporal is unreachable. */
     maxBackoffMs: z.number().int().positive(),
+    /** A webhook answer slower than this makes the forwarder yield (fewer signals in flight); 0: never. */
+    ackPressureMs: z.number().int().min(0),
   }),
   codec: z.object({
     /** Payload encryption keys, the first one active; every one decrypts (rotation). */
@@ -186,6 +188,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'INBOX_DATABASE_POOL_SIZE',
   'FORWARDER_CONCURRENCY',
   'FORWARDER_MAX_BACKOFF_MS',
+  'FORWARDER_ACK_PRESSURE_MS',
   'SPOOL_MAX_BACKOFF_MS',
   'PAYLOAD_ENCRYPTION_KEYS',
   'PAYLOAD_ENCRYPTION_KEYS_FILE',
@@ -301,6 +304,12 @@ export function loadConfig(env: Env = process.env): Config {
           'FORWARDER_MAX_BACKOFF_MS',
           env.FORWARDER_MAX_BACKOFF_MS ?? env.SPOOL_MAX_BACKOFF_MS,
           30_000,
+        ),
+        ackPressureMs: num(
+          z.coerce.number().int().min(0),
+          'FORWARDER_ACK_PRESSURE_MS',
+          env.FORWARDER_ACK_PRESSURE_MS,
+          5,
         ),
       },
       codec: codecSettings(env),

@@ -23,6 +23,7 @@ import { createInbox, InboxForwarder, sealerKeys, type CallbackInbox } from '../
 import type { ApiContext, RouteOptions } from './context';
 import { ClinicExamService, type ExamServiceFor } from './exam-service';
 import { JourneyGateway } from './journeys';
+import { AckPressure } from './ack-pressure';
 import { createApiMetrics } from './metrics';
 import { ApiProblem, frameworkErrorProblem, registerProblemHandlers } from './problem';
 import { adminRoutes } from './routes/admin';
@@ -73,12 +74,18 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       now,
     });
   await inbox.init();
+  const ackPressure = new AckPressure(config.forwarder.ackPressureMs);
   const forwarder = new InboxForwarder({
     inbox,
     temporal: deps.temporal,
     signalTimeoutMs: config.api.temporalTimeoutMs,
     concurrency: config.forwarder.concurrency,
     maxBackoffMs: config.forwarder.maxBackoffMs,
+    pressure: () => ackPressure.underPressure(),
+    probe: () =>
+      deps.temporal.connection
+        .withDeadline(Date.now() + 1_000, () => deps.temporal.workflowService.getSystemInfo({}))
+        .then(() => true),
     ...(deps.forwarderMinBackoffMs !== undefined ? { minBackoffMs: deps.forwarderMinBackoffMs } : {}),
     metrics: {
       forwarded: (_entry, delay) => {
@@ -104,6 +111,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     attachments: deps.attachments ?? new LocalFolderAttachmentStore(config.attachmentsDir, sealer),
     inbox,
     forwarder,
+    ackPressure,
     metrics,
     now,
   };

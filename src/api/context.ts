@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
 import type { CallbackInbox, InboxForwarder } from '../inbox';
+import type { AckPressure } from './ack-pressure';
 import type { ClinicExamService } from './exam-service';
 import type { JourneyGateway } from './journeys';
 import type { ApiMetrics } from './metrics';
@@ -15,6 +16,7 @@ export interface ApiContext {
   attachments: AttachmentStore;
   inbox: CallbackInbox;
   forwarder: InboxForwarder;
+  ackPressure: AckPressure;
   metrics: ApiMetrics;
   now: () => Date;
 }

@@ -12,6 +12,7 @@ import type { CallbackSignal } from '../workflows/definitions';
 import { GroupCommit } from './group-commit';
 import {
   DEAD_LETTER_ID,
+  newDeadLetterId,
   InboxUnavailableError,
   type CallbackInbox,
   type DeadLetter,
@@ -309,7 +310,7 @@ export class FileDeadLetters implements DeadLetterStore {
 
   async add(input: DeadLetterInput, now = new Date()): Promise<DeadLetter> {
     await this.init();
-    const id = timeOrderedName('dl_', now.getTime(), randomBytes(9).toString('base64url'));
+    const id = newDeadLetterId(now, randomBytes(9).toString('base64url'));
     const letter: DeadLetter = { id, ...input, deadLetteredAt: now.toISOString(), replays: 0 };
     await this.#write(letter);
     this.#count += 1;

@@ -71,6 +71,16 @@ export interface InboxForwarderOptions {
   maxBackoffMs: number;
   /** While idle, the inbox is looked at this often even without a wake-up (another replica's append missed). */
   idlePollMs?: number;
+  /**
+   * Acknowledgements first: true while the webhook is answering slowly. Signals cost this process CPU and cost the
+   * Temporal server more (on a shared host, CPU the webhook needs), so under pressure the forwarder halves the
+   * signals it has in flight (down to one) and grows them back by one every `recoverMs` without pressure. Forwarding
+   * only waits: callbacks are durable in the inbox.
+   */
+  pressure?: () => boolean;
+  recoverMs?: number;
+  /** While backing off longer than a second, Temporal is asked once a second whether it answers again. */
+  probe?: () => Promise<boolean>;
   metrics?: ForwarderMetrics;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   now?: () => Date;
@@ -86,9 +96,41 @@ export class InboxForwarder {
   #backoffMs = 0;
   #unsubscribe: (() => void) | undefined;
   #busy = false;
+  /** Signals allowed in flight now (ack-first pacing), and how many are. */
+  #limit: number;
+  #inFlight = 0;
+  #lastChange = 0;
 
   constructor(options: InboxForwarderOptions) {
     this.#o = options;
+    this.#limit = options.concurrency ?? 16;
+  }
+
+  /** Signals the forwarder allows itself in flight at the moment (for metrics and tests). */
+  get currentLimit(): number {
+    return this.#limit;
+  }
+
+  /** Waits for a signal slot under the current limit, adjusting the limit to the webhook's pressure first. */
+  async #slot(): Promise<void> {
+    const max = this.#o.concurrency ?? 16;
+    for (;;) {
+      const now = Date.now();
+      if (this.#o.pressure?.()) {
+        if (this.#limit > 1 && now - this.#lastChange >= 100) {
+          this.#limit = Math.max(1, Math.floor(this.#limit / 2));
+          this.#lastChange = now;
+        }
+      } else if (this.#limit < max && now - this.#lastChange >= (this.#o.recoverMs ?? 1_000)) {
+        this.#limit += 1;
+        this.#lastChange = now;
+      }
+      if (this.#inFlight < this.#limit || this.#stopping) {
+        this.#inFlight++;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   /** Starts the loop: it forwards what the inbox holds (also from before a restart), then waits for more. */
@@ -148,7 +190,7 @@ export class InboxForwarder {
       }
       const min = this.#o.minBackoffMs ?? 100;
       this.#backoffMs = Math.min(this.#o.maxBackoffMs, this.#backoffMs === 0 ? min : this.#backoffMs * 2);
-      await this.#sleep(this.#backoffMs);
+      await this.#backOff(this.#backoffMs);
     }
   }
 
@@ -171,7 +213,13 @@ export class InboxForwarder {
       const runLane = async (entries: InboxEntry[]) => {
         for (const entry of entries) {
           if (retryLater || this.#stopping) return;
-          const r = await signalJourney(this.#o.temporal, entry.journeyId, entry.signal, this.#o.signalTimeoutMs);
+          await this.#slot();
+          let r: Awaited<ReturnType<typeof signalJourney>>;
+          try {
+            r = await signalJourney(this.#o.temporal, entry.journeyId, entry.signal, this.#o.signalTimeoutMs);
+          } finally {
+            this.#inFlight--;
+          }
           if (r.ok) {
             done.push(entry.id);
             const delay = (this.#now().getTime() - Date.parse(entry.signal.receivedAt)) / 1000;
@@ -198,6 +246,19 @@ export class InboxForwarder {
       return retryLater ? 'retry' : 'progress';
     } finally {
       this.#busy = false;
+    }
+  }
+
+  /** The backoff, cut short when the probe finds Temporal answering again (checked once a second). */
+  async #backOff(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (!this.#stopping && Date.now() < until) {
+      await this.#sleep(Math.min(1_000, until - Date.now()));
+      if (this.#stopping || Date.now() >= until || !this.#o.probe) continue;
+      if (await this.#o.probe().catch(() => false)) {
+        this.#backoffMs = 0;
+        return;
+      }
     }
   }
 

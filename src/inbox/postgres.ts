@@ -11,6 +11,7 @@ import { GroupCommit } from './group-commit';
 import { MIGRATION_LOCK_KEY, MIGRATIONS, type Migration } from './migrations';
 import {
   DEAD_LETTER_ID,
+  newDeadLetterId,
   InboxUnavailableError,
   type CallbackInbox,
   type DeadLetter,
@@ -335,7 +336,7 @@ export class PostgresDeadLetters implements DeadLetterStore {
     now = this.now?.() ?? new Date(),
   ): Promise<DeadLetter[]> {
     const letters = inputs.map((input): DeadLetter => ({
-      id: `dl_${String(now.getTime()).padStart(15, '0')}_${randomBytes(9).toString('base64url')}`,
+      id: newDeadLetterId(now, randomBytes(9).toString('base64url')),
       ...input,
       deadLetteredAt: now.toISOString(),
       replays: 0,

@@ -111,3 +111,10 @@ export class InboxUnavailableError extends Error {
 
 /** Dead letter ids sort in time order: a zero-padded millisecond time, then a random part. */
 export const DEAD_LETTER_ID = /^dl_[0-9]{15}_[A-Za-z0-9_-]{6,40}$/;
+
+let letterSequence = 0;
+/** A new dead letter id: time first, then a per-process sequence (letters of one millisecond keep their order). */
+export function newDeadLetterId(now: Date, random: string): string {
+  letterSequence = (letterSequence + 1) % 10_000;
+  return `dl_${String(now.getTime()).padStart(15, '0')}_${String(letterSequence).padStart(4, '0')}${random}`;
+}

@@ -71,7 +71,17 @@ describe.each([
     for (const f of forwarders.splice(0)) await f.stop();
   });
 
-  function forwarder(client: Client, o: { concurrency?: number; idlePollMs?: number; on?: CallbackInbox } = {}) {
+  function forwarder(
+    client: Client,
+    o: {
+      concurrency?: number;
+      idlePollMs?: number;
+      on?: CallbackInbox;
+      pressure?: () => boolean;
+      probe?: () => Promise<boolean>;
+      maxBackoffMs?: number;
+    } = {},
+  ) {
     const f = new InboxForwarder({
       inbox: o.on ?? inbox,
       temporal: client,
@@ -80,9 +90,11 @@ describe.each([
       claimJourneys: 8,
       claimPerJourney: 5,
       minBackoffMs: 20,
-      maxBackoffMs: 200,
+      maxBackoffMs: o.maxBackoffMs ?? 200,
       idlePollMs: o.idlePollMs ?? 200,
       log: silentLog,
+      ...(o.pressure ? { pressure: o.pressure, recoverMs: 50 } : {}),
+      ...(o.probe ? { probe: o.probe } : {}),
     });
     forwarders.push(f);
     return f;
@@ -181,5 +193,36 @@ describe.each([
     expect(t.calls.map((c) => c.deliveryId)).toEqual([s.deliveryId]);
     // Well before the 60 s poll: the wake-up did it (the bound is loose: this machine is shared).
     expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('yields to the webhook: one signal in flight while acknowledgements are slow, back up to the limit after', async () => {
+    const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const order = await appendInterleaved(journeys, 36);
+    let pressure = true;
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
+    const f = forwarder(t.client, { concurrency: 2, pressure: () => pressure });
+    f.start();
+    while (t.calls.length < 12) await new Promise((r) => setTimeout(r, 5));
+    expect(t.maxInFlight()).toBe(1);
+    expect(f.currentLimit).toBe(1);
+    pressure = false;
+    expect(await f.drained(20_000)).toBe(true);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+    expect(f.currentLimit).toBeGreaterThan(1);
+  });
+
+  it('cuts a long backoff short once Temporal answers again (probe once a second)', async () => {
+    await appendInterleaved(['a'], 3);
+    let up = false;
+    const t = fakeTemporal(() => (up ? Promise.resolve() : Promise.reject(grpcError(14))));
+    const f = forwarder(t.client, { maxBackoffMs: 60_000, probe: () => Promise.resolve(up) });
+    f.start();
+    // Long enough for the backoff to pass a few seconds (20 ms doubling).
+    await new Promise((r) => setTimeout(r, 3_000));
+    up = true;
+    const t0 = Date.now();
+    expect(await f.drained(10_000)).toBe(true);
+    // Within about a probe interval, not the rest of a 60 s backoff.
+    expect(Date.now() - t0).toBeLessThan(5_000);
   });
 });

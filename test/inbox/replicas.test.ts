@@ -37,7 +37,8 @@ describe('two API replicas on one PostgreSQL inbox', () => {
     const port = await freePort();
     const child = spawn(
       process.execPath,
-      [require.resolve('tsx/cli'), path.resolve(__dirname, '../../src/api/server.ts')],
+      // One process (node with tsx's loader), so that SIGKILL kills the server itself, not a launcher above it.
+      ['--import', 'tsx', path.resolve(__dirname, '../../src/api/server.ts')],
       {
         env: {
           ...process.env,

@@ -158,7 +158,10 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
   );
 
   app.addHook('onResponse', async (request, reply) => {
-    if (request.routeOptions.url?.startsWith('/webhooks/')) ctx.metrics.ackSeconds.observe(reply.elapsedTime / 1000);
+    if (request.routeOptions.url?.startsWith('/webhooks/')) {
+      ctx.metrics.ackSeconds.observe(reply.elapsedTime / 1000);
+      ctx.ackPressure.record(reply.elapsedTime);
+    }
   });
   done();
 };
