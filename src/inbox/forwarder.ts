@@ -79,6 +79,8 @@ export interface InboxForwarderOptions {
    */
   pressure?: () => boolean;
   recoverMs?: number;
+  /** Under pressure, at least this long between two signals (one in flight at most): 20 ms, about 50 a second. */
+  pressureIntervalMs?: number;
   /** While backing off longer than a second, Temporal is asked once a second whether it answers again. */
   probe?: () => Promise<boolean>;
   metrics?: ForwarderMetrics;
@@ -100,6 +102,7 @@ export class InboxForwarder {
   #limit: number;
   #inFlight = 0;
   #lastChange = 0;
+  #lastSignalAt = 0;
 
   constructor(options: InboxForwarderOptions) {
     this.#o = options;
@@ -125,8 +128,11 @@ export class InboxForwarder {
         this.#limit += 1;
         this.#lastChange = now;
       }
-      if (this.#inFlight < this.#limit || this.#stopping) {
+      const spaced =
+        this.#limit > 1 || now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20) || !this.#o.pressure?.();
+      if ((this.#inFlight < this.#limit && spaced) || this.#stopping) {
         this.#inFlight++;
+        this.#lastSignalAt = now;
         return;
       }
       await new Promise((r) => setTimeout(r, 5));
