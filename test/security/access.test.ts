@@ -434,12 +434,17 @@ describe('access control', () => {
         // Clinic B has its own budget.
         for (let i = 0; i < 4; i++) expect((await call('GET', '/v1/catalog/exams', TOKENS.b)).statusCode).toBe(200);
         expectProblem(await call('GET', '/v1/catalog/exams', TOKENS.b), 429);
-        // The webhook is never limited: far more callbacks than the limit, all taken (or refused for their content).
+        // The webhook is never limited: far more callbacks than the limit, all taken (or refused when not JSON at all).
         const gone = deriveJourneyId(WEBHOOK_SECRET, 'clinic-a', 'never-started-webhook');
         for (let i = 0; i < 25; i++) {
           const taken = await limited.inject({ method: 'POST', url: webhookPath(gone), payload: event1(70_000 + i) });
           expect(taken.statusCode).toBe(200);
-          const unreadable = await limited.inject({ method: 'POST', url: webhookPath(gone), payload: { event: 9 } });
+          const unreadable = await limited.inject({
+            method: 'POST',
+            url: webhookPath(gone),
+            headers: { 'content-type': 'application/json' },
+            payload: '{"event": 1,',
+          });
           expect(unreadable.statusCode).toBe(400);
         }
         // And the journey A rate-limited resend never reached the workflow.
