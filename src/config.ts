@@ -104,6 +104,17 @@ const ConfigSchema = z.object({
   }),
   dataDir: z.string().min(1),
   attachmentsDir: z.string().min(1),
+  /** Where attachment bytes live: the folder above (one host, or a shared file system) or an S3-compatible bucket. */
+  attachmentStore: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('folder') }),
+    z.object({
+      kind: z.literal('s3'),
+      bucket: z.string().min(1, 'ATTACHMENTS_S3_BUCKET is required when ATTACHMENTS_STORE is s3'),
+      prefix: z.string(),
+      endpoint: z.string().url('ATTACHMENTS_S3_ENDPOINT must be a URL such as http://objects:9000').optional(),
+      region: z.string().min(1),
+    }),
+  ]),
   worker: z.object({
     maxCachedWorkflows: z.number().int().positive(),
     maxConcurrentActivities: z.number().int().positive(),
@@ -199,6 +210,11 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'CODEC_SERVER_TOKEN',
   'CODEC_SERVER_TOKEN_FILE',
   'ATTACHMENTS_DIR',
+  'ATTACHMENTS_STORE',
+  'ATTACHMENTS_S3_BUCKET',
+  'ATTACHMENTS_S3_PREFIX',
+  'ATTACHMENTS_S3_ENDPOINT',
+  'ATTACHMENTS_S3_REGION',
   'SPOOL_DIR',
   'DEAD_LETTER_DIR',
   'WORKER_MAX_CACHED_WORKFLOWS',
@@ -252,6 +268,9 @@ export function loadConfig(env: Env = process.env): Config {
   let raw: unknown;
   if (env.INBOX_STORE !== undefined && !['files', 'postgres'].includes(env.INBOX_STORE)) {
     throw new ConfigError(['INBOX_STORE: must be files or postgres']);
+  }
+  if (env.ATTACHMENTS_STORE !== undefined && !['folder', 's3'].includes(env.ATTACHMENTS_STORE)) {
+    throw new ConfigError(['ATTACHMENTS_STORE: must be folder or s3']);
   }
   try {
     const apiPort = num(port, 'API_PORT', env.API_PORT, 3000);
@@ -315,6 +334,16 @@ export function loadConfig(env: Env = process.env): Config {
       codec: codecSettings(env),
       dataDir,
       attachmentsDir: path.resolve(env.ATTACHMENTS_DIR ?? path.join(dataDir, 'attachments')),
+      attachmentStore:
+        env.ATTACHMENTS_STORE === 's3'
+          ? {
+              kind: 's3',
+              bucket: env.ATTACHMENTS_S3_BUCKET ?? '',
+              prefix: env.ATTACHMENTS_S3_PREFIX ?? '',
+              endpoint: env.ATTACHMENTS_S3_ENDPOINT || undefined,
+              region: env.ATTACHMENTS_S3_REGION ?? 'us-east-1',
+            }
+          : { kind: env.ATTACHMENTS_STORE ?? 'folder' },
       worker: {
         maxCachedWorkflows: num(ms, 'WORKER_MAX_CACHED_WORKFLOWS', env.WORKER_MAX_CACHED_WORKFLOWS, 1_000),
         maxConcurrentActivities: num(ms, 'WORKER_MAX_CONCURRENT_ACTIVITIES', env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),

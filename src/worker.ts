@@ -2,7 +2,8 @@
 // Scales out by running more of these against the same task queue.
 import { DefaultLogger, Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
-import { LocalFolderAttachmentStore } from './attachments/store';
+import { createAttachmentStore } from './attachments';
+import { sealerKeys } from './inbox';
 import { RecordSealer } from './codec/at-rest';
 import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
@@ -14,11 +15,8 @@ export function activityDeps(config: Config): ActivityDeps & { close(): Promise<
   return {
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
     webhookUrlFor: (journeyId) => webhookUrl(config.api.publicBaseUrl, journeyId, config.api.webhookSecret),
-    // Attachments are PHI: sealed at rest with the payload key ring, unless encryption was switched off.
-    attachments: new LocalFolderAttachmentStore(
-      config.attachmentsDir,
-      new RecordSealer(config.codec.disabled ? [] : config.codec.keys),
-    ),
+    // Attachments are PHI: sealed at rest with the payload key ring (the same keys the API seals with).
+    attachments: createAttachmentStore(config, new RecordSealer(sealerKeys(config))),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
     close: () => clients.close(),

@@ -15,7 +15,8 @@ import {
   type FastifyPluginAsyncZod,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
-import { LocalFolderAttachmentStore, type AttachmentStore } from '../attachments/store';
+import { createAttachmentStore } from '../attachments';
+import type { AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
 import { clinicAuth } from './auth';
 import { RecordSealer } from '../codec/at-rest';
@@ -108,7 +109,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       pageTokenSecret: config.api.webhookSecret,
     }),
     examService: new ClinicExamService(deps.examServiceFor, config.examService.catalogCacheTtlMs),
-    attachments: deps.attachments ?? new LocalFolderAttachmentStore(config.attachmentsDir, sealer),
+    attachments: deps.attachments ?? createAttachmentStore(config, sealer),
     inbox,
     forwarder,
     ackPressure,

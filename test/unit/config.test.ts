@@ -55,6 +55,34 @@ describe('configuration', () => {
     }
   });
 
+  it('chooses the attachment store: the folder by default, an S3 bucket when asked, and names what is missing', () => {
+    expect(loadConfig({ ...base, DATA_DIR: '/srv/journeys' })).toMatchObject({
+      attachmentsDir: '/srv/journeys/attachments',
+      attachmentStore: { kind: 'folder' },
+    });
+    const s3 = loadConfig({
+      ...base,
+      ATTACHMENTS_STORE: 's3',
+      ATTACHMENTS_S3_BUCKET: 'journey-attachments',
+      ATTACHMENTS_S3_PREFIX: 'prod/',
+      ATTACHMENTS_S3_ENDPOINT: 'http://objects:9000',
+    });
+    expect(s3.attachmentStore).toEqual({
+      kind: 's3',
+      bucket: 'journey-attachments',
+      prefix: 'prod/',
+      endpoint: 'http://objects:9000',
+      region: 'us-east-1',
+    });
+    expect(() => loadConfig({ ...base, ATTACHMENTS_STORE: 'gcs' })).toThrow('ATTACHMENTS_STORE: must be folder or s3');
+    expect(() => loadConfig({ ...base, ATTACHMENTS_STORE: 's3' })).toThrow(
+      /ATTACHMENTS_S3_BUCKET is required when ATTACHMENTS_STORE is s3/,
+    );
+    expect(() =>
+      loadConfig({ ...base, ATTACHMENTS_STORE: 's3', ATTACHMENTS_S3_BUCKET: 'b', ATTACHMENTS_S3_ENDPOINT: 'objects' }),
+    ).toThrow(/ATTACHMENTS_S3_ENDPOINT must be a URL/);
+  });
+
   it('lets the codec server start with its own settings only', () => {
     const keys = `k:${randomBytes(32).toString('base64')}`;
     const { codec } = loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_PORT: '9999' });
