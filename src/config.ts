@@ -89,6 +89,11 @@ const ConfigSchema = z.object({
     maxBackoffMs: z.number().int().positive(),
     /** A webhook answer slower than this makes the forwarder yield (fewer signals in flight); 0: never. */
     ackPressureMs: z.number().int().min(0),
+    /**
+     * Deadline of one forwarded signal. Short on purpose: while Temporal is away a signal fails at its deadline (the
+     * client retries within it), and the forwarder's probe finds Temporal back sooner than a long deadline runs out.
+     */
+    signalTimeoutMs: z.number().int().positive(),
   }),
   codec: z.object({
     /** Payload encryption keys, the first one active; every one decrypts (rotation). */
@@ -200,6 +205,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'FORWARDER_CONCURRENCY',
   'FORWARDER_MAX_BACKOFF_MS',
   'FORWARDER_ACK_PRESSURE_MS',
+  'FORWARDER_SIGNAL_TIMEOUT_MS',
   'SPOOL_MAX_BACKOFF_MS',
   'PAYLOAD_ENCRYPTION_KEYS',
   'PAYLOAD_ENCRYPTION_KEYS_FILE',
@@ -330,6 +336,7 @@ export function loadConfig(env: Env = process.env): Config {
           env.FORWARDER_ACK_PRESSURE_MS,
           5,
         ),
+        signalTimeoutMs: num(ms, 'FORWARDER_SIGNAL_TIMEOUT_MS', env.FORWARDER_SIGNAL_TIMEOUT_MS, 3_000),
       },
       codec: codecSettings(env),
       dataDir,

@@ -79,7 +79,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   const forwarder = new InboxForwarder({
     inbox,
     temporal: deps.temporal,
-    signalTimeoutMs: config.api.temporalTimeoutMs,
+    signalTimeoutMs: config.forwarder.signalTimeoutMs,
     concurrency: config.forwarder.concurrency,
     maxBackoffMs: config.forwarder.maxBackoffMs,
     pressure: () => ackPressure.underPressure(),

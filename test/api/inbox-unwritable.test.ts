@@ -36,7 +36,14 @@ describe.each(['files', 'postgres'] as const)('an inbox that cannot write (%s)',
     if (store === 'postgres') pg = await startTestPostgres({ database: 'inbox' });
     config = testConfig(
       dirs.dataDir,
-      pg ? { INBOX_STORE: 'postgres', INBOX_DATABASE_URL: pg.url, API_TEMPORAL_TIMEOUT_MS: '300' } : {},
+      pg
+        ? {
+            INBOX_STORE: 'postgres',
+            INBOX_DATABASE_URL: pg.url,
+            API_TEMPORAL_TIMEOUT_MS: '300',
+            FORWARDER_SIGNAL_TIMEOUT_MS: '300',
+          }
+        : {},
     );
   }, 60_000);
   afterAll(async () => {

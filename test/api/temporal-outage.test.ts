@@ -66,6 +66,7 @@ describe('Temporal outage', () => {
       config: testConfig(dirs.dataDir, {
         TEMPORAL_TASK_QUEUE: TASK_QUEUE,
         API_TEMPORAL_TIMEOUT_MS: '2000',
+        FORWARDER_SIGNAL_TIMEOUT_MS: '1000',
         SPOOL_MAX_BACKOFF_MS: '400',
       }),
       temporal: client,
