@@ -97,7 +97,8 @@ export function toInviteInput(input: JourneyInput, examIds: number[], webhookUrl
       custom_pharmacy: 2,
       pharmacy_id: s.pharmacyId,
       ...(s.orderSetId ? { order_set_id: s.orderSetId } : {}),
-      ...(s.examPosId !== undefined && !s.orderSetId ? { exam_pos_id: s.examPosId } : {}),
+      // Both when the clinic gave both: they name the same package, and live integrations select by exam_pos_id.
+      ...(s.examPosId !== undefined ? { exam_pos_id: s.examPosId } : {}),
       ...(s.providerPosSelection !== undefined ? { provider_pos_selection: s.providerPosSelection } : {}),
     });
   } else if (s.type === 'urgent_care' || s.type === 'custom_pharmacy') {
@@ -201,7 +202,7 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
           content_type: attachment.contentType,
           content_base64: stored.bytes.toString('base64'),
         });
-        return { attachmentId: String(r.attachment_id) };
+        return { attachmentId: r.attachment_id ?? null };
       } catch (err) {
         rethrow(err, 'exam_upload_attachment');
       }
@@ -231,9 +232,12 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
       }
     },
 
-    async resendInvite({ clinicId, patientExamId }) {
+    async resendInvite({ clinicId, patientExamId, meetingUuid }) {
       try {
-        const r = await clientFor(clinicId, 'exam_invite_resend').resendInvite({ patient_exam_id: patientExamId });
+        const r = await clientFor(clinicId, 'exam_invite_resend').resendInvite({
+          patient_exam_id: patientExamId,
+          ...(meetingUuid ? { meeting_uuid: meetingUuid } : {}),
+        });
         return { deliveries: typeof r.deliveries === 'number' ? r.deliveries : null };
       } catch (err) {
         rethrow(err, 'exam_invite_resend');

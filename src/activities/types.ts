@@ -86,9 +86,15 @@ export interface NotifyClinicInput {
 export interface JourneyActivities {
   getExamCatalog(clinicId: string): Promise<CatalogEntry[]>;
   createInvite(req: CreateInviteInput): Promise<CreateInviteResult>;
-  uploadAttachment(req: UploadAttachmentInput): Promise<{ attachmentId: string }>;
+  /** attachmentId: the service's id for the upload, null when its answer named none. */
+  uploadAttachment(req: UploadAttachmentInput): Promise<{ attachmentId: string | null }>;
   submitAnswers(req: SubmitAnswersInput): Promise<{ answered: number }>;
-  resendInvite(req: { clinicId: string; patientExamId: number }): Promise<{ deliveries: number | null }>;
+  /** meetingUuid: the invite's meeting, sent beside the patient exam as the live service expects (absent in old histories). */
+  resendInvite(req: {
+    clinicId: string;
+    patientExamId: number;
+    meetingUuid?: string;
+  }): Promise<{ deliveries: number | null }>;
   cancelInvite(req: { clinicId: string; patientExamId: number }): Promise<CancelInviteResult>;
   notifyClinic(req: NotifyClinicInput): Promise<{ status: number }>;
 }

@@ -1,6 +1,7 @@
 // The clinic API's request and response schemas: one zod schema per route part serves validation, the handler's
 // types and the OpenAPI document. The journey request itself comes from workflows/journey-request (one source).
 import { z } from 'zod';
+import { US_STATE_CODES } from '../exam-service/schemas';
 import {
   AttachmentRef,
   JourneyRequest,
@@ -249,21 +250,28 @@ export const CatalogExams = z
   .meta({ id: 'CatalogExams' });
 
 export const PartnerPharmacies = z.object({
-  pharmacies: z.array(z.object({ pharmacyId: z.number().int(), name: z.string(), type: z.string() })),
+  /** type: absent when the service gives none. */
+  pharmacies: z.array(z.object({ pharmacyId: z.number().int(), name: z.string(), type: z.string().optional() })),
 });
 
 export const PharmacyParams = z.object({ pharmacyId: z.coerce.number().int().positive() });
-export const TreatmentPackagesQuery = z.strictObject({ examId: z.coerce.number().int().positive() });
+export const TreatmentPackagesQuery = z.strictObject({
+  examId: z.coerce.number().int().positive(),
+  /** The patient's state (packages can differ by state); passed to the service when given. */
+  state: z.enum(US_STATE_CODES).optional(),
+});
+/** What the service described; orderSetId or examPosId is always there (the journey's scenario takes either). */
 export const TreatmentPackages = z.object({
   treatmentPackages: z.array(
     z.object({
-      orderSetId: z.string(),
+      orderSetId: z.string().nullable(),
       examPosId: z.number().int().nullable(),
-      drugName: z.string(),
-      strength: z.string(),
-      size: z.string(),
-      durationDays: z.number().int(),
-      priceCents: z.number().int(),
+      title: z.string().optional(),
+      drugName: z.string().optional(),
+      strength: z.string().optional(),
+      size: z.string().optional(),
+      durationDays: z.number().int().optional(),
+      priceCents: z.number().int().nullable(),
     }),
   ),
 });
@@ -308,12 +316,13 @@ export const CustomPharmacies = z.object({
     z.object({
       ncpdpid: z.string(),
       name: z.string(),
-      addressLine1: z.string(),
+      /** The address fields are absent when the service gave none. */
+      addressLine1: z.string().optional(),
       addressLine2: z.string().optional(),
-      city: z.string(),
-      state: z.string(),
-      zipCode: z.string(),
-      phone: z.string(),
+      city: z.string().optional(),
+      state: z.string().optional(),
+      zipCode: z.string().optional(),
+      phone: z.string().optional(),
       type: z.string().optional(),
     }),
   ),

@@ -200,6 +200,7 @@ export class ExamServiceClient implements ExamServiceApi {
     return this.#call('exam_submit_answers', SubmitAnswersRequest, input, SubmitAnswersResponse);
   }
 
+  /** Pass the invite's meeting_uuid when known: the live service expects it beside the patient exam. */
   resendInvite(input: InviteResendInput): Promise<InviteResendResponse> {
     return this.#call('exam_invite_resend', InviteResendRequest, input, InviteResendResponse);
   }
@@ -224,11 +225,12 @@ export class ExamServiceClient implements ExamServiceApi {
     return this.#call('partner_pharmacy_list', PartnerPharmacyListRequest, {}, PartnerPharmacyListResponse);
   }
 
+  /** Sends each id in both forms, the document's and the live list's (pharmacy_ids, exam_ids). */
   treatmentPackages(input: TreatmentPackagesInput): Promise<TreatmentPackagesResponse> {
     return this.#call(
       'partner_pharmacy_treatment_packages',
       TreatmentPackagesRequest,
-      input,
+      { pharmacy_ids: [input.pharmacy_id], exam_ids: [input.exam_id], ...input },
       TreatmentPackagesResponse,
     );
   }

@@ -5,6 +5,9 @@
  * Conventions:
  * - Responses, resources and callbacks are loose objects: unknown fields are kept, a missing required field fails
  *   with an issue whose path names it.
+ * - Responses require only what the engine acts on and read it in every layout the live service is known to use
+ *   (docs/live-service.md): ids as integers or digit strings, lists bare or inside an object, fields inside `data`.
+ *   Everything else is optional, and checked only where the engine reads it.
  * - Requests are plain objects: unknown fields are dropped before sending, so only contract fields go on the wire.
  * - Custom messages never echo the input value (values may be PHI or the api key).
  */
@@ -61,6 +64,39 @@ const CallbackId = z.union([z.int().nonnegative(), DigitString]);
 /** Noise echoed in many bodies; sometimes a string. Never decisive on success. */
 const HttpCode = z.union([z.int(), DigitString]);
 const DecimalString = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal string such as 49.00');
+/** An id as the live service sends it: an integer or a digit string; read as the number. */
+const LooseId = z.union([PositiveId, DigitString]).transform(Number).pipe(PositiveId);
+/** A count or position as an integer or a digit string; read as the number. */
+const LooseInt = z.union([z.int().nonnegative(), DigitString]).transform(Number);
+/** An identifier the service may send as a number (an NCPDPID, an order set): read as its digits. */
+const LooseCode = z.union([z.string().min(1), z.int().nonnegative()]).transform(String);
+/** A price as a decimal string or a number; read as the decimal string (49 becomes "49.00"). */
+const LoosePrice = z
+  .union([DecimalString, z.number().nonnegative()])
+  .transform((v) => (typeof v === 'number' ? v.toFixed(2) : v));
+/** Echoed status code: never decisive on success (classifyServiceAnswer reads it), so any value is tolerated. */
+const Echo = z.unknown().optional();
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The envelopes the live service is known to use, reduced to the document's: a bare list is `listKey`, a list in
+ * `data` is `listKey`, and the fields of a `data` object count as top-level ones (top-level fields win).
+ */
+export function unwrapEnvelope(body: unknown, listKey?: string): unknown {
+  if (Array.isArray(body)) return listKey === undefined ? body : { [listKey]: body };
+  if (!isPlainObject(body)) return body;
+  const { data, ...rest } = body;
+  if (listKey !== undefined && rest[listKey] === undefined && Array.isArray(data)) return { ...rest, [listKey]: data };
+  if (isPlainObject(data)) return { ...(unwrapEnvelope(data, listKey) as object), ...rest };
+  return body;
+}
+
+function enveloped<T extends z.ZodType>(schema: T, listKey?: string) {
+  return z.preprocess((body) => unwrapEnvelope(body, listKey), schema);
+}
 const IsoDateTime = z.iso.datetime({ offset: true, local: true });
 const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 const Phone = z.string().regex(/^(?:\+1)?\d{10}$/, 'must be +1 followed by 10 digits, or 10 digits');
@@ -92,88 +128,119 @@ const DateOfBirth = z
 // Resources
 
 export const Exam = z.looseObject({
-  id: PositiveId,
+  id: LooseId,
   title: z.string(),
   /** 1 = GFE (no prescription), 2 = prescription exam (partner package, urgent care, own pharmacy). */
-  rx_type: z.literal([1, 2]),
-  /** Decimal string when a preset price exists; null = no special pricing. */
-  price: DecimalString.nullable(),
-  /** 1 = only the standard ID upload; 2 = attachments must be uploaded (one description reads it as a count). */
-  attachments_required: z.int().nonnegative(),
-  attachments: z.array(z.string()),
+  rx_type: z.union([z.literal([1, 2]), z.literal(['1', '2'])]).transform((v): 1 | 2 => (Number(v) === 2 ? 2 : 1)),
+  /** Decimal string when a preset price exists; null (or absent) = no special pricing. */
+  price: LoosePrice.nullish().transform((v) => v ?? null),
+  /** 1 = only the standard ID upload; 2 = attachments must be uploaded. Absent: the standard ID only. */
+  attachments_required: LooseInt.nullish().transform((v) => v ?? 1),
+  /** Absent or null: no attachment beyond the standard ID. */
+  attachments: z
+    .array(z.string())
+    .nullish()
+    .transform((v) => v ?? []),
 });
 export type Exam = z.infer<typeof Exam>;
 
-export const ExamListResponse = z.looseObject({
-  exams: z.array(Exam),
-  clinic_id: z.int().optional(),
-});
+export const ExamListResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    exams: z.array(Exam),
+    clinic_id: Echo,
+  }),
+  'exams',
+);
 export type ExamListResponse = z.infer<typeof ExamListResponse>;
 
 export const PatientExam = z.looseObject({
-  patient_exam_id: PositiveId,
-  exam_id: PositiveId,
-  exam_title: z.string(),
+  patient_exam_id: LooseId,
+  exam_id: LooseId,
+  /** Not read by every integration and not needed by the engine (the exam list has the title). */
+  exam_title: z
+    .string()
+    .nullish()
+    .transform((v) => v ?? ''),
 });
 export type PatientExam = z.infer<typeof PatientExam>;
 
 export const PartnerPharmacy = z.looseObject({
-  pharmacy_id: PositiveId,
+  pharmacy_id: LooseId,
   name: z.string(),
-  type: z.string(),
+  type: z.string().nullish(),
 });
 export type PartnerPharmacy = z.infer<typeof PartnerPharmacy>;
 
-export const TreatmentPackage = z.looseObject({
-  order_set_id: z.string().min(1),
-  /** Legacy alias of order_set_id; integer, in one description a digit string. Optional so its removal is harmless. */
-  exam_pos_id: z.union([z.int().nonnegative(), DigitString]).optional(),
-  drug_name: z.string(),
-  strength: z.string(),
-  size: z.string(),
-  duration_days: z.int().nonnegative(),
-  /** Integer cents (unlike the exam's decimal string). */
-  price: z.int().nonnegative(),
-});
+/**
+ * A partner pharmacy's package. The engine needs what the invite takes (order_set_id, or the legacy exam_pos_id);
+ * the live list describes a package by `title` and a decimal total price instead of the document's drug fields.
+ */
+export const TreatmentPackage = z
+  .looseObject({
+    order_set_id: LooseCode.optional(),
+    /** Legacy alias of order_set_id; integer, in one description a digit string. */
+    exam_pos_id: z.union([z.int().nonnegative(), DigitString]).transform(Number).optional(),
+    title: z.string().nullish(),
+    drug_name: z.string().nullish(),
+    strength: z.string().nullish(),
+    size: z.string().nullish(),
+    duration_days: LooseInt.nullish(),
+    /** Integer cents (unlike the exam's decimal string). */
+    price: LooseInt.nullish(),
+    /** The live list's total price, a decimal string of dollars. */
+    qualiphy_total_price: LoosePrice.nullish(),
+  })
+  .refine((p) => p.order_set_id !== undefined || p.exam_pos_id !== undefined, {
+    path: ['order_set_id'],
+    message: 'a treatment package needs order_set_id or exam_pos_id',
+  });
 export type TreatmentPackage = z.infer<typeof TreatmentPackage>;
 
-/** Custom pharmacy search result, layout A (snake_case, inside `pharmacies`). */
+/** A package's price in cents, whichever field carried it; null when none did. */
+export function packagePriceCents(p: TreatmentPackage): number | null {
+  if (typeof p.price === 'number') return p.price;
+  if (typeof p.qualiphy_total_price === 'string') return Math.round(Number(p.qualiphy_total_price) * 100);
+  return null;
+}
+
+/** Custom pharmacy search result, layout A (snake_case, inside `pharmacies`). The invite needs the NCPDPID. */
 export const CustomPharmacyA = z.looseObject({
-  ncpdpid: z.string(),
+  ncpdpid: LooseCode,
   name: z.string(),
-  address_line_1: z.string(),
-  city: z.string(),
-  state: z.string(),
-  zip_code: z.string(),
-  phone: z.string(),
+  address_line_1: z.string().nullish(),
+  city: z.string().nullish(),
+  state: z.string().nullish(),
+  zip_code: LooseCode.nullish(),
+  phone: z.string().nullish(),
 });
 export type CustomPharmacyA = z.infer<typeof CustomPharmacyA>;
 
 /** Custom pharmacy search result, layout B (PascalCase, inside `data`). */
 export const CustomPharmacyB = z.looseObject({
-  NCPDPID: z.string(),
+  NCPDPID: LooseCode,
   Name: z.string(),
-  Address: z.string(),
+  Address: z.string().nullish(),
   /** Empty when not applicable; also accepted null or absent. */
   Address2: z.string().nullish(),
-  City: z.string(),
-  State: z.string(),
-  Zip: z.string(),
-  Phone: z.string(),
-  Type: z.string(),
+  City: z.string().nullish(),
+  State: z.string().nullish(),
+  Zip: LooseCode.nullish(),
+  Phone: z.string().nullish(),
+  Type: z.string().nullish(),
 });
 export type CustomPharmacyB = z.infer<typeof CustomPharmacyB>;
 
 export const QuestionResponseOption = z.looseObject({
   response: z.string(),
   /** 2 = extra text must accompany the selection; 1 = none. */
-  input_field: z.literal([1, 2]),
-  exam_question_response_id: PositiveId,
+  input_field: z.union([z.literal([1, 2]), z.literal(['1', '2'])]).optional(),
+  exam_question_response_id: LooseId.optional(),
 });
 export type QuestionResponseOption = z.infer<typeof QuestionResponseOption>;
 
 export const CatalogQuestion = z.looseObject({
-  no: z.int().nonnegative(),
+  no: LooseInt,
   question: z.string(),
 });
 export type CatalogQuestion = z.infer<typeof CatalogQuestion>;
@@ -181,14 +248,17 @@ export type CatalogQuestion = z.infer<typeof CatalogQuestion>;
 export const PatientQuestion = z
   .looseObject({
     /** The spec names the identifier `id` or `question_id`; either is accepted, at least one is required. */
-    id: PositiveId.optional(),
-    question_id: PositiveId.optional(),
-    no: z.int().nonnegative().optional(),
+    id: LooseId.optional(),
+    question_id: LooseId.optional(),
+    no: LooseInt.optional(),
     question: z.string(),
     /** 1 = text, 2 = single radio, 3 = multi checkbox; 1 when no options exist. */
-    response_type: z.literal([1, 2, 3]).optional(),
-    input_field: z.literal([1, 2]).optional(),
-    responses: z.array(QuestionResponseOption),
+    response_type: z.union([z.literal([1, 2, 3]), z.literal(['1', '2', '3'])]).optional(),
+    input_field: z.union([z.literal([1, 2]), z.literal(['1', '2'])]).optional(),
+    responses: z
+      .array(QuestionResponseOption)
+      .nullish()
+      .transform((v) => v ?? []),
   })
   .refine((q) => q.id !== undefined || q.question_id !== undefined, {
     path: ['id'],
@@ -209,8 +279,11 @@ export type Answer = z.infer<typeof Answer>;
 
 /** An answer already on file (pre-fill or earlier submission), tied to its question by question_id. */
 export const PrefilledAnswer = z.looseObject({
-  question_id: PositiveId,
+  question_id: LooseId,
   answer: AnswerValue.optional(),
+  /** Live layout: the chosen response and its id instead of `answer`. */
+  response: z.string().nullish(),
+  exam_question_response_id: LooseId.nullish(),
 });
 export type PrefilledAnswer = z.infer<typeof PrefilledAnswer>;
 
@@ -406,7 +479,12 @@ export const SubmitAnswersRequest = z.object({
 });
 export type SubmitAnswersRequest = z.infer<typeof SubmitAnswersRequest>;
 
-export const InviteResendRequest = z.object({ api_key: ApiKey, patient_exam_id: PositiveId });
+/** The live service's instructions also carry the invite's meeting_uuid; the engine sends it whenever it knows it. */
+export const InviteResendRequest = z.object({
+  api_key: ApiKey,
+  patient_exam_id: PositiveId,
+  meeting_uuid: Text.optional(),
+});
 export type InviteResendRequest = z.infer<typeof InviteResendRequest>;
 
 export const InviteCancelRequest = z.object({ api_key: ApiKey, patient_exam_id: PositiveId });
@@ -415,11 +493,28 @@ export type InviteCancelRequest = z.infer<typeof InviteCancelRequest>;
 export const PartnerPharmacyListRequest = z.object({ api_key: ApiKey });
 export type PartnerPharmacyListRequest = z.infer<typeof PartnerPharmacyListRequest>;
 
-export const TreatmentPackagesRequest = z.object({
-  api_key: ApiKey,
-  pharmacy_id: PositiveId,
-  exam_id: PositiveId,
-});
+/**
+ * The document's fields, and the live form beside them (lists of ids and the patient's state): the client sends both,
+ * each id in both forms, which the service reads whichever way it reads them.
+ */
+export const TreatmentPackagesRequest = z
+  .object({
+    api_key: ApiKey,
+    pharmacy_id: PositiveId,
+    exam_id: PositiveId,
+    pharmacy_ids: z.array(PositiveId).min(1).optional(),
+    exam_ids: z.array(PositiveId).min(1).optional(),
+    /** The patient's state: packages can differ by state. */
+    patient_state: z.enum(US_STATE_CODES, 'must be a two-letter uppercase US state or DC').optional(),
+  })
+  .superRefine((q, ctx) => {
+    if (q.pharmacy_ids && !q.pharmacy_ids.includes(q.pharmacy_id)) {
+      ctx.addIssue({ code: 'custom', path: ['pharmacy_ids'], message: 'pharmacy_ids must include pharmacy_id' });
+    }
+    if (q.exam_ids && !q.exam_ids.includes(q.exam_id)) {
+      ctx.addIssue({ code: 'custom', path: ['exam_ids'], message: 'exam_ids must include exam_id' });
+    }
+  });
 export type TreatmentPackagesRequest = z.infer<typeof TreatmentPackagesRequest>;
 
 /** Search form A: name fragment, five-digit zip or direct NCPDPID lookup; at least one of them. Strict so forms never mix. */
@@ -480,111 +575,172 @@ export type CustomPharmacySearchInput = CustomPharmacySearchInputA | CustomPharm
 // ---------------------------------------------------------------------------------------------------------------
 // Responses (HTTP 200)
 
-export const ExamInviteResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  meeting_url: z.string().min(1),
-  meeting_uuid: z.string().min(1),
-  /** One per invited exam, all linked to the one meeting. */
-  patient_exams: z.array(PatientExam).min(1),
-});
+export const ExamInviteResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    meeting_url: z.string().min(1),
+    meeting_uuid: z.string().min(1),
+    /** One per invited exam, all linked to the one meeting. */
+    patient_exams: z.array(PatientExam).min(1),
+  }),
+);
 export type ExamInviteResponse = z.infer<typeof ExamInviteResponse>;
 
-export const UploadAttachmentResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  patient_exam_id: PositiveId,
-  attachment_id: z.string().min(1),
-  kind: z.string(),
-});
+/** The document shows no answer: a 200 is the upload done. An id the service gives is kept. */
+export const UploadAttachmentResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    patient_exam_id: LooseId.nullish(),
+    attachment_id: LooseCode.nullish(),
+    kind: z.string().nullish(),
+  }),
+);
 export type UploadAttachmentResponse = z.infer<typeof UploadAttachmentResponse>;
 
+/** The engine needs the questions (to match answers to them); the ids around them it already knows. */
 export const ExamQuestionsPatientResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  exam_id: PositiveId,
-  meeting_uuid: z.string().min(1),
-  patient_exam_id: PositiveId,
+  http_code: Echo,
+  exam_id: LooseId.nullish(),
+  meeting_uuid: z.string().nullish(),
+  patient_exam_id: LooseId.nullish(),
   questions: z.array(PatientQuestion),
-  /** Empty when nothing is pre-filled. */
-  answers: z.array(PrefilledAnswer),
+  /** Empty (or absent) when nothing is pre-filled. */
+  answers: z
+    .array(PrefilledAnswer)
+    .nullish()
+    .transform((v) => v ?? []),
 });
 export type ExamQuestionsPatientResponse = z.infer<typeof ExamQuestionsPatientResponse>;
 
 export const ExamQuestionsCatalogResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  exam_id: PositiveId,
+  http_code: Echo,
+  exam_id: LooseId.nullish(),
   questions: z.array(CatalogQuestion),
 });
 export type ExamQuestionsCatalogResponse = z.infer<typeof ExamQuestionsCatalogResponse>;
 
 /** Which layout answers which request form is not shown; the patient-bound layout is tried first. */
-export const ExamQuestionsResponse = z.union([ExamQuestionsPatientResponse, ExamQuestionsCatalogResponse]);
+export const ExamQuestionsResponse = enveloped(
+  z.union([ExamQuestionsPatientResponse, ExamQuestionsCatalogResponse]),
+  'questions',
+);
 export type ExamQuestionsResponse = z.infer<typeof ExamQuestionsResponse>;
 
+/** Patient-bound: every question carries its id (the catalog form numbers them instead). */
 export function isPatientBoundQuestions(r: ExamQuestionsResponse): r is ExamQuestionsPatientResponse {
-  return typeof r.meeting_uuid === 'string' && Array.isArray(r.answers);
+  return (
+    Array.isArray(r.answers) &&
+    r.questions.every(
+      (q) => (q as PatientQuestion).id !== undefined || (q as PatientQuestion).question_id !== undefined,
+    )
+  );
 }
 
-export const SubmitAnswersResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  patient_exam_id: PositiveId,
-  answered: z.int().nonnegative(),
-  questionnaire_skipped: z.boolean(),
-});
+/** The document shows no answer: a 200 is the answers stored. Counts the service gives are kept. */
+export const SubmitAnswersResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    patient_exam_id: LooseId.nullish(),
+    answered: LooseInt.nullish(),
+    questionnaire_skipped: z.boolean().nullish(),
+  }),
+);
 export type SubmitAnswersResponse = z.infer<typeof SubmitAnswersResponse>;
 
-export const InviteResendResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  patient_exam_id: PositiveId,
-  deliveries: z.int().nonnegative(),
-});
+/** The document shows no answer; the live service answers with its http_code alone. A 200 is the invite resent. */
+export const InviteResendResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    patient_exam_id: LooseId.nullish(),
+    deliveries: LooseInt.nullish(),
+  }),
+);
 export type InviteResendResponse = z.infer<typeof InviteResendResponse>;
 
-export const InviteCancelResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  patient_exam_id: PositiveId,
-  status: z.literal('cancelled'),
-  cancelled_at: IsoDateTime,
-});
+/**
+ * A 200 is the exam cancelled. What the engine checks is that a status, when the service gives one, says so; the
+ * time is kept when it reads as a date (the document's ISO form or another one Date understands).
+ */
+export const InviteCancelResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    patient_exam_id: LooseId.nullish(),
+    status: z
+      .string()
+      .regex(/^\s*cancel{1,2}ed\s*$/i, 'a cancel that succeeded reports status cancelled')
+      .nullish(),
+    cancelled_at: z
+      .string()
+      .nullish()
+      .transform((v) => {
+        if (typeof v !== 'string' || v.trim() === '') return undefined;
+        if (IsoDateTime.safeParse(v).success) return v;
+        const ms = Date.parse(v);
+        return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
+      }),
+  }),
+);
 export type InviteCancelResponse = z.infer<typeof InviteCancelResponse>;
 
-export const PartnerPharmacyListResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  pharmacies: z.array(PartnerPharmacy),
-});
+export const PartnerPharmacyListResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    pharmacies: z.array(PartnerPharmacy),
+  }),
+  'pharmacies',
+);
 export type PartnerPharmacyListResponse = z.infer<typeof PartnerPharmacyListResponse>;
 
-export const TreatmentPackagesResponse = z.looseObject({
-  http_code: HttpCode.optional(),
-  treatment_packages: z.array(TreatmentPackage),
-});
+export const TreatmentPackagesResponse = enveloped(
+  z.looseObject({
+    http_code: Echo,
+    treatment_packages: z.array(TreatmentPackage),
+  }),
+  'treatment_packages',
+);
 export type TreatmentPackagesResponse = z.infer<typeof TreatmentPackagesResponse>;
 
 export const CustomPharmacySearchResponseA = z.looseObject({
-  http_code: HttpCode.optional(),
+  http_code: Echo,
   pharmacies: z.array(CustomPharmacyA),
 });
 export type CustomPharmacySearchResponseA = z.infer<typeof CustomPharmacySearchResponseA>;
 
 export const CustomPharmacySearchResponseB = z.looseObject({
-  http_code: HttpCode.optional(),
+  http_code: Echo,
   data: z.array(CustomPharmacyB),
 });
 export type CustomPharmacySearchResponseB = z.infer<typeof CustomPharmacySearchResponseB>;
 
+/** A bare list is layout B when its entries are PascalCase, layout A otherwise. */
+function searchEnvelope(body: unknown): unknown {
+  if (!Array.isArray(body)) return body;
+  const first: unknown = body[0];
+  return isPlainObject(first) && 'NCPDPID' in first ? { data: body } : { pharmacies: body };
+}
+
 /** Either layout may answer either request form. */
-export const CustomPharmacySearchResponse = z.union([CustomPharmacySearchResponseA, CustomPharmacySearchResponseB]);
+export const CustomPharmacySearchResponse = z.preprocess(
+  searchEnvelope,
+  z.union([CustomPharmacySearchResponseA, CustomPharmacySearchResponseB]),
+);
 export type CustomPharmacySearchResponse = z.infer<typeof CustomPharmacySearchResponse>;
 
-/** The invite's custom pharmacy fields, whichever search layout supplied the pharmacy. */
+/** The invite's custom pharmacy fields, whichever search layout supplied the pharmacy (absent ones left out). */
 export interface CustomPharmacyInviteFields {
   ncpdpid: string;
   pharmacy_name: string;
-  pharmacy_address_line_1: string;
+  pharmacy_address_line_1?: string;
   pharmacy_address_line_2?: string;
-  pharmacy_city: string;
-  pharmacy_state: string;
-  pharmacy_zip_code: string;
-  pharmacy_phone: string;
+  pharmacy_city?: string;
+  pharmacy_state?: string;
+  pharmacy_zip_code?: string;
+  pharmacy_phone?: string;
   pharmacy_type?: string;
+}
+
+function present<K extends string>(key: K, value: unknown): Partial<Record<K, string>> {
+  return typeof value === 'string' && value !== '' ? ({ [key]: value } as Record<K, string>) : {};
 }
 
 export function customPharmacyInviteFields(p: CustomPharmacyA | CustomPharmacyB): CustomPharmacyInviteFields {
@@ -593,26 +749,25 @@ export function customPharmacyInviteFields(p: CustomPharmacyA | CustomPharmacyB)
     return {
       ncpdpid: b.NCPDPID,
       pharmacy_name: b.Name,
-      pharmacy_address_line_1: b.Address,
-      ...(b.Address2 ? { pharmacy_address_line_2: b.Address2 } : {}),
-      pharmacy_city: b.City,
-      pharmacy_state: b.State,
-      pharmacy_zip_code: b.Zip,
-      pharmacy_phone: b.Phone,
-      pharmacy_type: b.Type,
+      ...present('pharmacy_address_line_1', b.Address),
+      ...present('pharmacy_address_line_2', b.Address2),
+      ...present('pharmacy_city', b.City),
+      ...present('pharmacy_state', b.State),
+      ...present('pharmacy_zip_code', b.Zip),
+      ...present('pharmacy_phone', b.Phone),
+      ...present('pharmacy_type', b.Type),
     };
   }
   const a = p as CustomPharmacyA;
-  const line2 = a.address_line_2;
   return {
     ncpdpid: a.ncpdpid,
     pharmacy_name: a.name,
-    pharmacy_address_line_1: a.address_line_1,
-    ...(typeof line2 === 'string' && line2 !== '' ? { pharmacy_address_line_2: line2 } : {}),
-    pharmacy_city: a.city,
-    pharmacy_state: a.state,
-    pharmacy_zip_code: a.zip_code,
-    pharmacy_phone: a.phone,
+    ...present('pharmacy_address_line_1', a.address_line_1),
+    ...present('pharmacy_address_line_2', a.address_line_2),
+    ...present('pharmacy_city', a.city),
+    ...present('pharmacy_state', a.state),
+    ...present('pharmacy_zip_code', a.zip_code),
+    ...present('pharmacy_phone', a.phone),
   };
 }
 

@@ -3,7 +3,7 @@
  * with their treatment packages, retail pharmacies for the custom pharmacy search, and what providers prescribe.
  * Documented in ./README.md; tests import these constants instead of repeating literals.
  */
-import type { Exam, PartnerPharmacy, TreatmentPackage } from '../exam-service/schemas';
+import type { Exam, PartnerPharmacy } from '../exam-service/schemas';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Clinics and keys
@@ -355,7 +355,16 @@ export const SEED_PARTNER_PHARMACIES: readonly PartnerPharmacy[] = [
   { pharmacy_id: 502, name: 'Summit Outsourcing Facility', type: '503B Outsourcing' },
 ];
 
-export interface SeedTreatmentPackage extends TreatmentPackage {
+/** A package as the document describes it (the sandbox derives the live layout from it). */
+export interface SeedTreatmentPackage {
+  order_set_id: string;
+  exam_pos_id: number;
+  drug_name: string;
+  strength: string;
+  size: string;
+  duration_days: number;
+  /** Cents. */
+  price: number;
   pharmacy_id: number;
   exam_id: number;
   /** Every drug the package prescribes; the first is the package's own drug_name. */

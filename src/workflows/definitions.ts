@@ -66,7 +66,9 @@ export interface OperatorRequest {
 export const cancelUpdate = defineUpdate<CancelResult, [CancelRequest]>('cancel');
 export const resendUpdate = defineUpdate<ResendResult, [ResendRequest]>('resend');
 export const submitAnswersUpdate = defineUpdate<{ answered: number }, [SubmitAnswersRequest]>('submitAnswers');
-export const addAttachmentUpdate = defineUpdate<{ attachmentId: string }, [AddAttachmentRequest]>('addAttachment');
+export const addAttachmentUpdate = defineUpdate<{ attachmentId: string | null }, [AddAttachmentRequest]>(
+  'addAttachment',
+);
 /** Operator: try again what parked the journey in needs_attention (invite, account setup, lost verdict). */
 export const retryUpdate = defineUpdate<{ stage: string }, [OperatorRequest]>('retry');
 /** Operator: give up on a parked journey; it ends as abandoned. */

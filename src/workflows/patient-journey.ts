@@ -265,7 +265,14 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     async (req) => {
       const targets =
         req.patientExamId !== undefined ? [req.patientExamId] : [cancellableExams(state)[0]!.patientExamId];
-      for (const id of targets) await service.resendInvite({ clinicId: state.clinicId, patientExamId: id });
+      for (const id of targets) {
+        const meetingUuid = findExam(state, id)?.meetingUuid;
+        await service.resendInvite({
+          clinicId: state.clinicId,
+          patientExamId: id,
+          ...(meetingUuid ? { meetingUuid } : {}),
+        });
+      }
       return { resent: targets };
     },
     {
@@ -467,7 +474,11 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     switch (action.type) {
       case 'send_reminder':
         try {
-          await service.resendInvite({ clinicId: state.clinicId, patientExamId: action.patientExamId });
+          await service.resendInvite({
+            clinicId: state.clinicId,
+            patientExamId: action.patientExamId,
+            meetingUuid: action.meetingUuid,
+          });
         } catch (err) {
           dispatch({ type: 'error_recorded', at, error: errorFacts(classify(err, 'exam_invite_resend'), at) });
         }

@@ -155,6 +155,8 @@ describe('operations: POST JSON to /api/<operation> with api_key in the body, pa
       api_key: API_KEY,
       pharmacy_id: 501,
       exam_id: 201,
+      pharmacy_ids: [501],
+      exam_ids: [201],
     });
   });
 

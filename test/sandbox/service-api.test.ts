@@ -572,7 +572,7 @@ describe('partner pharmacies', () => {
     const res = await callService(baseUrl, 'partner_pharmacy_list');
     const body = PartnerPharmacyListResponse.parse(res.body);
     expect(body.pharmacies.map((p) => p.pharmacy_id)).toEqual([501, 502]);
-    expect(body.pharmacies.every((p) => p.type.length > 0)).toBe(true);
+    expect(body.pharmacies.every((p) => (p.type ?? '').length > 0)).toBe(true);
   });
 
   it('POST /api/partner_pharmacy_treatment_packages: order_set_id string, exam_pos_id integer, price in cents', async () => {

@@ -13,7 +13,7 @@ import {
   TreatmentPackages,
   TreatmentPackagesQuery,
 } from '../schemas';
-import { searchResultPharmacies, type CustomPharmacySearchInput } from '../../exam-service/schemas';
+import { packagePriceCents, searchResultPharmacies, type CustomPharmacySearchInput } from '../../exam-service/schemas';
 
 const problems = { 400: Problem, 401: Problem, 429: Problem, 502: Problem, 503: Problem };
 const meta = { tags: ['catalog'], security: [{ bearerAuth: [] }] };
@@ -49,7 +49,13 @@ export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
     async (request) => {
       const clinic = requireClinic(request);
       const r = await ctx.examService.call(() => ctx.examService.client(clinic).partnerPharmacyList());
-      return { pharmacies: r.pharmacies.map((p) => ({ pharmacyId: p.pharmacy_id, name: p.name, type: p.type })) };
+      return {
+        pharmacies: r.pharmacies.map((p) => ({
+          pharmacyId: p.pharmacy_id,
+          name: p.name,
+          ...(p.type ? { type: p.type } : {}),
+        })),
+      };
     },
   );
 
@@ -70,18 +76,26 @@ export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         ctx.examService.client(clinic).treatmentPackages({
           pharmacy_id: request.params.pharmacyId,
           exam_id: request.query.examId,
+          ...(request.query.state !== undefined ? { patient_state: request.query.state } : {}),
         }),
       );
+      const text = (v: string | null | undefined) => (typeof v === 'string' && v !== '' ? v : undefined);
       return {
-        treatmentPackages: r.treatment_packages.map((p) => ({
-          orderSetId: p.order_set_id,
-          examPosId: p.exam_pos_id === undefined ? null : Number(p.exam_pos_id),
-          drugName: p.drug_name,
-          strength: p.strength,
-          size: p.size,
-          durationDays: p.duration_days,
-          priceCents: p.price,
-        })),
+        treatmentPackages: r.treatment_packages.map((p) => {
+          const described = {
+            title: text(p.title),
+            drugName: text(p.drug_name),
+            strength: text(p.strength),
+            size: text(p.size),
+            durationDays: p.duration_days ?? undefined,
+          };
+          return {
+            orderSetId: p.order_set_id ?? null,
+            examPosId: p.exam_pos_id ?? null,
+            ...Object.fromEntries(Object.entries(described).filter(([, v]) => v !== undefined)),
+            priceCents: packagePriceCents(p),
+          };
+        }),
       };
     },
   );
@@ -119,12 +133,12 @@ export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         pharmacies: searchResultPharmacies(r).map((p) => ({
           ncpdpid: p.ncpdpid,
           name: p.pharmacy_name,
-          addressLine1: p.pharmacy_address_line_1,
+          ...(p.pharmacy_address_line_1 ? { addressLine1: p.pharmacy_address_line_1 } : {}),
           ...(p.pharmacy_address_line_2 ? { addressLine2: p.pharmacy_address_line_2 } : {}),
-          city: p.pharmacy_city,
-          state: p.pharmacy_state,
-          zipCode: p.pharmacy_zip_code,
-          phone: p.pharmacy_phone,
+          ...(p.pharmacy_city ? { city: p.pharmacy_city } : {}),
+          ...(p.pharmacy_state ? { state: p.pharmacy_state } : {}),
+          ...(p.pharmacy_zip_code ? { zipCode: p.pharmacy_zip_code } : {}),
+          ...(p.pharmacy_phone ? { phone: p.pharmacy_phone } : {}),
           ...(p.pharmacy_type ? { type: p.pharmacy_type } : {}),
         })),
       };
