@@ -212,12 +212,19 @@ describe('logs of a complete journey hold no PHI and no secret', () => {
     expect(done.journey.events.map((e: { event: number }) => e.event)).toEqual(expect.arrayContaining([1, 2, 3]));
     expect(notifications.length).toBeGreaterThan(0);
 
-    // More refusals with PHI in them: an unreadable callback, a wrong token, an action on the finished journey.
+    // More callbacks and refusals with PHI in them: a callback the journey cannot read (taken, kept for a person),
+    // a body that is not JSON, a wrong token, an action on the finished journey.
     const hook = `${apiUrl}/webhooks/exam-service/${journeyId}/${webhookToken(journeyId, webhookSecret)}`;
-    const unreadable = await fetch(hook, {
+    const held = await fetch(hook, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ event: 1, patient_email: PATIENT.email, patient_exam_id: PATIENT.lastName }),
+    });
+    expect(held.status).toBe(200);
+    const unreadable = await fetch(hook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"event": 1, "patient_email": "${PATIENT.email}", "patient_exam_id": ${PATIENT.lastName}`,
     });
     expect(unreadable.status).toBe(400);
     const wrongToken = await fetch(`${hook.slice(0, -1)}x`, {
