@@ -485,6 +485,25 @@ function applyTracking(
   };
 }
 
+/**
+ * Whether an event 3 only repeats shipments the journey already has: the same tracking numbers, on a prescription of
+ * the exam it names (or of any exam when it names none). A copy of a shipment in another layout (with or without its
+ * ids) is a duplicate, not a new shipment to hold for a person.
+ */
+function shipmentAlreadyApplied(state: JourneyState, cb: JourneyCallback): boolean {
+  if (cb.event !== 3) return false;
+  const exams =
+    cb.patientExamId === undefined ? state.exams : state.exams.filter((e) => e.patientExamId === cb.patientExamId);
+  const known = new Set(
+    exams.flatMap((e) =>
+      e.prescriptions
+        .filter((rx) => cb.prescriptionId === undefined || rx.prescriptionId === cb.prescriptionId)
+        .flatMap((rx) => (rx.tracking ? [rx.tracking.trackingNumber] : [])),
+    ),
+  );
+  return [cb, ...(cb.moreTracking ?? [])].every((t) => known.has(t.trackingNumber));
+}
+
 /** Whether a buffered callback names a patient exam this journey never created (and so cannot be its own). */
 function namesUnknownExam(state: JourneyState, cb: JourneyCallback): boolean {
   return cb.patientExamId !== undefined && !findExam(state, cb.patientExamId);
@@ -527,7 +546,7 @@ function receiveCallback(state: JourneyState, p: { deliveryId: string; at: strin
   if (isUnread(cb)) return hold(state, p, cb.reason);
   const pending: PendingCallback = { ...p, callback: cb };
   const key = callbackKey(cb);
-  if (state.seen.includes(key)) return record(state, p, 'duplicate');
+  if (state.seen.includes(key) || shipmentAlreadyApplied(state, cb)) return record(state, p, 'duplicate');
   const s = { ...state, seen: [...state.seen, key] };
   const r = applyCallback(s, pending);
   if (r.kind === 'applied') return drainPending(record(r.state, p, 'applied', undefined, r.resolved));

@@ -146,6 +146,24 @@ describe('journey reducer: scenarios', () => {
     expect(s.exams[0]!.prescriptions.map((p) => p.tracking?.trackingNumber)).toEqual(['TRK501', 'TRK502']);
   });
 
+  it('a copy of a shipment in another layout (ids left out) is a duplicate, not a callback held for a person', () => {
+    let s = invited({ type: 'partner_pharmacy', pharmacyId: 1 }, [RX]);
+    s = run(s, [cb(ev1(100)), cb(ev2(100, [501])), cb(ev3(100, 501))]);
+    expect(stageOf(s)).toBe('completed');
+    const {
+      patientExamId: _exam,
+      prescriptionId: _rx,
+      ...bare
+    } = ev3(100, 501) as Extract<JourneyCallback, { event: 3 }>;
+    s = reduce(s, cb({ ...bare, event: 3 }));
+    expect(s.received.at(-1)).toMatchObject({ disposition: 'duplicate' });
+    expect(s.attention).toEqual([]);
+    expect(stageOf(s)).toBe('completed');
+    // Another tracking number without ids, once everything has shipped, is still held: it is news.
+    s = reduce(s, cb({ ...bare, event: 3, trackingNumber: 'TRK-OTHER' }));
+    expect(s.received.at(-1)).toMatchObject({ disposition: 'held' });
+  });
+
   it('rejected, NA and Missed prescription exams end on event 1', () => {
     for (const verdict of ['Rejected', 'NA', 'Missed']) {
       const s = reduce(invited({ type: 'partner_pharmacy', pharmacyId: 1 }, [RX]), cb(ev1(100, verdict)));
