@@ -74,6 +74,12 @@ export function reportTable(r: SuiteReport): string {
     ['callbacks out of order', `${r.callbackFaults.outOfOrderExams} patient exams got a later event first`],
     [`callbacks delayed (${sf.callbackDelayMs} ms)`, `${r.callbackFaults.delayedDeliveries} deliveries`],
     [
+      `callback layouts (${sf.callbackLayout})`,
+      sf.callbackLayout === 'rotate'
+        ? 'each callback in the next layout public receivers were written for (docs/callback-layouts.md)'
+        : 'as the interface describes',
+    ],
+    [
       'callback attempts refused (API down), retried by the sandbox',
       `${cb.refusedAttempts} (other failed attempts: ${cb.otherFailedAttempts})`,
     ],

@@ -32,6 +32,8 @@ export interface SandboxFaultSettings {
   duplicateCallbacks: number;
   outOfOrderCallbacks: boolean;
   callbackDelayMs: number;
+  /** Which callback layout the sandbox sends (`rotate`: each callback in the next alternative, the interface's too). */
+  callbackLayout: 'interface' | 'rotate';
 }
 
 export interface SuiteOptions {
