@@ -9,6 +9,13 @@ export type Operation = ExamServiceOperation;
 const Share = z.number().min(0).max(1);
 
 /**
+ * How the operations answer (docs/live-service.md): as the interface document shows (`interface`), or in the
+ * layouts public integrations of the live service read and send (`live`).
+ */
+export const SERVICE_LAYOUTS = ['interface', 'live'] as const;
+export type ServiceLayout = (typeof SERVICE_LAYOUTS)[number];
+
+/**
  * Faults the sandbox injects. Every field has a neutral default, so `{}` means "behave".
  * Shares are probabilities drawn from the sandbox's seeded random source.
  */
@@ -32,6 +39,8 @@ export const SandboxFaults = z.strictObject({
    * `rotate` (each invite the next alternative). An invite's own layout (control surface) wins.
    */
   callbackLayout: z.enum(CALLBACK_LAYOUT_SETTINGS).default('interface'),
+  /** The layout of the operations' answers (and the request forms required); an invite's own layout wins for it. */
+  serviceLayout: z.enum(SERVICE_LAYOUTS).default('interface'),
 });
 export type SandboxFaults = z.infer<typeof SandboxFaults>;
 export type SandboxFaultsInput = z.input<typeof SandboxFaults>;

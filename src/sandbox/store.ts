@@ -1,6 +1,7 @@
 /** The sandbox's in-memory state: invites (meetings), patient exams, callback deliveries. reset() restores the seed. */
 import type { ScheduledHandle } from './clock';
 import type { CallbackLayout } from './events';
+import type { ServiceLayout } from './faults';
 import { SEED_CLINICS, type SeedClinic } from './seed';
 
 /** `pending` is our name for "before the provider acted" (the spec does not name it). */
@@ -79,6 +80,8 @@ export interface Meeting {
   wait_handle?: ScheduledHandle;
   /** The layout this invite's callbacks use (control surface, or `rotate`); the faults' setting when absent. */
   callback_layout?: CallbackLayout;
+  /** The layout the operations on this invite answer in (control surface); the faults' setting when absent. */
+  service_layout?: ServiceLayout;
 }
 
 export interface PatientExamRecord {

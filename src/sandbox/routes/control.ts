@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { SandboxContext } from '../context';
 import { CALLBACK_LAYOUTS } from '../events';
-import { SandboxFaults } from '../faults';
+import { SandboxFaults, SERVICE_LAYOUTS } from '../faults';
 import { LifecycleError } from '../lifecycle';
 import {
   DEMO_API_KEY,
@@ -31,6 +31,7 @@ const VerdictBody = z.strictObject({
 const ConfirmBody = z.strictObject({ order_set_id: z.string().min(1).optional() });
 const ShipBody = z.strictObject({ prescription_id: z.number().int().positive().optional() });
 const LayoutBody = z.strictObject({ layout: z.enum(CALLBACK_LAYOUTS) });
+const ServiceLayoutBody = z.strictObject({ layout: z.enum(SERVICE_LAYOUTS) });
 const AdvanceBody = z.strictObject({ ms: z.number().int().min(0) });
 const FaultsBody = SandboxFaults.extend({ seed: z.number().int().optional() });
 
@@ -157,6 +158,15 @@ export function controlRoutes(ctx: SandboxContext) {
       const meeting = ctx.store.meetingOf(record);
       meeting.callback_layout = body.layout;
       return { meeting_uuid: meeting.meeting_uuid, callback_layout: meeting.callback_layout };
+    });
+
+    // The layout the operations on this patient exam's invite (the whole meeting) answer in, overriding the faults'.
+    app.post('/_sandbox/patient-exams/:id/service-layout', (request) => {
+      const record = recordOf(request.params);
+      const body = parse(ServiceLayoutBody, request.body);
+      const meeting = ctx.store.meetingOf(record);
+      meeting.service_layout = body.layout;
+      return { meeting_uuid: meeting.meeting_uuid, service_layout: meeting.service_layout };
     });
 
     app.get('/_sandbox/deliveries', (request) => {

@@ -20,7 +20,6 @@ import {
   ExamQuestionsPatientRequest,
   type ExamQuestionsPatientResponse,
   type ExamServiceOperation,
-  type InviteCancelResponse,
   InviteCancelRequest,
   InviteResendRequest,
   type InviteResendResponse,
@@ -67,6 +66,10 @@ type OperationHandler = (input: OperationInput) => unknown;
 
 export function serviceRoutes(ctx: SandboxContext) {
   return function register(app: FastifyInstance, _options: unknown, done: (err?: Error) => void): void {
+    // In the live layout (docs/live-service.md) an operation on an invite answers as that invite's setting says.
+    const live = (record?: PatientExamRecord): boolean =>
+      ((record ? ctx.store.meetingOf(record).service_layout : undefined) ?? ctx.faults.get().serviceLayout) === 'live';
+
     const operation = (name: ExamServiceOperation, handler: OperationHandler): void => {
       app.post(`/api/${name}`, async (request, reply) => {
         const faults = ctx.faults.get();
@@ -78,7 +81,7 @@ export function serviceRoutes(ctx: SandboxContext) {
           ctx.faults.count('error', name);
           return reply.code(500).send({ http_code: 500, error_message: 'Internal server error.' });
         }
-        const body = isRecord(request.body) ? request.body : {};
+        const body = readBody(request.body, (id) => live(ctx.store.patientExam(id)));
         const clinic = ctx.store.clinicByKey(body.api_key);
         if (!clinic) return reply.code(401).send(new ServiceError(401, UNAUTHORIZED).body());
         try {
@@ -92,10 +95,11 @@ export function serviceRoutes(ctx: SandboxContext) {
       });
     };
 
-    operation('exam_list', ({ clinic }): ExamListResponse => ({
-      exams: SEED_EXAMS.map((e) => ({ ...e })),
-      clinic_id: clinic.clinic_id,
-    }));
+    operation('exam_list', ({ clinic }) => {
+      const exams: ExamListResponse = { exams: SEED_EXAMS.map((e) => ({ ...e })), clinic_id: clinic.clinic_id };
+      if (!live()) return exams;
+      return { http_code: 200, exams: exams.exams.map((e) => ({ ...e, id: String(e.id) })) };
+    });
 
     operation('exam_invite', ({ body, clinic, request, reply }) => invite(ctx, body, clinic, request, reply));
 
@@ -126,6 +130,7 @@ export function serviceRoutes(ctx: SandboxContext) {
         size_bytes: size,
         uploaded_at: ctx.clock.now().toISOString(),
       });
+      if (live(record)) return { http_code: 200 };
       return { http_code: 200, patient_exam_id: record.patient_exam_id, attachment_id: attachmentId, kind };
     });
 
@@ -136,6 +141,24 @@ export function serviceRoutes(ctx: SandboxContext) {
         const record = patientExamOf(ctx, clinic, req.patient_exam_id);
         if (record.meeting_uuid !== req.meeting_uuid) {
           throw badRequest('meeting_uuid', 'meeting_uuid: is not the meeting of this patient exam.');
+        }
+        if (live(record)) {
+          // Questions by id, in order, without their position number; pre-filled answers as the chosen response.
+          return {
+            http_code: 200,
+            exam_id: record.exam_id,
+            meeting_uuid: record.meeting_uuid,
+            patient_exam_id: String(record.patient_exam_id),
+            questions: questionsOf(record.exam_id).map((q) => ({
+              id: q.id,
+              question: q.question,
+              response_type: q.response_type,
+              responses: q.responses.map((r) => ({ ...r })),
+            })),
+            answers: [...record.answers.values()]
+              .sort((a, b) => a.no - b.no)
+              .map((a) => ({ question_id: a.question_id, response: [a.answer].flat().join(', ') })),
+          };
         }
         const response: ExamQuestionsPatientResponse = {
           http_code: 200,
@@ -184,6 +207,7 @@ export function serviceRoutes(ctx: SandboxContext) {
         record.answers.set(q.no, { question_id: q.id, no: q.no, question: q.question, answer });
       }
       record.questionnaire_skipped = questions.every((q) => record.answers.has(q.no));
+      if (live(record)) return { http_code: 200 };
       return {
         http_code: 200,
         patient_exam_id: record.patient_exam_id,
@@ -195,16 +219,24 @@ export function serviceRoutes(ctx: SandboxContext) {
     operation('exam_invite_resend', ({ body, clinic }): InviteResendResponse => {
       const req = parseRequest(InviteResendRequest, body);
       const record = patientExamOf(ctx, clinic, req.patient_exam_id);
+      // The live service's instructions have the resend name the meeting too.
+      if (live(record) && req.meeting_uuid === undefined)
+        throw badRequest('meeting_uuid', 'meeting_uuid: is required.');
+      if (req.meeting_uuid !== undefined && req.meeting_uuid !== record.meeting_uuid) {
+        throw badRequest('meeting_uuid', 'meeting_uuid: is not the meeting of this patient exam.');
+      }
       if (record.status !== 'pending') throw new ServiceError(400, statusMessage(record.status));
       record.invite_deliveries += 1;
+      if (live(record)) return { http_code: 200 };
       return { http_code: 200, patient_exam_id: record.patient_exam_id, deliveries: record.invite_deliveries };
     });
 
-    operation('exam_invite_cancel', ({ body, clinic }): InviteCancelResponse => {
+    operation('exam_invite_cancel', ({ body, clinic }) => {
       const req = parseRequest(InviteCancelRequest, body);
       const record = patientExamOf(ctx, clinic, req.patient_exam_id);
       if (record.status !== 'pending') throw new ServiceError(400, statusMessage(record.status));
       ctx.lifecycle.cancel(record);
+      if (live(record)) return { http_code: 200 };
       return {
         http_code: 200,
         patient_exam_id: record.patient_exam_id,
@@ -213,12 +245,25 @@ export function serviceRoutes(ctx: SandboxContext) {
       };
     });
 
-    operation('partner_pharmacy_list', (): PartnerPharmacyListResponse => ({
-      pharmacies: SEED_PARTNER_PHARMACIES.map((p) => ({ ...p })),
-    }));
+    operation('partner_pharmacy_list', () => {
+      const list: PartnerPharmacyListResponse = { pharmacies: SEED_PARTNER_PHARMACIES.map((p) => ({ ...p })) };
+      if (!live()) return list;
+      return { http_code: 200, data: list.pharmacies.map((p) => ({ ...p, pharmacy_id: String(p.pharmacy_id) })) };
+    });
 
-    operation('partner_pharmacy_treatment_packages', ({ body }): TreatmentPackagesResponse => {
-      const req = parseRequest(TreatmentPackagesRequest, body);
+    operation('partner_pharmacy_treatment_packages', ({ body }) => {
+      // The live form names the ids in lists (a lone id accepted too); the document's fields win when both are given.
+      const first = (v: unknown) => (Array.isArray(v) ? (v as unknown[])[0] : v);
+      const req = parseRequest(
+        TreatmentPackagesRequest,
+        live()
+          ? {
+              ...body,
+              pharmacy_id: body.pharmacy_id ?? first(body.pharmacy_ids),
+              exam_id: body.exam_id ?? first(body.exam_ids),
+            }
+          : body,
+      );
       if (!SEED_PARTNER_PHARMACIES.some((p) => p.pharmacy_id === req.pharmacy_id)) {
         throw badRequest('pharmacy_id', 'pharmacy_id: not a partner pharmacy.');
       }
@@ -236,7 +281,20 @@ export function serviceRoutes(ctx: SandboxContext) {
         duration_days: p.duration_days,
         price: p.price,
       }));
-      return { treatment_packages: packages };
+      if (live()) {
+        const pharmacy = SEED_PARTNER_PHARMACIES.find((p) => p.pharmacy_id === req.pharmacy_id);
+        // A bare list; each package a title and a total price in dollars, the order set a number.
+        return packages.map((p) => ({
+          exam_pos_id: p.exam_pos_id,
+          order_set_id: Number(p.order_set_id),
+          title: `${p.drug_name} ${p.strength} - ${p.size} - ${p.duration_days} days`,
+          pharmacy_id: req.pharmacy_id,
+          pharmacy_name: pharmacy?.name ?? '',
+          qualiphy_total_price: (p.price / 100).toFixed(2),
+        }));
+      }
+      const answer: TreatmentPackagesResponse = { treatment_packages: packages };
+      return answer;
     });
 
     operation('custom_pharmacy_search', ({ body }) => {
@@ -260,6 +318,7 @@ export function serviceRoutes(ctx: SandboxContext) {
           (!req.zip_code || p.zip === req.zip_code) &&
           (!req.ncpdpid?.trim() || p.ncpdpid === req.ncpdpid.trim()),
       );
+      if (live()) return { http_code: 200, data: hits.map(layoutB) };
       return { pharmacies: hits.map(layoutA) };
     });
     done();
@@ -275,7 +334,7 @@ function invite(
   clinic: SeedClinic,
   request: FastifyRequest,
   reply: FastifyReply,
-): ExamInviteResponse | FastifyReply {
+): unknown {
   const req = parseRequest(ExamInviteRequestSchema, body);
   const testMode = req.tele_state === TEST_MODE_STATE;
   if (testMode && req.state !== TEST_MODE_STATE) {
@@ -372,7 +431,7 @@ function invite(
     request.raw.socket.destroy();
     return reply;
   }
-  return {
+  const answer: ExamInviteResponse = {
     http_code: 200,
     meeting_url: meeting.meeting_url,
     meeting_uuid: meetingUuid,
@@ -380,6 +439,19 @@ function invite(
       const record = ctx.store.patientExams.get(id);
       return { patient_exam_id: id, exam_title: record?.exam_title ?? '', exam_id: record?.exam_id ?? 0 };
     }),
+  };
+  if (ctx.faults.get().serviceLayout !== 'live') return answer;
+  // Live: the meeting inside `data`, patient exam ids as digit strings, no titles.
+  const { http_code, ...meetingFields } = answer;
+  return {
+    http_code,
+    data: {
+      ...meetingFields,
+      patient_exams: answer.patient_exams.map((pe) => ({
+        patient_exam_id: String(pe.patient_exam_id),
+        exam_id: pe.exam_id,
+      })),
+    },
   };
 }
 
@@ -478,6 +550,17 @@ export function readTestOutcome(firstName: string, lastName: string): TestOutcom
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The request body. In the live layout a patient_exam_id sent as a digit string (as some callers of the live service
+ * send it) is read as the number.
+ */
+function readBody(raw: unknown, liveFor: (patientExamId: number) => boolean): Record<string, unknown> {
+  const body = isRecord(raw) ? raw : {};
+  const id = body.patient_exam_id;
+  if (typeof id !== 'string' || !/^\d+$/.test(id) || !liveFor(Number(id))) return body;
+  return { ...body, patient_exam_id: Number(id) };
 }
 
 function patientExamOf(ctx: SandboxContext, clinic: SeedClinic, patientExamId: number): PatientExamRecord {
