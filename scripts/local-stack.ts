@@ -17,6 +17,18 @@ const ports = {
   api: Number(process.env.API_PORT ?? 3000),
   codec: Number(process.env.CODEC_PORT ?? 8888),
 };
+/**
+ * Another exam service for the demo clinic (a clinic's test account at the live service, or a sandbox run on its
+ * own): the stack then starts no sandbox, and the key is the clinic's for that service.
+ */
+const external = (() => {
+  try {
+    return externalExamService(process.env);
+  } catch (err) {
+    console.error(`[stack] ${err instanceof Error ? err.message : String(err)}`);
+    return process.exit(2);
+  }
+})();
 export const DEMO_CLINIC_ID = 'demo-clinic';
 export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
 /** Local only: the admin routes (dead letters, replays) answer this bearer token. */
@@ -58,8 +70,8 @@ function localConfig(): Record<string, string> {
       [
         {
           clinicId: DEMO_CLINIC_ID,
-          name: 'Demo Clinic (sandbox)',
-          examServiceApiKey: DEMO_API_KEY,
+          name: external ? 'Demo Clinic' : 'Demo Clinic (sandbox)',
+          examServiceApiKey: external?.apiKey ?? DEMO_API_KEY,
           apiTokenSha256: [createHash('sha256').update(DEMO_CLINIC_TOKEN).digest('hex')],
           notificationSecret: secrets.notificationSecret,
         },
@@ -72,7 +84,7 @@ function localConfig(): Record<string, string> {
   return {
     DATA_DIR: dataDir,
     TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal}`,
-    EXAM_SERVICE_BASE_URL: `http://127.0.0.1:${ports.sandbox}`,
+    EXAM_SERVICE_BASE_URL: external?.baseUrl ?? `http://127.0.0.1:${ports.sandbox}`,
     CLINICS_FILE: clinicsFile,
     WEBHOOK_SECRET: secrets.webhookSecret,
     API_PORT: String(ports.api),
@@ -162,6 +174,8 @@ async function main() {
   if (tools.status !== 0) throw new Error('installing the Temporal tools failed');
 
   const env = localConfig();
+  // The key lives in the clinics file only: the processes get none of it through their environment.
+  delete process.env.EXAM_SERVICE_API_KEY;
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
@@ -195,10 +209,10 @@ async function main() {
     {},
   );
   start('codec', process.execPath, [require.resolve('tsx/cli'), 'src/codec/main.ts'], env);
-  start('sandbox', process.execPath, [require.resolve('tsx/cli'), 'src/sandbox/main.ts'], env);
+  if (!external) start('sandbox', process.execPath, [require.resolve('tsx/cli'), 'src/sandbox/main.ts'], env);
   await Promise.all([
     waitForPort(ports.temporal, 'temporal'),
-    waitForPort(ports.sandbox, 'sandbox'),
+    ...(external ? [] : [waitForPort(ports.sandbox, 'sandbox')]),
     waitForPort(ports.codec, 'codec'),
   ]);
   start('worker', process.execPath, [require.resolve('tsx/cli'), 'src/worker.ts'], env);
@@ -211,9 +225,29 @@ async function main() {
   say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
   say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
   say(`  codec server   http://127.0.0.1:${ports.codec}  (the UI shows decrypted payloads through it)`);
-  say(`  sandbox        http://127.0.0.1:${ports.sandbox}  (api_key ${DEMO_API_KEY})`);
+  if (external) {
+    say(`  exam service   ${external.baseUrl}  (the demo clinic's key from EXAM_SERVICE_API_KEY; no sandbox)`);
+  } else {
+    say(`  sandbox        http://127.0.0.1:${ports.sandbox}  (api_key ${DEMO_API_KEY})`);
+  }
   say(`  data           ${dataDir}`);
   say('Ctrl-C stops everything.');
+}
+
+/** EXAM_SERVICE_BASE_URL (with EXAM_SERVICE_API_KEY) points the demo clinic at another exam service. */
+export function externalExamService(env: NodeJS.ProcessEnv): { baseUrl: string; apiKey: string } | undefined {
+  const baseUrl = env.EXAM_SERVICE_BASE_URL?.trim();
+  if (!baseUrl) return undefined;
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new Error('EXAM_SERVICE_BASE_URL must be an http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('EXAM_SERVICE_BASE_URL must be http(s)');
+  const apiKey = env.EXAM_SERVICE_API_KEY?.trim();
+  if (!apiKey) throw new Error('EXAM_SERVICE_API_KEY is required with EXAM_SERVICE_BASE_URL (the clinic key there)');
+  return { baseUrl: url.href.replace(/\/+$/, ''), apiKey };
 }
 
 function searchAttributeType(type: string): string {

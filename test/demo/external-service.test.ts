@@ -1,0 +1,136 @@
+// `npm start` against an exam service it did not start: EXAM_SERVICE_BASE_URL and EXAM_SERVICE_API_KEY point the local
+// clinic at a sandbox run on its own (answering in the live service's layouts), and a journey completes through it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
+
+jest.setTimeout(300_000);
+
+const root = path.resolve(__dirname, '../..');
+const TOKEN = 'demo-clinic-token';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function runStack(env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number> } {
+  let output = '';
+  const proc = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripts/local-stack.ts'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+  proc.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number>((resolve) => proc.once('exit', (code) => resolve(code ?? -1)));
+  return { proc, output: () => output, exited };
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+it('refuses a base URL without the key, before starting anything', async () => {
+  const stack = runStack({ EXAM_SERVICE_BASE_URL: 'http://127.0.0.1:1', EXAM_SERVICE_API_KEY: '' });
+  expect(await stack.exited).toBe(2);
+  expect(stack.output()).toContain('EXAM_SERVICE_API_KEY is required');
+});
+
+describe('the local stack against a sandbox started on its own', () => {
+  let sandbox: Sandbox;
+  let stack: ReturnType<typeof runStack>;
+  let dataDir: string;
+  let api: string;
+  let sandboxPort: number;
+
+  beforeAll(async () => {
+    sandbox = await buildSandbox({
+      port: await freePort(),
+      providerDelayMs: 300,
+      faults: { serviceLayout: 'live' },
+    });
+    dataDir = mkdtempSync(path.join(tmpdir(), 'stack-external-'));
+    const ports = {
+      TEMPORAL_PORT: await freePort(),
+      TEMPORAL_UI_PORT: await freePort(),
+      SANDBOX_PORT: await freePort(),
+      API_PORT: await freePort(),
+      CODEC_PORT: await freePort(),
+    };
+    sandboxPort = ports.SANDBOX_PORT;
+    api = `http://127.0.0.1:${ports.API_PORT}`;
+    stack = runStack({
+      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+      DATA_DIR: dataDir,
+      EXAM_SERVICE_BASE_URL: sandbox.baseUrl,
+      EXAM_SERVICE_API_KEY: DEMO_API_KEY,
+    });
+    await until('the stack to be ready', async () => ((await fetch(`${api}/readyz`)).ok ? true : undefined), 240_000);
+  });
+
+  afterAll(async () => {
+    if (stack && stack.proc.exitCode === null) {
+      stack.proc.kill('SIGTERM');
+      await stack.exited;
+    }
+    await sandbox?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts no sandbox of its own and says which service it uses', async () => {
+    expect(stack.output()).toContain(`exam service   ${sandbox.baseUrl}`);
+    expect(stack.output()).not.toContain('[sandbox]');
+    await expect(fetch(`http://127.0.0.1:${sandboxPort}/api/exam_list`, { method: 'POST' })).rejects.toThrow();
+    // The key reaches the worker through the clinics file, never through a log line.
+    expect(stack.output()).not.toContain(DEMO_API_KEY);
+  });
+
+  it('completes a journey through that service', async () => {
+    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const start = await fetch(`${api}/v1/journeys`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': 'external-service-gfe-1' },
+      body: JSON.stringify({
+        patient: {
+          firstName: 'Test',
+          lastName: 'Approve',
+          email: 'external-gfe@example.test',
+          dob: '1988-04-12',
+          phoneNumber: '5125550199',
+          teleState: 'TE',
+        },
+        exams: [101],
+        scenario: { type: 'gfe' },
+      }),
+    });
+    expect(start.status).toBe(201);
+    const { journeyId } = (await start.json()) as { journeyId: string };
+    const journey = await until(
+      'the journey to complete',
+      async () => {
+        const view = (await (await fetch(`${api}/v1/journeys/${journeyId}`, { headers })).json()) as {
+          journey?: { stage: string; exams: { patientExamId: number; status: string }[] };
+        };
+        return view.journey?.stage === 'completed' ? view.journey : undefined;
+      },
+      60_000,
+    );
+    expect(journey.exams.map((e) => e.status)).toEqual(['Approved']);
+    // The invite was made at the sandbox the stack was pointed at.
+    const record = await fetch(`${sandbox.baseUrl}/_sandbox/patient-exams/${journey.exams[0]!.patientExamId}`);
+    expect(record.status).toBe(200);
+  });
+});
