@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Everything the production-shaped stack (`npm run start:production`) runs, installed from the registries into
+# .tools/ (git-ignored) or from Debian's packages; each step is a no-op when its part is present.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bash "$here/install-postgres.sh"
+bash "$here/install-temporal-server.sh"
+bash "$here/install-temporal-ui.sh"
+bash "$here/install-object-store.sh"
+bash "$here/install-load-balancer.sh"

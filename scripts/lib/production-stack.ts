@@ -1,0 +1,414 @@
+// The production shape on one machine, every part a real server: PostgreSQL (Temporal's persistence and visibility,
+// and the callback inbox), the Temporal server itself with its Web UI, MinIO for attachments, the codec server, the
+// exam-service sandbox, N workers, N API replicas and HAProxy in front of them. API replicas and workers each get a
+// data folder of their own: they share nothing but PostgreSQL, Temporal and the object store.
+//
+// Started in dependency order and stopped in the reverse one. Each part can be killed and started again on its own
+// (the fault drills do), and with `supervise` a worker or API replica that dies is started again, as an
+// orchestrator would.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { S3AttachmentStore } from '../../src/attachments/s3';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
+import { startObjectStore, type ObjectStoreServer } from './object-store';
+import { startPostgres, type PostgresServer } from './postgres-server';
+import { DEMO_CLINIC_TOKEN, LOCAL_ADMIN_TOKEN, sha256, stackSecrets, writeDemoClinics } from './stack-secrets';
+import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
+
+const ROOT = path.resolve(__dirname, '../..');
+const TOOLS = process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools');
+const UI_SERVER = path.join(TOOLS, 'temporal-ui', 'bin', 'temporal-ui-server');
+const BUCKET = 'journey-attachments';
+const INBOX_DATABASE = 'journeys';
+
+export interface ProductionPorts {
+  /** The load balancer: the clinic API and the webhook, as the outside sees them. */
+  api: number;
+  /** One per API replica, behind the load balancer. */
+  apiReplicas: number[];
+  temporal: number;
+  temporalHttp: number;
+  temporalHistory: number;
+  temporalMatching: number;
+  temporalWorker: number;
+  /** Four consecutive ports from here (frontend, history, matching, worker); below 32768. */
+  temporalMembership: number;
+  temporalMetrics: number;
+  ui: number;
+  codec: number;
+  sandbox: number;
+  postgres: number;
+  objectStore: number;
+  objectStoreConsole: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** The ports `npm run start:production` uses: the same variables as `npm start`, plus the production parts'. */
+export function productionPorts(env: Env = process.env, workersAndReplicas = 2): ProductionPorts {
+  const n = (name: string, fallback: number) => {
+    const v = env[name];
+    if (v === undefined || v === '') return fallback;
+    const p = Number(v);
+    if (!Number.isInteger(p) || p < 1 || p > 65_535) throw new Error(`${name}: not a port: ${v}`);
+    return p;
+  };
+  const api = n('API_PORT', 3000);
+  const temporal = n('TEMPORAL_PORT', 7233);
+  const replicaList = env.API_REPLICA_PORTS?.split(',').map((p) => p.trim());
+  const apiReplicas = replicaList
+    ? replicaList.map((p) => n('API_REPLICA_PORTS', Number(p)))
+    : Array.from({ length: workersAndReplicas }, (_, i) => api + 1 + i);
+  return {
+    api,
+    apiReplicas,
+    temporal,
+    temporalHttp: n('TEMPORAL_HTTP_PORT', temporal + 10),
+    temporalHistory: n('TEMPORAL_HISTORY_PORT', temporal + 1),
+    temporalMatching: n('TEMPORAL_MATCHING_PORT', temporal + 2),
+    temporalWorker: n('TEMPORAL_WORKER_PORT', temporal + 6),
+    temporalMembership: n('TEMPORAL_MEMBERSHIP_PORT', 6933),
+    temporalMetrics: n('TEMPORAL_METRICS_PORT', 9091),
+    ui: n('TEMPORAL_UI_PORT', 8233),
+    codec: n('CODEC_PORT', 8888),
+    sandbox: n('SANDBOX_PORT', 4010),
+    postgres: n('POSTGRES_PORT', 5433),
+    objectStore: n('OBJECT_STORE_PORT', 9000),
+    objectStoreConsole: n('OBJECT_STORE_CONSOLE_PORT', 9001),
+  };
+}
+
+export interface ProductionStackOptions {
+  dataDir: string;
+  ports: ProductionPorts;
+  /** Workers to run. Default 2. */
+  workers?: number;
+  /** Print every part's output with its name in front (logs are kept in <dataDir>/logs either way). */
+  echo?: boolean;
+  /** Start a worker or API replica again when it dies on its own (one second later). */
+  supervise?: boolean;
+  /** Extra environment for the sandbox (its provider's pace, callback retries). */
+  sandboxEnv?: Record<string, string>;
+  /** Extra environment for workers and API replicas. */
+  engineEnv?: Record<string, string>;
+  log?: (line: string) => void;
+  /** Called when an infrastructure part (not a worker or API replica) dies on its own. */
+  onFatal?: (why: string) => void;
+}
+
+export class ProductionStack {
+  readonly workers: ManagedProcess[] = [];
+  readonly apis: ManagedProcess[] = [];
+  postgres: PostgresServer | undefined;
+  temporal: TemporalServer | undefined;
+  objectStore: ObjectStoreServer | undefined;
+  #apps: ManagedProcess[] = [];
+  #stopping = false;
+  #started: { name: string; stop: () => Promise<void> }[] = [];
+  readonly #log: (line: string) => void;
+  readonly #logDir: string;
+
+  constructor(readonly o: ProductionStackOptions) {
+    this.#log = o.log ?? (() => undefined);
+    this.#logDir = path.join(o.dataDir, 'logs');
+  }
+
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.o.ports.api}`;
+  }
+  get sandboxUrl(): string {
+    return `http://127.0.0.1:${this.o.ports.sandbox}`;
+  }
+  get temporalAddress(): string {
+    return `127.0.0.1:${this.o.ports.temporal}`;
+  }
+  get uiUrl(): string {
+    return `http://127.0.0.1:${this.o.ports.ui}`;
+  }
+  /** The inbox database's URL (carries the password: never log it). */
+  get inboxDatabaseUrl(): string {
+    const pg = this.#pg();
+    const u = new URL(pg.url);
+    u.pathname = `/${INBOX_DATABASE}`;
+    return u.toString();
+  }
+
+  #pg(): PostgresServer {
+    if (!this.postgres) throw new Error('PostgreSQL is not started');
+    return this.postgres;
+  }
+
+  #fatal(why: string) {
+    if (this.#stopping) return;
+    this.#log(why);
+    this.o.onFatal?.(why);
+  }
+
+  async start(): Promise<void> {
+    const { dataDir, ports } = this.o;
+    if (ports.temporalMembership + 3 >= 32_768) throw new Error('TEMPORAL_MEMBERSHIP_PORT: must stay below 32765');
+    if (!existsSync(UI_SERVER))
+      throw new Error('the Temporal UI server is missing: run `bash scripts/install-production.sh`');
+    mkdirSync(this.#logDir, { recursive: true });
+    const secrets = stackSecrets(dataDir);
+
+    // 1. PostgreSQL: Temporal's two databases and the callback inbox.
+    this.postgres = await startPostgres({
+      dataDir: path.join(dataDir, 'postgres'),
+      port: ports.postgres,
+      database: INBOX_DATABASE,
+      user: 'journeys',
+      log: (l) => this.#log(`postgres: ${l}`),
+    });
+    this.#started.push({ name: 'postgres', stop: () => this.#pg().stop() });
+    const pgAccess = {
+      host: '127.0.0.1',
+      port: this.postgres.port,
+      user: this.postgres.user,
+      password: decodeURIComponent(new URL(this.postgres.url).password),
+    };
+
+    // 2. The Temporal server, its schema set up or updated first; then the namespace and search attributes.
+    await setupTemporalSchema(pgAccess, (l) => this.#log(l));
+    this.temporal = startTemporalServer({
+      postgres: pgAccess,
+      ports: {
+        frontend: ports.temporal,
+        http: ports.temporalHttp,
+        history: ports.temporalHistory,
+        matching: ports.temporalMatching,
+        worker: ports.temporalWorker,
+        membershipBase: ports.temporalMembership,
+        metrics: ports.temporalMetrics,
+      },
+      logDir: this.#logDir,
+      log: (l) => this.#log(l),
+    });
+    await this.temporal.start();
+    this.#started.push({ name: 'temporal', stop: () => this.temporal!.stop() });
+    await prepareNamespace(
+      this.temporalAddress,
+      'default',
+      SEARCH_ATTRIBUTE_KEYS.map((k) => ({ name: k.name, type: k.type })),
+    );
+
+    // 3. The object store and its bucket.
+    this.objectStore = await startObjectStore({
+      dataDir: path.join(dataDir, 'objects', 'data'),
+      port: ports.objectStore,
+      consolePort: ports.objectStoreConsole,
+      accessKeyId: secrets.objectStoreAccessKey!,
+      secretAccessKey: secrets.objectStoreSecretKey!,
+    });
+    this.#started.push({ name: 'object store', stop: () => this.objectStore!.stop() });
+    await new S3AttachmentStore({
+      bucket: BUCKET,
+      endpoint: this.objectStore.endpoint,
+      credentials: { accessKeyId: this.objectStore.accessKeyId, secretAccessKey: this.objectStore.secretAccessKey },
+    }).ensureBucket();
+    this.#log(`object store ready at ${this.objectStore.endpoint} (bucket ${BUCKET})`);
+
+    // 4. Codec server, Web UI, sandbox.
+    // Node itself with tsx's loader (not tsx's CLI, which runs the program in a second process): the pid a fault
+    // drill kills is the program's.
+    const tsx = ['--import', 'tsx'];
+    const codec = this.#process('codec', process.execPath, [...tsx, 'src/codec/main.ts'], {
+      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
+      CODEC_PORT: String(ports.codec),
+      CODEC_HOST: '127.0.0.1',
+      CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
+      LOG_LEVEL: 'warn',
+    });
+    const ui = this.#process('temporal-ui', UI_SERVER, ['-r', this.#uiConfig(), '-e', 'production', 'start'], {});
+    const sandbox = this.#process('sandbox', process.execPath, [...tsx, 'src/sandbox/main.ts'], {
+      SANDBOX_PORT: String(ports.sandbox),
+      SANDBOX_LOG_LEVEL: 'warn',
+      ...this.o.sandboxEnv,
+    });
+    for (const p of [codec, ui, sandbox]) this.#startInfra(p);
+    await Promise.all([
+      waitForPort(ports.codec, 'codec', { gaveUp: () => this.#died(codec) }),
+      waitForPort(ports.ui, 'temporal-ui', { gaveUp: () => this.#died(ui) }),
+      waitForPort(ports.sandbox, 'sandbox', { gaveUp: () => this.#died(sandbox) }),
+    ]);
+
+    // 5. Workers and API replicas, each with a data folder of its own; then the load balancer.
+    const clinicsFile = writeDemoClinics(dataDir, secrets);
+    const engineEnv = (name: string): Record<string, string> => ({
+      DATA_DIR: path.join(dataDir, 'processes', name),
+      TEMPORAL_ADDRESS: this.temporalAddress,
+      EXAM_SERVICE_BASE_URL: this.sandboxUrl,
+      CLINICS_FILE: clinicsFile,
+      WEBHOOK_SECRET: secrets.webhookSecret,
+      PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? this.apiUrl,
+      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
+      ADMIN_TOKEN_SHA256: sha256(LOCAL_ADMIN_TOKEN),
+      INBOX_STORE: 'postgres',
+      INBOX_DATABASE_URL: this.inboxDatabaseUrl,
+      ATTACHMENTS_STORE: 's3',
+      ATTACHMENTS_S3_BUCKET: BUCKET,
+      ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
+      AWS_ACCESS_KEY_ID: this.objectStore!.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: this.objectStore!.secretAccessKey,
+      LOG_LEVEL: 'warn',
+      ...this.o.engineEnv,
+    });
+    for (let i = 1; i <= (this.o.workers ?? 2); i++) {
+      const name = `worker-${i}`;
+      const w = this.#process(name, process.execPath, [...tsx, 'src/worker.ts'], engineEnv(name), true);
+      this.workers.push(w);
+      this.#apps.push(w);
+      w.start();
+    }
+    ports.apiReplicas.forEach((port, i) => {
+      const name = `api-${i + 1}`;
+      const a = this.#process(
+        name,
+        process.execPath,
+        [...tsx, 'src/api/server.ts'],
+        {
+          ...engineEnv(name),
+          API_PORT: String(port),
+        },
+        true,
+      );
+      this.apis.push(a);
+      this.#apps.push(a);
+      a.start();
+    });
+    await Promise.all(
+      this.apis.map((a, i) =>
+        waitForHttp(`http://127.0.0.1:${ports.apiReplicas[i]}/healthz`, a.name, { gaveUp: () => this.#died(a) }),
+      ),
+    );
+    this.#started.push({ name: 'workers and API replicas', stop: () => this.#stopApps() });
+    const lb = this.#process('load-balancer', haproxyBin(), ['-db', '-f', this.#haproxyConfig()], {});
+    this.#startInfra(lb);
+    await waitForHttp(`${this.apiUrl}/healthz`, 'load-balancer', { gaveUp: () => this.#died(lb) });
+  }
+
+  /** Stops everything in the reverse order of the start. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    for (const part of [...this.#started].reverse()) {
+      try {
+        await part.stop();
+        this.#log(`${part.name} stopped`);
+      } catch (err) {
+        this.#log(`${part.name} did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    this.#started = [];
+  }
+
+  /** Kills every child at once (the stack's own process is exiting). */
+  killNow(): void {
+    for (const p of this.#apps) p.killNow();
+  }
+
+  /** The demo clinic's bearer token and the admin routes' token of this stack (local only). */
+  static readonly tokens = { clinic: DEMO_CLINIC_TOKEN, admin: LOCAL_ADMIN_TOKEN };
+
+  async #stopApps() {
+    // API replicas first (nothing new comes in), then the workers.
+    await Promise.all(this.apis.map((a) => a.close()));
+    await Promise.all(this.workers.map((w) => w.close()));
+  }
+
+  #process(name: string, command: string, args: string[], env: Record<string, string>, app = false) {
+    const p: ManagedProcess = new ManagedProcess({
+      name,
+      command,
+      args,
+      env,
+      cwd: ROOT,
+      logDir: this.#logDir,
+      echo: this.o.echo,
+      onUnexpectedExit: (code, signal) => {
+        if (this.#stopping) return;
+        const how = `${name} exited (${signal ?? code})`;
+        if (app && this.o.supervise) {
+          this.#log(`${how}; starting it again`);
+          setTimeout(() => !this.#stopping && p.start(), 1_000);
+        } else if (!app) {
+          this.#fatal(`${how}; see ${p.logFile}`);
+        }
+      },
+    });
+    return p;
+  }
+
+  #startInfra(p: ManagedProcess) {
+    p.start();
+    this.#started.push({ name: p.name, stop: () => p.close() });
+  }
+
+  #died(p: ManagedProcess): string | undefined {
+    return p.running ? undefined : `exited at start; see ${p.logFile}`;
+  }
+
+  #uiConfig(): string {
+    const dir = path.join(this.o.dataDir, 'temporal-ui');
+    mkdirSync(path.join(dir, 'config'), { recursive: true });
+    const { ports } = this.o;
+    const yaml = [
+      `temporalGrpcAddress: 127.0.0.1:${ports.temporal}`,
+      'host: 127.0.0.1',
+      `port: ${ports.ui}`,
+      'enableUi: true',
+      'defaultNamespace: default',
+      'notifyOnNewVersion: false',
+      'refreshInterval: 1m',
+      'cors:',
+      '  allowOrigins:',
+      `    - http://127.0.0.1:${ports.ui}`,
+      `    - http://localhost:${ports.ui}`,
+      // The operator's browser asks the codec server to decrypt payloads; they never pass through the UI server.
+      'codec:',
+      `  endpoint: http://127.0.0.1:${ports.codec}`,
+      '',
+    ].join('\n');
+    writeFileSync(path.join(dir, 'config', 'production.yaml'), yaml);
+    return dir;
+  }
+
+  #haproxyConfig(): string {
+    const dir = path.join(this.o.dataDir, 'load-balancer');
+    mkdirSync(dir, { recursive: true });
+    const { ports } = this.o;
+    const cfg = [
+      'global',
+      '  maxconn 4096',
+      'defaults',
+      '  mode http',
+      '  timeout connect 2s',
+      '  timeout client 60s',
+      '  timeout server 60s',
+      // A request that could not be sent (the replica is gone) goes to another one; nothing sent is sent twice.
+      '  retries 2',
+      '  option redispatch',
+      '  option forwardfor',
+      'frontend api',
+      `  bind 127.0.0.1:${ports.api}`,
+      '  default_backend replicas',
+      'backend replicas',
+      '  balance roundrobin',
+      // Liveness, not readiness: a replica takes callbacks into the inbox while Temporal is away.
+      '  option httpchk GET /healthz',
+      '  http-check expect status 200',
+      '  default-server inter 1s fall 2 rise 1',
+      ...ports.apiReplicas.map((p, i) => `  server api-${i + 1} 127.0.0.1:${p} check`),
+      '',
+    ].join('\n');
+    const file = path.join(dir, 'haproxy.cfg');
+    writeFileSync(file, cfg);
+    return file;
+  }
+}
+
+function haproxyBin(): string {
+  if (process.env.HAPROXY_BIN) return process.env.HAPROXY_BIN;
+  for (const p of ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy', '/usr/bin/haproxy']) if (existsSync(p)) return p;
+  throw new Error('HAProxy is missing: run `bash scripts/install-production.sh` (Debian package haproxy)');
+}

@@ -1,0 +1,76 @@
+// The secrets and the demo clinic of a stack started on this machine, made once and kept (mode 0600) in its data
+// folder, so a stack started again on the same folder reads its journeys, its inbox and its attachments back.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { DEMO_API_KEY } from '../../src/sandbox/seed';
+
+export const DEMO_CLINIC_ID = 'demo-clinic';
+export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
+/** Local only: the admin routes (dead letters, replays) answer this bearer token. */
+export const LOCAL_ADMIN_TOKEN = 'local-admin-token';
+
+export interface StackSecrets {
+  webhookSecret: string;
+  notificationSecret: string;
+  payloadEncryptionKeys: string;
+  /** The object store's root credentials (the production-shaped stack only). */
+  objectStoreAccessKey?: string;
+  objectStoreSecretKey?: string;
+}
+
+/** Reads the folder's secrets, making whatever is missing (older folders get the newer secrets on first use). */
+export function stackSecrets(dataDir: string): StackSecrets {
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'local-secrets.json');
+  const kept = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<StackSecrets>) : {};
+  const secrets: StackSecrets = {
+    webhookSecret: kept.webhookSecret ?? randomBytes(32).toString('base64url'),
+    notificationSecret: kept.notificationSecret ?? `whsec_${randomBytes(24).toString('base64')}`,
+    payloadEncryptionKeys: kept.payloadEncryptionKeys ?? `local-1:${randomBytes(32).toString('base64')}`,
+    objectStoreAccessKey: kept.objectStoreAccessKey ?? `journeys-${randomBytes(4).toString('hex')}`,
+    objectStoreSecretKey: kept.objectStoreSecretKey ?? randomBytes(24).toString('base64url'),
+  };
+  if (JSON.stringify(secrets) !== JSON.stringify(kept)) {
+    writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  }
+  return secrets;
+}
+
+/** The clinics file with the demo clinic (the sandbox's demo api_key unless another service's key is given). */
+export function writeDemoClinics(
+  dataDir: string,
+  secrets: StackSecrets,
+  o: { name?: string; examServiceApiKey?: string } = {},
+): string {
+  const file = path.join(dataDir, 'clinics.json');
+  const clinics = [
+    {
+      clinicId: DEMO_CLINIC_ID,
+      name: o.name ?? 'Demo Clinic (sandbox)',
+      examServiceApiKey: o.examServiceApiKey ?? DEMO_API_KEY,
+      apiTokenSha256: [sha256(DEMO_CLINIC_TOKEN)],
+      notificationSecret: secrets.notificationSecret,
+    },
+  ];
+  writeFileSync(file, JSON.stringify(clinics, null, 2), { mode: 0o600 });
+  return file;
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** The Temporal CLI's spelling of a search attribute type (`KEYWORD` -> `Keyword`). */
+export function searchAttributeTypeName(type: string): string {
+  const names: Record<string, string> = {
+    KEYWORD: 'Keyword',
+    KEYWORD_LIST: 'KeywordList',
+    BOOL: 'Bool',
+    TEXT: 'Text',
+    INT: 'Int',
+    DOUBLE: 'Double',
+    DATETIME: 'Datetime',
+  };
+  return names[type] ?? type;
+}

@@ -1,0 +1,109 @@
+// The production topology of `npm run start:production`, run for real: PostgreSQL, the Temporal server on it, the Web
+// UI, MinIO, the codec server, the sandbox, two workers and two API replicas behind HAProxy. The demo's journeys (all
+// scenarios, attachments included) pass through the load balancer; then one API replica and one worker are SIGKILLed
+// and the demo passes again on what is left. Attachments sit sealed in the bucket, the PostgreSQL inbox drains, and
+// the stack stops in order leaving no process behind.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { Client as PgClient } from 'pg';
+import { freePort } from '../../scripts/lib/postgres-server';
+import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/** Runs `npm run demo -- --api <url>` as a user would; resolves with its exit code and the end of its output. */
+function demo(api: string): Promise<{ code: number | null; tail: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [require.resolve('tsx/cli'), 'scripts/demo.ts', '--api', api, '--timeout', '150'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, NO_COLOR: '1', CI: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) => resolve({ code, tail: out.split('\n').slice(-15).join('\n') }));
+  });
+}
+
+describe('production topology', () => {
+  let root: string;
+  let stack: ProductionStack;
+  const fatal: string[] = [];
+
+  beforeAll(async () => {
+    root = mkdtempSync(path.join(tmpdir(), 'production-'));
+    const temporal = await freePort();
+    const ports: ProductionPorts = {
+      api: await freePort(),
+      apiReplicas: [await freePort(), await freePort()],
+      temporal,
+      temporalHttp: await freePort(),
+      temporalHistory: await freePort(),
+      temporalMatching: await freePort(),
+      temporalWorker: await freePort(),
+      temporalMembership: 20_000 + Math.floor(Math.random() * 10_000),
+      temporalMetrics: await freePort(),
+      ui: await freePort(),
+      codec: await freePort(),
+      sandbox: await freePort(),
+      postgres: await freePort(),
+      objectStore: await freePort(),
+      objectStoreConsole: await freePort(),
+    };
+    stack = new ProductionStack({ dataDir: root, ports, workers: 2, onFatal: (why) => fatal.push(why) });
+    await stack.start();
+  }, 180_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    rmSync(root, { recursive: true, force: true });
+  }, 120_000);
+
+  it('runs every scenario through the load balancer, and again with one API replica and one worker killed', async () => {
+    const first = await demo(stack.apiUrl);
+    expect(first.tail).toMatch(/All 5 journeys ended as expected/);
+    expect(first.code).toBe(0);
+
+    // The UI server answers, and the LB's health checks reach both replicas.
+    expect((await fetch(stack.uiUrl)).status).toBe(200);
+
+    const killed = [stack.apis[0]!.pid, stack.workers[0]!.pid];
+    await stack.apis[0]!.kill();
+    await stack.workers[0]!.kill();
+    for (const pid of killed) expect(() => process.kill(pid!, 0)).toThrow(/ESRCH/);
+    const second = await demo(stack.apiUrl);
+    expect(second.tail).toMatch(/All 5 journeys ended as expected/);
+    expect(second.code).toBe(0);
+
+    // Attachments are in the bucket, sealed: no file name of the demo in any key.
+    const s3 = new S3Client({
+      region: 'us-east-1',
+      endpoint: stack.objectStore!.endpoint,
+      forcePathStyle: true,
+      credentials: { accessKeyId: stack.objectStore!.accessKeyId, secretAccessKey: stack.objectStore!.secretAccessKey },
+    });
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'journey-attachments' }));
+    s3.destroy();
+    expect(listed.Contents?.length ?? 0).toBeGreaterThanOrEqual(2);
+    for (const o of listed.Contents ?? []) expect(o.Key).toMatch(/^att_[A-Za-z0-9_-]+(\.json)?$/);
+
+    // Every callback went through the PostgreSQL inbox and was forwarded: nothing waits there.
+    const pg = new PgClient({ connectionString: stack.inboxDatabaseUrl });
+    await pg.connect();
+    try {
+      const { rows } = await pg.query<{ n: string }>('SELECT count(*)::text AS n FROM callback_inbox');
+      expect(rows[0]!.n).toBe('0');
+    } finally {
+      await pg.end();
+    }
+    expect(fatal).toEqual([]);
+  }, 400_000);
+});
