@@ -1,12 +1,19 @@
 // The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
+import { waitForPort } from './lib/managed-process';
+import {
+  DEMO_CLINIC_ID,
+  DEMO_CLINIC_TOKEN,
+  LOCAL_ADMIN_TOKEN,
+  searchAttributeTypeName,
+  sha256,
+  stackSecrets,
+  writeDemoClinics,
+} from './lib/stack-secrets';
 
 const root = path.resolve(__dirname, '..');
 const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(root, '.data'));
@@ -29,13 +36,11 @@ const external = (() => {
     return process.exit(2);
   }
 })();
-export const DEMO_CLINIC_ID = 'demo-clinic';
-export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
-/** Local only: the admin routes (dead letters, replays) answer this bearer token. */
-export const LOCAL_ADMIN_TOKEN = 'local-admin-token';
+export { DEMO_CLINIC_ID, DEMO_CLINIC_TOKEN, LOCAL_ADMIN_TOKEN };
 
 const children: { name: string; proc: ChildProcess }[] = [];
 let stopping = false;
+const stopped = () => (stopping ? 'the stack is stopping' : undefined);
 
 function say(message: string) {
   console.log(`[stack] ${message}`);
@@ -43,44 +48,11 @@ function say(message: string) {
 
 /** Local secrets and the demo clinic, made once and kept in the git-ignored data folder. */
 function localConfig(): Record<string, string> {
-  mkdirSync(dataDir, { recursive: true });
-  const secretsFile = path.join(dataDir, 'local-secrets.json');
-  if (!existsSync(secretsFile)) {
-    const secrets = {
-      webhookSecret: randomBytes(32).toString('base64url'),
-      notificationSecret: `whsec_${randomBytes(24).toString('base64')}`,
-      payloadEncryptionKeys: `local-1:${randomBytes(32).toString('base64')}`,
-    };
-    writeFileSync(secretsFile, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  }
-  const secrets = JSON.parse(readFileSync(secretsFile, 'utf8')) as {
-    webhookSecret: string;
-    notificationSecret: string;
-    payloadEncryptionKeys?: string;
-  };
-  if (!secrets.payloadEncryptionKeys) {
-    // Data folders made before payload encryption existed get their key now.
-    secrets.payloadEncryptionKeys = `local-1:${randomBytes(32).toString('base64')}`;
-    writeFileSync(secretsFile, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  }
-  const clinicsFile = path.join(dataDir, 'clinics.json');
-  writeFileSync(
-    clinicsFile,
-    JSON.stringify(
-      [
-        {
-          clinicId: DEMO_CLINIC_ID,
-          name: external ? 'Demo Clinic' : 'Demo Clinic (sandbox)',
-          examServiceApiKey: external?.apiKey ?? DEMO_API_KEY,
-          apiTokenSha256: [createHash('sha256').update(DEMO_CLINIC_TOKEN).digest('hex')],
-          notificationSecret: secrets.notificationSecret,
-        },
-      ],
-      null,
-      2,
-    ),
-    { mode: 0o600 },
-  );
+  const secrets = stackSecrets(dataDir);
+  const clinicsFile = writeDemoClinics(dataDir, secrets, {
+    name: external ? 'Demo Clinic' : 'Demo Clinic (sandbox)',
+    ...(external ? { examServiceApiKey: external.apiKey } : {}),
+  });
   return {
     DATA_DIR: dataDir,
     TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal}`,
@@ -92,7 +64,7 @@ function localConfig(): Record<string, string> {
     SANDBOX_PORT: String(ports.sandbox),
     // The sandbox logs every request at info: too loud beside the engine's own output.
     SANDBOX_LOG_LEVEL: process.env.SANDBOX_LOG_LEVEL ?? 'warn',
-    ADMIN_TOKEN_SHA256: createHash('sha256').update(LOCAL_ADMIN_TOKEN).digest('hex'),
+    ADMIN_TOKEN_SHA256: sha256(LOCAL_ADMIN_TOKEN),
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
     CODEC_PORT: String(ports.codec),
     CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
@@ -123,26 +95,6 @@ function start(name: string, command: string, args: string[], env: Record<string
   });
   children.push({ name, proc });
   return proc;
-}
-
-function waitForPort(port: number, name: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve();
-      });
-      socket.once('error', () => {
-        socket.destroy();
-        if (stopping) return reject(new Error('stopping'));
-        if (Date.now() > deadline) return reject(new Error(`${name} did not listen on port ${port}`));
-        setTimeout(attempt, 250);
-      });
-    };
-    attempt();
-  });
 }
 
 async function stop(code: number) {
@@ -201,7 +153,7 @@ async function main() {
       'journal_mode=wal',
       '--sqlite-pragma',
       'synchronous=normal',
-      ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeType(k.type)}`]),
+      ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeTypeName(k.type)}`]),
       // The UI asks the codec server to decrypt payloads for the operator's browser.
       '--ui-codec-endpoint',
       `http://127.0.0.1:${ports.codec}`,
@@ -211,13 +163,13 @@ async function main() {
   start('codec', process.execPath, [require.resolve('tsx/cli'), 'src/codec/main.ts'], env);
   if (!external) start('sandbox', process.execPath, [require.resolve('tsx/cli'), 'src/sandbox/main.ts'], env);
   await Promise.all([
-    waitForPort(ports.temporal, 'temporal'),
-    ...(external ? [] : [waitForPort(ports.sandbox, 'sandbox')]),
-    waitForPort(ports.codec, 'codec'),
+    waitForPort(ports.temporal, 'temporal', { gaveUp: stopped }),
+    ...(external ? [] : [waitForPort(ports.sandbox, 'sandbox', { gaveUp: stopped })]),
+    waitForPort(ports.codec, 'codec', { gaveUp: stopped }),
   ]);
   start('worker', process.execPath, [require.resolve('tsx/cli'), 'src/worker.ts'], env);
   start('api', process.execPath, [require.resolve('tsx/cli'), 'src/api/server.ts'], env);
-  await waitForPort(ports.api, 'api');
+  await waitForPort(ports.api, 'api', { gaveUp: stopped });
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
   say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);
@@ -248,19 +200,6 @@ export function externalExamService(env: NodeJS.ProcessEnv): { baseUrl: string; 
   const apiKey = env.EXAM_SERVICE_API_KEY?.trim();
   if (!apiKey) throw new Error('EXAM_SERVICE_API_KEY is required with EXAM_SERVICE_BASE_URL (the clinic key there)');
   return { baseUrl: url.href.replace(/\/+$/, ''), apiKey };
-}
-
-function searchAttributeType(type: string): string {
-  const names: Record<string, string> = {
-    KEYWORD: 'Keyword',
-    KEYWORD_LIST: 'KeywordList',
-    BOOL: 'Bool',
-    TEXT: 'Text',
-    INT: 'Int',
-    DOUBLE: 'Double',
-    DATETIME: 'Datetime',
-  };
-  return names[type] ?? type;
 }
 
 process.on('exit', () => {

@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { startPostgres, type PostgresServer } from '../../scripts/lib/postgres-server';
+import { searchAttributeTypeName } from '../../scripts/lib/stack-secrets';
 import { apiFigures } from './api-metrics';
 import { DEMO_API_KEY } from '../../src/sandbox/seed';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
@@ -76,16 +77,6 @@ export const CLINICS = {
 } as const;
 
 export const TEMPORAL_DEFAULT_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
-
-const CLI_TYPE: Record<string, string> = {
-  KEYWORD: 'Keyword',
-  KEYWORD_LIST: 'KeywordList',
-  BOOL: 'Bool',
-  TEXT: 'Text',
-  INT: 'Int',
-  DOUBLE: 'Double',
-  DATETIME: 'Datetime',
-};
 
 export function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -229,7 +220,7 @@ export class BenchStack {
         '--log-level',
         'error',
         ...pragmas.flatMap((pr) => ['--sqlite-pragma', pr]),
-        ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${CLI_TYPE[k.type] ?? k.type}`]),
+        ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeTypeName(k.type)}`]),
         ...extraArgs,
       ],
       { logDir: this.o.logDir },

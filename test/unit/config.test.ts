@@ -31,7 +31,12 @@ describe('configuration', () => {
       deadLetterDir: '/srv/journeys/dead-letters',
       legacySpoolDir: '/srv/journeys/spool',
     });
-    expect(files.forwarder).toEqual({ concurrency: 16, maxBackoffMs: 30_000, ackPressureMs: 5, signalTimeoutMs: 3_000 });
+    expect(files.forwarder).toEqual({
+      concurrency: 16,
+      maxBackoffMs: 30_000,
+      ackPressureMs: 5,
+      signalTimeoutMs: 3_000,
+    });
     const url = 'postgres://journeys:s3cret-pw@db:5432/journeys';
     const pg = loadConfig({ ...base, INBOX_STORE: 'postgres', INBOX_DATABASE_URL: url, FORWARDER_CONCURRENCY: '4' });
     expect(pg.inbox).toEqual({ store: 'postgres', databaseUrl: url, poolSize: 10 });
