@@ -1,8 +1,10 @@
-// The file inbox: the single-host default (`npm start`). Appends are group-committed: every callback that arrived
-// while the previous write was under way goes into one batch file (temp file, fsync, rename, folder fsync), so a
-// burst costs about one write. The process keeps the waiting entries in memory (read back from the folder at start)
-// and claims them for its own forwarder; entries signalled are removed by rewriting or deleting their batch file.
-// One process owns the folder: API replicas on several hosts share the PostgreSQL inbox instead.
+// The file inbox: the single-host default (`npm start`). Callbacks go into an append-only log of preallocated
+// segment files (segment-log.ts), group-committed: every callback that arrived while the previous write was under
+// way goes into one record, written and synced at once, so a burst costs about one write. Signalled entries are
+// settled by a record of their ids in the same log; a segment whose entries are all settled is deleted, and the
+// live entries of an old segment that holds up the rest are carried forward (same ids) so the log stays small.
+// The process keeps the waiting entries in memory (read back from the log at start) and claims them for its own
+// forwarder. One process owns the folder: API replicas on several hosts share the PostgreSQL inbox instead.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +12,7 @@ import { writeFileDurably } from '../attachments/store';
 import { type RecordSealer, type SealedJson } from '../codec/at-rest';
 import type { CallbackSignal } from '../workflows/definitions';
 import { GroupCommit } from './group-commit';
+import { SegmentLog, type Segment } from './segment-log';
 import {
   DEAD_LETTER_ID,
   newDeadLetterId,
@@ -25,15 +28,19 @@ import {
   type InboxStats,
 } from './types';
 
+/** Batch files of the previous version (one sealed file per group commit): imported into the log at start. */
 const BATCH_FILE = /^b_[0-9]{15}_[0-9]{6}\.json$/;
 const JSON_FILE = /^[A-Za-z0-9_-]+\.json$/;
+const ENTRY_ID = /^e_([0-9]{15})$/;
 
+/** A log record: entries appended (ids in the clear, callbacks sealed), or entries settled (ids only). */
+type LogRecord = { t: 'a'; ids: string[]; sealed: SealedJson } | { t: 's'; ids: string[] };
+interface BatchContent {
+  entries: { journeyId: string; signal: CallbackSignal }[];
+}
 interface BatchFile {
   version: 2;
   sealed: SealedJson;
-}
-interface BatchContent {
-  entries: { journeyId: string; signal: CallbackSignal }[];
 }
 /** A spool entry of earlier versions (one plain file per callback), imported at start. */
 interface LegacySpooled {
@@ -42,16 +49,10 @@ interface LegacySpooled {
   signal: CallbackSignal;
 }
 
-interface Batch {
-  name: string;
-  /** Entry ids still waiting, in order. */
-  remaining: Set<string>;
-}
-
-/** Names sort in time order: a zero-padded millisecond time first. */
-function timeOrderedName(prefix: string, nowMs: number, suffix: string): string {
-  return `${prefix}${String(nowMs).padStart(15, '0')}_${suffix}`;
-}
+type Item =
+  | { kind: 'append'; journeyId: string; signal: CallbackSignal }
+  | { kind: 'carry'; entries: InboxEntry[] }
+  | { kind: 'settle'; ids: string[] };
 
 async function removeTempFiles(dir: string): Promise<void> {
   // Temp files of writes a crash interrupted: those callbacks were never acknowledged.
@@ -65,6 +66,8 @@ function unavailable(err: unknown): InboxUnavailableError {
   return new InboxUnavailableError(`the inbox folder cannot be written${code ? ` (${code})` : ''}`, { cause: err });
 }
 
+const message = (err: unknown) => (err instanceof Error ? err.message : 'unknown error');
+
 export interface FileInboxOptions {
   dir: string;
   deadLetterDir: string;
@@ -73,6 +76,10 @@ export interface FileInboxOptions {
   legacySpoolDir?: string;
   /** Largest group-commit batch. */
   maxBatch?: number;
+  /** Size of a log segment (preallocated): 16 MiB unless set. */
+  segmentBytes?: number;
+  /** Segments kept before the live entries of the oldest are carried forward: 8 unless set. */
+  maxSegments?: number;
   onBatch?: (size: number) => void;
   now?: () => Date;
 }
@@ -81,19 +88,24 @@ export class FileInbox implements CallbackInbox {
   readonly kind = 'files' as const;
   readonly deadLetters: FileDeadLetters;
   readonly #o: FileInboxOptions;
-  /** Waiting entries in arrival order (a Map iterates in insertion order). */
-  readonly #entries = new Map<string, { entry: InboxEntry; batch: Batch }>();
+  readonly #log: SegmentLog;
+  /** Waiting entries in arrival order (a Map iterates in insertion order), each with the segment holding it. */
+  readonly #entries = new Map<string, { entry: InboxEntry; segment: Segment }>();
   readonly #claimed = new Set<string>();
   readonly #listeners = new Set<() => void>();
-  readonly #commit: GroupCommit<{ journeyId: string; signal: CallbackSignal }>;
-  #sequence = 0;
-  /** File maintenance (rewrites and removals of batch files) one at a time. */
+  readonly #commit: GroupCommit<Item>;
+  #nextId = 1;
+  /** Deletions and carries of old segments, one at a time, after settles. */
   #maintenance: Promise<void> = Promise.resolve();
 
   constructor(options: FileInboxOptions) {
     this.#o = options;
     this.deadLetters = new FileDeadLetters(options.deadLetterDir, options.sealer);
-    this.#commit = new GroupCommit((batch) => this.#writeBatch(batch), options.maxBatch ?? 1_000, options.onBatch);
+    this.#log = new SegmentLog({
+      dir: options.dir,
+      segmentBytes: Math.max(64 * 1024, options.segmentBytes ?? 16 << 20),
+    });
+    this.#commit = new GroupCommit((batch) => this.#write(batch), options.maxBatch ?? 1_000);
   }
 
   get dir(): string {
@@ -104,34 +116,20 @@ export class FileInbox implements CallbackInbox {
     await mkdir(this.#o.dir, { recursive: true });
     await removeTempFiles(this.#o.dir);
     await this.deadLetters.init();
-    const names = (await readdir(this.#o.dir)).filter((n) => BATCH_FILE.test(n)).sort();
-    for (const name of names) {
-      let content: BatchContent;
-      try {
-        const file = JSON.parse(await readFile(path.join(this.#o.dir, name), 'utf8')) as BatchFile;
-        content = JSON.parse(this.#o.sealer.openJson(file.sealed, 'callback-inbox').toString('utf8')) as BatchContent;
-      } catch (err) {
-        // Kept for an operator rather than dropped: the letter says which file, the file stays aside.
-        await this.deadLetters.add({
-          journeyId: 'unknown',
-          reason: 'corrupt_inbox_entry',
-          detail: `inbox batch file ${name} could not be read (${err instanceof Error ? err.message : 'unknown error'}); it was renamed to ${name}.corrupt`,
-          receivedAt: this.#now().toISOString(),
-          rawBody: '',
-        });
-        await writeFileDurably(path.join(this.#o.dir, `${name}.corrupt`), await readFile(path.join(this.#o.dir, name)));
-        await rm(path.join(this.#o.dir, name), { force: true });
-        continue;
-      }
-      this.#index(name, content);
-    }
-    const last = names[names.length - 1];
-    if (last) this.#sequence = Number(last.slice(-11, -5)) + 1;
+    const setAside: string[] = [];
+    const { carry, damaged } = await this.#replay(setAside);
+    // What was read from damaged segments is written anew, and the entries of records that could not be opened
+    // (their bytes set aside) are settled, before anything else: the next start finds them as they are now.
+    if (carry.length > 0) await this.#commit.add({ kind: 'carry', entries: carry });
+    if (setAside.length > 0) await this.#commit.add({ kind: 'settle', ids: setAside });
+    for (const segment of damaged) if (segment.live === 0) await this.#log.remove(segment);
+    await this.#importBatchFiles();
     if (this.#o.legacySpoolDir) await this.#importLegacySpool(this.#o.legacySpoolDir);
+    await this.#compact();
   }
 
   append(journeyId: string, signal: CallbackSignal): Promise<void> {
-    return this.#commit.add({ journeyId, signal });
+    return this.#commit.add({ kind: 'append', journeyId, signal });
   }
 
   claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
@@ -181,69 +179,197 @@ export class FileInbox implements CallbackInbox {
 
   async close(): Promise<void> {
     await this.#maintenance;
+    await this.#commit.idle();
+    await this.#log.close();
   }
 
-  async #writeBatch(batch: { journeyId: string; signal: CallbackSignal }[]): Promise<void> {
-    const seq = String(this.#sequence++ % 1_000_000).padStart(6, '0');
-    const name = `${timeOrderedName('b_', this.#now().getTime(), seq)}.json`;
-    const content: BatchContent = { entries: batch };
-    const file: BatchFile = {
-      version: 2,
-      sealed: this.#o.sealer.sealToJson(JSON.stringify(content), 'callback-inbox'),
-    };
+  /** One group commit: the appends as one record (new ids), carries with their ids, settles as one record. */
+  async #write(batch: Item[]): Promise<void> {
+    const appended: InboxEntry[] = [];
+    const carried: InboxEntry[] = [];
+    const settled: string[] = [];
+    for (const item of batch) {
+      if (item.kind === 'append') {
+        appended.push({ id: this.#newId(), journeyId: item.journeyId, signal: item.signal });
+      } else if (item.kind === 'carry') carried.push(...item.entries);
+      else settled.push(...item.ids);
+    }
+    const records: LogRecord[] = [];
+    for (const entries of [carried, appended]) if (entries.length > 0) records.push(this.#appendRecord(entries));
+    if (settled.length > 0) records.push({ t: 's', ids: settled });
+    let segment: Segment;
     try {
-      await writeFileDurably(path.join(this.#o.dir, name), JSON.stringify(file));
+      segment = await this.#log.write(records.map((r) => Buffer.from(JSON.stringify(r))));
     } catch (err) {
       throw unavailable(err);
     }
-    this.#index(name, content);
-    for (const listener of this.#listeners) listener();
+    for (const entry of carried) {
+      const held = this.#entries.get(entry.id);
+      if (!held) continue;
+      held.segment.live -= 1;
+      held.segment = segment;
+      segment.live += 1;
+    }
+    for (const entry of appended) {
+      this.#entries.set(entry.id, { entry, segment });
+      segment.live += 1;
+    }
+    if (appended.length > 0) {
+      this.#o.onBatch?.(appended.length);
+      for (const listener of this.#listeners) listener();
+    }
   }
 
-  #index(name: string, content: BatchContent): void {
-    const batch: Batch = { name, remaining: new Set() };
-    content.entries.forEach((e, i) => {
-      const id = `${name.slice(0, -'.json'.length)}#${i}`;
-      batch.remaining.add(id);
-      this.#entries.set(id, { entry: { id, journeyId: e.journeyId, signal: e.signal }, batch });
+  #appendRecord(entries: InboxEntry[]): LogRecord {
+    const content: BatchContent = { entries: entries.map((e) => ({ journeyId: e.journeyId, signal: e.signal })) };
+    return {
+      t: 'a',
+      ids: entries.map((e) => e.id),
+      sealed: this.#o.sealer.sealToJson(JSON.stringify(content), 'callback-inbox'),
+    };
+  }
+
+  #newId(): string {
+    return `e_${String(this.#nextId++).padStart(15, '0')}`;
+  }
+
+  /**
+   * Reads the log: an entry is waiting when it was appended and never settled. Only records with waiting entries
+   * are opened. Returns the waiting entries of damaged segments (to be written anew, then the segments deleted);
+   * records that cannot be opened are set aside for an operator and their ids pushed to `setAside` (to be settled).
+   */
+  async #replay(setAside: string[]): Promise<{ carry: InboxEntry[]; damaged: Segment[] }> {
+    const { records, damaged } = await this.#log.readExisting();
+    const parsed: { segment: Segment; offset: number; record: LogRecord }[] = [];
+    const settled = new Set<string>();
+    for (const r of records) {
+      let record: LogRecord;
+      try {
+        record = JSON.parse(r.payload.toString('utf8')) as LogRecord;
+      } catch (err) {
+        // Passed its checksum yet is not a record: written by something else. Reported, then left behind.
+        await this.#deadLetterCorrupt(
+          `an inbox record in ${r.segment.name} at ${r.offset} is not one this version writes (${message(err)})`,
+        );
+        continue;
+      }
+      parsed.push({ segment: r.segment, offset: r.offset, record });
+      if (record.t === 's') for (const id of record.ids) settled.add(id);
+      for (const id of record.ids) {
+        const m = ENTRY_ID.exec(id);
+        if (m) this.#nextId = Math.max(this.#nextId, Number(m[1]) + 1);
+      }
+    }
+    const loaded = new Map<string, { entry: InboxEntry; segment: Segment }>();
+    for (const { segment, offset, record } of parsed) {
+      if (record.t !== 'a' || record.ids.every((id) => settled.has(id))) continue;
+      let content: BatchContent;
+      try {
+        content = JSON.parse(this.#o.sealer.openJson(record.sealed, 'callback-inbox').toString('utf8')) as BatchContent;
+      } catch (err) {
+        // Set aside as a batch file of the previous layout: once the key is configured again, renaming it without
+        // `.corrupt` imports it at the next start.
+        const aside = `b_${String(segment.seq).padStart(15, '0')}_${String(offset % 1_000_000).padStart(6, '0')}.json.corrupt`;
+        const batch: BatchFile = { version: 2, sealed: record.sealed };
+        await writeFileDurably(path.join(this.#o.dir, aside), JSON.stringify(batch));
+        await this.#deadLetterCorrupt(
+          `an inbox record (${record.ids.length} callbacks) in ${segment.name} at byte ${offset} could not be read (${message(err)}); it was copied to ${aside} (rename it without .corrupt to import it again)`,
+        );
+        setAside.push(...record.ids.filter((id) => !settled.has(id)));
+        continue;
+      }
+      record.ids.forEach((id, i) => {
+        const e = content.entries[i];
+        if (!e || settled.has(id)) return;
+        // A carried entry is in two segments until the older one is deleted: the later copy is the one kept.
+        const previous = loaded.get(id);
+        if (previous) previous.segment.live -= 1;
+        loaded.set(id, { entry: { id, journeyId: e.journeyId, signal: e.signal }, segment });
+        segment.live += 1;
+      });
+    }
+    // Ids grow in arrival order; a carried entry keeps its place.
+    for (const id of [...loaded.keys()].sort()) this.#entries.set(id, loaded.get(id)!);
+    const carry: InboxEntry[] = [];
+    for (const d of damaged) {
+      const aside = `${d.segment.name}.${d.offset}.corrupt`;
+      await writeFileDurably(path.join(this.#o.dir, aside), d.rest);
+      await this.#deadLetterCorrupt(
+        `inbox segment ${d.segment.name} is damaged from byte ${d.offset}: what was before it was kept, the rest was copied to ${aside}`,
+      );
+      for (const held of this.#entries.values()) if (held.segment === d.segment) carry.push(held.entry);
+    }
+    return { carry, damaged: damaged.map((d) => d.segment) };
+  }
+
+  async #deadLetterCorrupt(detail: string): Promise<void> {
+    await this.deadLetters.add({
+      journeyId: 'unknown',
+      reason: 'corrupt_inbox_entry',
+      detail,
+      receivedAt: this.#now().toISOString(),
+      rawBody: '',
     });
   }
 
   async #settle(done: readonly string[], deadLetters: readonly DeadLetterSettlement[]): Promise<void> {
     // The letters first: an entry leaves the inbox only once it is kept elsewhere.
     for (const d of deadLetters) await this.deadLetters.add(d.letter, this.#now());
-    const touched = new Set<Batch>();
+    const ids: string[] = [];
     for (const id of [...done, ...deadLetters.map((d) => d.entryId)]) {
       const held = this.#entries.get(id);
       if (!held) continue;
       this.#entries.delete(id);
-      held.batch.remaining.delete(id);
-      touched.add(held.batch);
+      held.segment.live -= 1;
+      ids.push(id);
     }
-    if (touched.size === 0) return;
-    const work = this.#maintenance.then(async () => {
-      for (const batch of touched) await this.#rewrite(batch);
-    });
+    if (ids.length === 0) return;
+    await this.#commit.add({ kind: 'settle', ids });
+    const work = this.#maintenance.then(() => this.#compact());
     this.#maintenance = work.catch(() => undefined);
     await work;
   }
 
-  /** The batch file with only its waiting entries, or gone when none waits. */
-  async #rewrite(batch: Batch): Promise<void> {
-    const file = path.join(this.#o.dir, batch.name);
-    if (batch.remaining.size === 0) {
-      await rm(file, { force: true });
-      return;
+  /**
+   * Deletes the old segments that hold nothing waiting, oldest first; while more than `maxSegments` remain, carries
+   * the waiting entries of the oldest forward so that it can go too.
+   */
+  async #compact(): Promise<void> {
+    const max = Math.max(2, this.#o.maxSegments ?? 8);
+    for (;;) {
+      const oldest = this.#log.segments[0];
+      if (!oldest || oldest === this.#log.currentSegment) return;
+      if (oldest.live > 0) {
+        if (this.#log.segments.length <= max) return;
+        const entries = [...this.#entries.values()].filter((h) => h.segment === oldest).map((h) => h.entry);
+        await this.#commit.add({ kind: 'carry', entries });
+        if (oldest.live > 0) return;
+      }
+      await this.#log.remove(oldest);
     }
-    const content: BatchContent = {
-      entries: [...batch.remaining].map((id) => {
-        const { entry } = this.#entries.get(id)!;
-        return { journeyId: entry.journeyId, signal: entry.signal };
-      }),
-    };
-    const sealed = this.#o.sealer.sealToJson(JSON.stringify(content), 'callback-inbox');
-    await writeFileDurably(file, JSON.stringify({ version: 2, sealed } satisfies BatchFile));
-    // The ids stay those of the first write: the forwarder may hold them in a claim.
+  }
+
+  /** Batch files of the previous version: their entries into the log (new ids), then the files removed. */
+  async #importBatchFiles(): Promise<void> {
+    const names = (await readdir(this.#o.dir)).filter((n) => BATCH_FILE.test(n)).sort();
+    for (const name of names) {
+      const file = path.join(this.#o.dir, name);
+      let content: BatchContent;
+      try {
+        const batch = JSON.parse(await readFile(file, 'utf8')) as BatchFile;
+        content = JSON.parse(this.#o.sealer.openJson(batch.sealed, 'callback-inbox').toString('utf8')) as BatchContent;
+      } catch (err) {
+        // Kept for an operator rather than dropped: the letter says which file, the file stays aside.
+        await this.#deadLetterCorrupt(
+          `inbox batch file ${name} could not be read (${message(err)}); it was renamed to ${name}.corrupt`,
+        );
+        await writeFileDurably(`${file}.corrupt`, await readFile(file));
+        await rm(file, { force: true });
+        continue;
+      }
+      await Promise.all(content.entries.map((e) => this.append(e.journeyId, e.signal)));
+      await rm(file, { force: true });
+    }
   }
 
   async #importLegacySpool(dir: string): Promise<void> {
@@ -271,7 +397,7 @@ export class FileInbox implements CallbackInbox {
       }
     }
     // Durable in the inbox first, then removed from the old folder (a crash between repeats it: same delivery ids).
-    if (batch.length > 0) await this.#writeBatch(batch);
+    await Promise.all(batch.map((e) => this.append(e.journeyId, e.signal)));
     for (const name of names) await rm(path.join(dir, name), { force: true });
   }
 

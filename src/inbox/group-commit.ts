@@ -23,6 +23,11 @@ export class GroupCommit<T> {
     });
   }
 
+  /** Resolves once no write is under way and nothing waits for one. */
+  async idle(): Promise<void> {
+    while (this.#writing || this.#pending.length > 0) await new Promise((r) => setTimeout(r, 5));
+  }
+
   get waiting(): number {
     return this.#pending.length;
   }

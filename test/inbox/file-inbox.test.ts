@@ -1,10 +1,12 @@
-// What only the file inbox does: upgrading from the spool of earlier versions (one plain file per callback), reading
-// dead letters written before sealing, and setting aside a batch file it cannot read instead of dropping it.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+// What only the file inbox does: its log of preallocated segments (torn last writes ignored, damage reported and
+// set aside, old segments deleted or carried forward), upgrading from the spool and the batch files of earlier
+// versions, reading dead letters written before sealing, and setting aside a record it cannot read.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RecordSealer } from '../../src/codec/at-rest';
 import { FileInbox } from '../../src/inbox/files';
+import { frame, readFrames } from '../../src/inbox/segment-log';
 import { KEY_A, KEY_B, signalFor } from './support';
 
 describe('file inbox', () => {
@@ -12,15 +14,21 @@ describe('file inbox', () => {
   beforeEach(() => {
     root = mkdtempSync(path.join(tmpdir(), 'file-inbox-'));
   });
-  afterEach(() => rmSync(root, { recursive: true, force: true }));
+  const opened: FileInbox[] = [];
+  afterEach(async () => {
+    for (const inbox of opened.splice(0)) await inbox.close();
+    rmSync(root, { recursive: true, force: true });
+  });
 
-  const open = async (keys = [KEY_A]) => {
+  const open = async (keys = [KEY_A], more: { segmentBytes?: number; maxSegments?: number } = {}) => {
     const inbox = new FileInbox({
       dir: path.join(root, 'inbox'),
       deadLetterDir: path.join(root, 'dead-letters'),
       legacySpoolDir: path.join(root, 'spool'),
       sealer: new RecordSealer(keys),
+      ...more,
     });
+    opened.push(inbox);
     await inbox.init();
     return inbox;
   };
@@ -67,16 +75,120 @@ describe('file inbox', () => {
     expect(await inbox.deadLetters.count()).toBe(1);
   });
 
-  it('sets aside a batch file sealed under a key it no longer has, as a dead letter naming it', async () => {
+  const segments = () => readdirSync(path.join(root, 'inbox')).filter((n) => /^seg_\d{15}\.log$/.test(n));
+  const letters = async (inbox: FileInbox) => (await inbox.deadLetters.list({ limit: 100 })).letters;
+
+  it('sets aside a record sealed under a key it no longer has, as a dead letter naming it, to be put back', async () => {
+    const kept = signalFor();
     const before = await open([KEY_A]);
-    await before.append('j', signalFor());
+    await before.append('j', kept);
     await before.close();
     const after = await open([KEY_B]);
     expect(await after.claim(10, 10)).toBeUndefined();
-    const letters = (await after.deadLetters.list({ limit: 10 })).letters;
-    expect(letters).toEqual([expect.objectContaining({ reason: 'corrupt_inbox_entry' })]);
-    expect(letters[0]!.detail).toMatch(/unknown key id "k-a"/);
-    expect(readdirSync(path.join(root, 'inbox')).filter((n) => n.endsWith('.corrupt'))).toHaveLength(1);
-    // With the key configured again, an operator can put the file back: nothing was lost.
+    const found = await letters(after);
+    expect(found).toEqual([expect.objectContaining({ reason: 'corrupt_inbox_entry' })]);
+    expect(found[0]!.detail).toMatch(/unknown key id "k-a"/);
+    const aside = readdirSync(path.join(root, 'inbox')).filter((n) => n.endsWith('.corrupt'));
+    expect(aside).toHaveLength(1);
+    await after.close();
+    // Reported once: the next start does not find it again.
+    const again = await open([KEY_B]);
+    expect(await letters(again)).toHaveLength(1);
+    await again.close();
+    // With the key configured again, the operator renames the file back: nothing was lost.
+    const dir = path.join(root, 'inbox');
+    renameSync(path.join(dir, aside[0]!), path.join(dir, aside[0]!.replace(/\.corrupt$/, '')));
+    const restored = await open([KEY_B, KEY_A]);
+    const claim = await restored.claim(10, 10);
+    expect(claim!.entries.map((e) => e.signal)).toEqual([kept]);
+    await claim!.settle([], []);
+    await restored.close();
+  });
+
+  it('reads records up to a torn last write (never acknowledged) and reports damage before the end', () => {
+    const a = frame(Buffer.from('{"t":"s","ids":["e_000000000000001"]}'));
+    const b = frame(Buffer.from('{"t":"s","ids":["e_000000000000002"]}'));
+    const zeros = Buffer.alloc(64);
+    expect(readFrames(Buffer.concat([a, b, zeros])).records).toHaveLength(2);
+    // The last record torn: only its first bytes reached the disk, zeros after.
+    const torn = Buffer.concat([a, b.subarray(0, 20), Buffer.alloc(b.length - 20), zeros]);
+    expect(readFrames(torn)).toEqual({ records: [expect.objectContaining({ offset: 0 })] });
+    // The file ends inside the last record.
+    expect(readFrames(Buffer.concat([a, b.subarray(0, 12)])).records).toHaveLength(1);
+    // A changed byte in the first record, with a good one after it: damage, reported where it starts.
+    const flipped = Buffer.concat([a, b, zeros]);
+    flipped[12] = flipped[12]! ^ 0xff;
+    expect(readFrames(flipped)).toEqual({ records: [], damagedAt: 0 });
+  });
+
+  it('keeps what precedes damage in a segment, sets the rest aside and reports it once', async () => {
+    const first = await open();
+    const signals = [signalFor(), signalFor(), signalFor()];
+    for (const s of signals) await first.append('dmg', s);
+    await first.close();
+    const [name] = segments();
+    const file = path.join(root, 'inbox', name!);
+    const bytes = readFileSync(file);
+    // The second record's payload changed on disk (its header says where it starts).
+    const second = 8 + bytes.readUInt32LE(0);
+    bytes[second + 20] = bytes[second + 20]! ^ 0xff;
+    writeFileSync(file, bytes);
+
+    const reopened = await open();
+    const claim = await reopened.claim(10, 10);
+    expect(claim!.entries.map((e) => e.signal)).toEqual([signals[0]]);
+    await claim!.settle([], []);
+    const found = await letters(reopened);
+    expect(found).toEqual([expect.objectContaining({ reason: 'corrupt_inbox_entry' })]);
+    expect(found[0]!.detail).toContain(`${name} is damaged from byte ${second}`);
+    expect(readdirSync(path.join(root, 'inbox'))).toContain(`${name}.${second}.corrupt`);
+    await reopened.close();
+    // The damaged segment is gone (what it held was written anew): the next start reports nothing more.
+    expect(segments()).not.toContain(name);
+    const third = await open();
+    expect(await letters(third)).toHaveLength(1);
+    expect((await third.claim(10, 10))!.entries.map((e) => e.signal)).toEqual([signals[0]]);
+    await third.close();
+  });
+
+  it('deletes settled segments and carries a long-waiting entry forward, keeping its place', async () => {
+    const inbox = await open([KEY_A], { segmentBytes: 64 * 1024, maxSegments: 3 });
+    // One callback that waits (its journey's first), then many that are signalled as they come.
+    const waiting = signalFor();
+    await inbox.append('slow', waiting);
+    for (let round = 0; round < 60; round++) {
+      await Promise.all(Array.from({ length: 10 }, () => inbox.append(`fast-${round % 7}`, signalFor())));
+      const claim = await inbox.claim(100, 100);
+      const fast = claim!.entries.filter((e) => e.journeyId !== 'slow').map((e) => e.id);
+      await claim!.settle(fast, []);
+      expect(segments().length).toBeLessThanOrEqual(4);
+    }
+    const later = signalFor();
+    await inbox.append('slow', later);
+    await inbox.close();
+    const restarted = await open([KEY_A], { segmentBytes: 64 * 1024, maxSegments: 3 });
+    const claim = await restarted.claim(10, 10);
+    expect(claim!.entries.map((e) => e.signal)).toEqual([waiting, later]);
+    expect((await restarted.stats()).depth).toBe(2);
+    await claim!.settle([], []);
+    await restarted.close();
+  });
+
+  it('imports the batch files of the previous version and removes them', async () => {
+    const sealer = new RecordSealer([KEY_A]);
+    const dir = path.join(root, 'inbox');
+    mkdirSync(dir, { recursive: true });
+    const signals = [signalFor(), signalFor()];
+    const content = { entries: signals.map((signal) => ({ journeyId: 'old-batch', signal })) };
+    writeFileSync(
+      path.join(dir, 'b_001795425635558_000001.json'),
+      JSON.stringify({ version: 2, sealed: sealer.sealToJson(JSON.stringify(content), 'callback-inbox') }),
+    );
+    const inbox = await open();
+    expect(readdirSync(dir).filter((n) => n.startsWith('b_'))).toEqual([]);
+    const claim = await inbox.claim(10, 10);
+    expect(claim!.entries.map((e) => e.signal)).toEqual(signals);
+    await claim!.settle([], []);
+    await inbox.close();
   });
 });
