@@ -20,7 +20,8 @@
 //
 // Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
 //          --stores files,postgres  --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
-//          --provider-delay-ms 1000  --npm-test first|full|skip  --timeout-minutes 21  --port-base 22200
+//          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
+//          --npm-test first|full|skip  --timeout-minutes 21  --port-base 22200
 //          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
 import { spawnSync } from 'node:child_process';
@@ -70,6 +71,7 @@ function parseOptions(argv: string[]): Options {
       'start-concurrency': { type: 'string' },
       'waiting-journeys': { type: 'string' },
       'provider-delay-ms': { type: 'string' },
+      'background-nice': { type: 'string' },
       'npm-test': { type: 'string' },
       'timeout-minutes': { type: 'string' },
       'port-base': { type: 'string' },
@@ -111,6 +113,7 @@ function parseOptions(argv: string[]): Options {
     startConcurrency: num(v['start-concurrency'], 50),
     waitingJourneys: num(v['waiting-journeys'], quick ? 600 : 10_000),
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
+    backgroundNice: Math.min(19, Math.floor(num(v['background-nice'], 10))),
     npmTest,
     timeoutMs: num(v['timeout-minutes'], quick ? 15 : 21) * 60_000,
     // A partial run does not overwrite the committed report.
@@ -163,6 +166,7 @@ async function main() {
     logDir,
     ports,
     providerDelayMs: o.providerDelayMs,
+    backgroundNice: o.backgroundNice,
     log,
   });
   let hooks: HookState | undefined;

@@ -33,6 +33,8 @@ export interface Options {
   startConcurrency: number;
   waitingJourneys: number;
   providerDelayMs: number;
+  /** Niceness of the Temporal server, the worker and the sandbox (StackOptions.backgroundNice). */
+  backgroundNice: number;
   npmTest: 'first' | 'full' | 'skip';
   /** Hard limit of the whole run. */
   timeoutMs: number;

@@ -2,7 +2,7 @@
 // is the process that does the work (RSS is read from it, signals reach it), with its output in a log file. Every
 // child is remembered until it has exited; whatever is still alive when the bench ends is killed by its pid.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -33,12 +33,20 @@ export interface SpawnOptions {
   logDir: string;
   /** Own process group (default true): a Ctrl-C of the bench does not reach it; the bench stops it in order. */
   detached?: boolean;
+  /**
+   * CPU niceness (0-19) from the first instruction on: the command runs under `nice`, which execs it, so the pid is
+   * still the process that does the work and every thread it starts inherits the weight. Where the kernel groups
+   * each session for scheduling (autogroup) and the child has its own session (`detached`), a process's niceness
+   * only counts within its session: the session's own niceness is set as well.
+   */
+  nice?: number;
 }
 
 export function spawnChild(name: string, command: string, args: string[], o: SpawnOptions): Child {
   const logFile = path.join(o.logDir, `${name}.log`);
   const fd = openSync(logFile, 'a');
-  const proc = spawn(command, args, {
+  const niced = (o.nice ?? 0) > 0;
+  const proc = spawn(niced ? 'nice' : command, niced ? ['-n', String(o.nice), command, ...args] : args, {
     cwd: o.cwd ?? ROOT,
     env: { ...process.env, ...o.env },
     stdio: ['ignore', fd, fd],
@@ -46,6 +54,7 @@ export function spawnChild(name: string, command: string, args: string[], o: Spa
   });
   closeSync(fd);
   if (proc.pid === undefined) throw new Error(`${name}: could not spawn ${command}`);
+  if (niced) setAutogroupNice(proc.pid, o.nice!);
   let alive = true;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.once('exit', (code, signal) => {
@@ -71,6 +80,15 @@ export function spawnChild(name: string, command: string, args: string[], o: Spa
   };
   children.add(child);
   return child;
+}
+
+/** The scheduling weight of a session's group (Linux autogroup); nothing where the kernel has none. */
+function setAutogroupNice(pid: number, nice: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+  } catch {
+    // no autogroup scheduling here (or the process is gone): the process's own niceness is what counts
+  }
 }
 
 /** A TypeScript entry point of this repository, run by node with the tsx loader (one process, no tsx wrapper). */
