@@ -252,12 +252,29 @@ function codecSettings(env: Env) {
   };
 }
 
+/** Whether a listen address is reachable from this host only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
 /** The codec server's settings, validated, without the settings only the API and the worker need. */
 export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
   try {
     const parsed = ConfigSchema.shape.codec.safeParse(codecSettings(env));
     if (!parsed.success) {
       throw new ConfigError(parsed.error.issues.map((i) => `codec.${i.path.join('.')}: ${i.message}`));
+    }
+    // It decrypts every payload for whoever reaches it: beyond this host, only with a token.
+    if (!isLoopbackHost(parsed.data.serverHost) && !parsed.data.serverToken) {
+      throw new ConfigError([
+        `CODEC_HOST: ${parsed.data.serverHost} is reachable from other hosts, and the codec server decrypts for whoever ` +
+          'reaches it: set CODEC_SERVER_TOKEN (or CODEC_SERVER_TOKEN_FILE), and give the Web UI the endpoint ' +
+          'http://<codec>/<token>, or listen on 127.0.0.1',
+      ]);
     }
     return { codec: parsed.data };
   } catch (err) {

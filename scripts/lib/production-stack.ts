@@ -217,10 +217,17 @@ export class ProductionStack {
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
       CODEC_PORT: String(ports.codec),
       CODEC_HOST: '127.0.0.1',
+      // Even on loopback: any local process could otherwise decrypt every payload.
+      CODEC_SERVER_TOKEN: secrets.codecServerToken!,
       CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
       LOG_LEVEL: 'warn',
     });
-    const ui = this.#process('temporal-ui', UI_SERVER, ['-r', this.#uiConfig(), '-e', 'production', 'start'], {});
+    const ui = this.#process(
+      'temporal-ui',
+      UI_SERVER,
+      ['-r', this.#uiConfig(secrets.codecServerToken!), '-e', 'production', 'start'],
+      {},
+    );
     const sandbox = this.#process('sandbox', process.execPath, [...tsx, 'src/sandbox/main.ts'], {
       SANDBOX_PORT: String(ports.sandbox),
       SANDBOX_LOG_LEVEL: 'warn',
@@ -348,7 +355,7 @@ export class ProductionStack {
     return p.running ? undefined : `exited at start; see ${p.logFile}`;
   }
 
-  #uiConfig(): string {
+  #uiConfig(codecToken: string): string {
     const dir = path.join(this.o.dataDir, 'temporal-ui');
     mkdirSync(path.join(dir, 'config'), { recursive: true });
     const { ports } = this.o;
@@ -365,11 +372,12 @@ export class ProductionStack {
       `    - http://127.0.0.1:${ports.ui}`,
       `    - http://localhost:${ports.ui}`,
       // The operator's browser asks the codec server to decrypt payloads; they never pass through the UI server.
+      // The UI sends no token header of its own: the token is the endpoint's first path segment.
       'codec:',
-      `  endpoint: http://127.0.0.1:${ports.codec}`,
+      `  endpoint: http://127.0.0.1:${ports.codec}/${codecToken}`,
       '',
     ].join('\n');
-    writeFileSync(path.join(dir, 'config', 'production.yaml'), yaml);
+    writeFileSync(path.join(dir, 'config', 'production.yaml'), yaml, { mode: 0o600 });
     return dir;
   }
 

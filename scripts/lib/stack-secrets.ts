@@ -17,6 +17,8 @@ export interface StackSecrets {
   /** The object store's root credentials (the production-shaped stack only). */
   objectStoreAccessKey?: string;
   objectStoreSecretKey?: string;
+  /** The codec server's token (the production-shaped stack: the Web UI's codec endpoint carries it). */
+  codecServerToken?: string;
 }
 
 /** Reads the folder's secrets, making whatever is missing (older folders get the newer secrets on first use). */
@@ -30,6 +32,7 @@ export function stackSecrets(dataDir: string): StackSecrets {
     payloadEncryptionKeys: kept.payloadEncryptionKeys ?? `local-1:${randomBytes(32).toString('base64')}`,
     objectStoreAccessKey: kept.objectStoreAccessKey ?? `journeys-${randomBytes(4).toString('hex')}`,
     objectStoreSecretKey: kept.objectStoreSecretKey ?? randomBytes(24).toString('base64url'),
+    codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
   };
   if (JSON.stringify(secrets) !== JSON.stringify(kept)) {
     writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });

@@ -1,6 +1,10 @@
 // The codec server: lets operators read decrypted payloads in the Temporal Web UI (Settings > Codec Server, or the
 // dev server's --ui-codec-endpoint). It decrypts for whoever reaches it, so it listens on loopback by default and
-// can require a bearer token; the browser calls it directly, hence CORS for the UI's origins.
+// refuses to listen elsewhere without a token (src/config.ts). The browser calls it directly, hence CORS for the
+// UI's origins. The token goes either in `Authorization: Bearer <token>` or as the first path segment: the Web UI
+// sends no header of its own (only a signed-in user's access token), so its codec endpoint is configured as
+// `http://<codec>/<token>` and it posts to `/<token>/decode`. Whoever can open the UI can then decode, which is the
+// access the UI gives anyway; whoever only reaches the codec server's port cannot.
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
@@ -14,7 +18,7 @@ export interface CodecServerOptions {
   codec: PayloadCodec;
   /** Origins allowed to call from a browser, e.g. the Temporal UI's. */
   corsOrigins: string[];
-  /** When set, requests need `Authorization: Bearer <token>` (the UI can forward one). */
+  /** When set, requests need `Authorization: Bearer <token>` or the token as their first path segment. */
   token?: string;
 }
 
@@ -51,6 +55,18 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 32 * 1024 * 1024 });
   const allowed = new Set(options.corsOrigins);
   const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+  const expectedPath = options.token ? Buffer.from(options.token) : undefined;
+  const same = (given: Buffer, want: Buffer) => given.length === want.length && timingSafeEqual(given, want);
+  /** The token of a `/<token>/encode|decode` URL, decoded; undefined for the bare routes. */
+  const pathToken = (url: string): Buffer | undefined => {
+    const m = /^\/([^/?]+)\/(?:encode|decode)(?:\?|$)/.exec(url);
+    if (!m) return undefined;
+    try {
+      return Buffer.from(decodeURIComponent(m[1]!));
+    } catch {
+      return Buffer.alloc(0);
+    }
+  };
 
   app.addHook('onRequest', async (request, reply) => {
     const origin = request.headers.origin;
@@ -65,29 +81,32 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       reply.header('access-control-max-age', '600');
       return reply.code(204).send();
     }
-    if (expected) {
-      const given = Buffer.from(request.headers.authorization ?? '');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        return reply.code(401).send({ error: 'a valid bearer token is required' });
-      }
+    if (expected && expectedPath) {
+      const inPath = pathToken(request.url);
+      const ok = inPath ? same(inPath, expectedPath) : same(Buffer.from(request.headers.authorization ?? ''), expected);
+      if (!ok) return reply.code(401).send({ error: 'a valid token is required' });
+    } else if (pathToken(request.url)) {
+      return reply.code(404).send({ error: 'not found' });
     }
   });
   app.options('/*', () => undefined);
 
   for (const op of ['encode', 'decode'] as const) {
-    app.post<{ Body: { payloads?: JsonPayload[] } }>(
-      `/${op}`,
-      { schema: { body: PayloadsBody } },
-      async (request, reply) => {
-        try {
-          const out = await options.codec[op]((request.body.payloads ?? []).map(fromJson));
-          return { payloads: out.map(toJson) };
-        } catch (err) {
-          // The codec's messages name key ids and shapes, never payload content.
-          return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
-        }
-      },
-    );
+    for (const url of [`/${op}`, `/:token/${op}`]) {
+      app.post<{ Body: { payloads?: JsonPayload[] } }>(
+        url,
+        { schema: { body: PayloadsBody } },
+        async (request, reply) => {
+          try {
+            const out = await options.codec[op]((request.body.payloads ?? []).map(fromJson));
+            return { payloads: out.map(toJson) };
+          } catch (err) {
+            // The codec's messages name key ids and shapes, never payload content.
+            return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
+          }
+        },
+      );
+    }
   }
   app.get('/healthz', () => ({ ok: true }));
   return app;

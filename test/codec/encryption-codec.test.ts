@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { EncryptionCodec, METADATA_KEY_ID, parseEncryptionKeys } from '../../src/codec/encryption-codec';
 import { buildCodecServer } from '../../src/codec/server';
-import { loadConfig } from '../../src/config';
+import { loadCodecConfig, loadConfig } from '../../src/config';
 import { dataConverterOf } from '../../src/temporal';
 
 const key = (id: string) => ({ id, key: randomBytes(32) });
@@ -117,6 +117,48 @@ describe('codec server', () => {
       payload: { payloads: [] },
     });
     expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('takes the token as the first path segment, the way the Web UI calls a configured endpoint', async () => {
+    const [sealed] = await codec.encode([payload()]);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/operator-token/decode',
+      headers: { origin: 'http://127.0.0.1:8233', 'x-namespace': 'default' },
+      payload: { payloads: [asJson(sealed!)] },
+    });
+    expect(res.statusCode).toBe(200);
+    const decoded = res.json<{ payloads: { data: string }[] }>().payloads[0]!;
+    expect(JSON.parse(Buffer.from(decoded.data, 'base64').toString('utf8'))).toEqual(PHI);
+    for (const url of ['/operator-tokem/decode', '/x/decode', '/%E0%A4%A/decode', '/operator-token-and-more/encode']) {
+      const wrong = await app.inject({ method: 'POST', url, payload: { payloads: [asJson(sealed!)] } });
+      // (A path that is not valid percent-encoding is refused as a bad request before any route.)
+      expect(wrong.statusCode).toBe(url.includes('%') ? 400 : 401);
+      expect(wrong.body).not.toContain('payloads');
+    }
+    // Without a token configured there is no such route (and the server only listens on loopback).
+    const open = buildCodecServer({ codec, corsOrigins: [] });
+    expect((await open.inject({ method: 'POST', url: '/guess/decode', payload: { payloads: [] } })).statusCode).toBe(
+      404,
+    );
+    await open.close();
+  });
+
+  it('refuses to listen beyond loopback without a token', () => {
+    const keys = `k:${randomBytes(32).toString('base64')}`;
+    for (const host of ['0.0.0.0', '::', '10.1.2.3', 'codec.internal']) {
+      expect(() => loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_HOST: host })).toThrow(
+        /CODEC_HOST: .* reachable from other hosts.*CODEC_SERVER_TOKEN/,
+      );
+    }
+    for (const host of ['127.0.0.1', 'localhost', '::1', '127.0.0.2']) {
+      expect(loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_HOST: host }).codec.serverHost).toBe(host);
+    }
+    const token = randomBytes(24).toString('base64url');
+    expect(
+      loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_HOST: '0.0.0.0', CODEC_SERVER_TOKEN: token }).codec
+        .serverToken,
+    ).toBe(token);
   });
 
   it('answers 400 with the reason for a payload it cannot decrypt', async () => {

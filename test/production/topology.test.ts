@@ -4,7 +4,7 @@
 // and the demo passes again on what is left. Attachments sit sealed in the bucket, the PostgreSQL inbox drains, and
 // the stack stops in order leaving no process behind.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -36,6 +36,7 @@ function demo(api: string): Promise<{ code: number | null; tail: string }> {
 describe('production topology', () => {
   let root: string;
   let stack: ProductionStack;
+  let codecPort: number;
   const fatal: string[] = [];
 
   beforeAll(async () => {
@@ -52,7 +53,7 @@ describe('production topology', () => {
       temporalMembership: 20_000 + Math.floor(Math.random() * 10_000),
       temporalMetrics: await freePort(),
       ui: await freePort(),
-      codec: await freePort(),
+      codec: (codecPort = await freePort()),
       sandbox: await freePort(),
       postgres: await freePort(),
       objectStore: await freePort(),
@@ -74,6 +75,13 @@ describe('production topology', () => {
 
     // The UI server answers, and the LB's health checks reach both replicas.
     expect((await fetch(stack.uiUrl)).status).toBe(200);
+    // The codec endpoint the UI was given decodes (its token in the path); the bare address does not.
+    const uiConfig = readFileSync(path.join(root, 'temporal-ui', 'config', 'production.yaml'), 'utf8');
+    const endpoint = /endpoint: (\S+)/.exec(uiConfig)![1]!;
+    const decode = (url: string) =>
+      fetch(`${url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect((await decode(endpoint)).status).toBe(200);
+    expect((await decode(`http://127.0.0.1:${codecPort}`)).status).toBe(401);
 
     const killed = [stack.apis[0]!.pid, stack.workers[0]!.pid];
     await stack.apis[0]!.kill();
