@@ -5,6 +5,13 @@
 #   deploy/secrets/webhook_secret           WEBHOOK_SECRET: HMAC key of the webhook URL tokens
 #   deploy/secrets/payload_encryption_keys  PAYLOAD_ENCRYPTION_KEYS: the AES-256 key of Temporal payloads (id:base64)
 #   deploy/secrets/clinics.json             CLINICS_FILE: a demo clinic on the sandbox, its API token printed once
+#   deploy/secrets/inbox_database_url       INBOX_DATABASE_URL: the API replicas' callback inbox in the bundled
+#                                           PostgreSQL (database and role `journeys`, a generated password)
+#   deploy/secrets/codec_server_token       CODEC_SERVER_TOKEN: the bearer token the codec server requires
+#   deploy/secrets/object_store_root_user   MinIO's root user and password (MINIO_ROOT_USER_FILE, _PASSWORD_FILE)
+#   deploy/secrets/object_store_root_password
+#   deploy/secrets/object_store_credentials the same pair as an AWS shared credentials file, for the API and the
+#                                           worker (AWS_SHARED_CREDENTIALS_FILE)
 #
 # Usage: sh deploy/init-secrets.sh [SECRETS_DIR [ENV_FILE]]
 set -eu
@@ -14,7 +21,9 @@ secrets=${1:-$here/secrets}
 env_file=${2:-$(dirname "$here")/.env}
 
 random_b64() { head -c "$1" /dev/urandom | base64 | tr -d '\n'; }
+# Letters, digits, `-` and `_` only: safe in a URL's user information and in an INI file without quoting.
 random_token() { random_b64 "$1" | tr -d '=' | tr '+/' '-_'; }
+random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 sha256_hex() {
   if command -v sha256sum > /dev/null 2>&1; then
     printf '%s' "$1" | sha256sum | cut -d ' ' -f 1
@@ -59,6 +68,16 @@ if write "$secrets/clinics.json" "$clinics"; then
   echo "         demo-clinic's API token (shown once): $token"
   echo "         Authorization: Bearer $token"
 fi
+
+write "$secrets/inbox_database_url" "postgres://journeys:$(random_token 24)@postgres:5432/journeys" || true
+write "$secrets/codec_server_token" "$(random_token 32)" || true
+
+write "$secrets/object_store_root_user" "journeys-$(random_hex 4)" || true
+write "$secrets/object_store_root_password" "$(random_token 24)" || true
+# Made from the two files above (kept ones included), so that the three always agree when made here.
+write "$secrets/object_store_credentials" "[default]
+aws_access_key_id = $(cat "$secrets/object_store_root_user")
+aws_secret_access_key = $(cat "$secrets/object_store_root_password")" || true
 
 if [ ! -e "$env_file" ]; then
   sed "s|^POSTGRES_PASSWORD=\$|POSTGRES_PASSWORD=$(random_token 24)|" "$here/.env.example" > "$env_file"

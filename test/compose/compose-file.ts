@@ -73,6 +73,8 @@ export interface Service {
   hostname?: string;
   init?: boolean;
   stop_grace_period?: string;
+  deploy?: { replicas?: number };
+  networks?: Record<string, { aliases?: string[] } | null>;
 }
 
 export interface ComposeFile {
@@ -81,9 +83,16 @@ export interface ComposeFile {
   volumes: Record<string, unknown>;
 }
 
+// Compose's merge tags of an override file (`!override` replaces, `!reset` removes what the base file sets): read as
+// the plain value they tag; the merge itself is the reader's.
+const MERGE_TAGS: YAML.Tags = ['!override', '!reset'].flatMap((tag): YAML.CollectionTag[] => [
+  { tag, collection: 'map', resolve: (map) => map },
+  { tag, collection: 'seq', resolve: (seq) => seq },
+]);
+
 /** The file as written (merge keys resolved, nothing interpolated). */
 export function parseCompose(text: string): ComposeFile {
-  return YAML.parse(text, { merge: true }) as ComposeFile;
+  return YAML.parse(text, { merge: true, customTags: MERGE_TAGS }) as ComposeFile;
 }
 
 /** The file as Compose runs it with these interpolation variables (.env), and the variable names it refers to. */

@@ -1,15 +1,22 @@
 // docker-compose.yml, checked structurally (no Docker engine here): the services, their images and commands, what
-// they are told and what the engine reads, secrets, ports, the UI and codec wiring, the search attributes.
+// they are told and what the engine reads, secrets, ports, the load balancer, the UI and codec wiring, the search
+// attributes; the one-shot jobs' scripts run for real where they can (the inbox database's against PostgreSQL, the
+// temporal CLI's entrypoint against the codec server).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Script } from 'node:vm';
+import { S3Client } from '@aws-sdk/client-s3';
+import type { Payload } from '@temporalio/common';
+import { Client as PgClient } from 'pg';
 import YAML from 'yaml';
+import { buildCodecServer } from '../../src/codec/server';
 import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig, type Config } from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
 import { dataConverterOf } from '../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { startTestPostgres } from '../support/postgres';
 import {
   InterpolationError,
   ROOT,
@@ -32,12 +39,30 @@ const userEnv = { ...envExample.values, POSTGRES_PASSWORD: 'a-test-password-only
 const { compose, used } = loadCompose(text, userEnv);
 const raw = parseCompose(text);
 
-const ENGINE = ['api', 'worker', 'codec'] as const;
-const LONG_RUNNING = ['postgres', 'temporal', 'temporal-ui', 'api', 'worker', 'codec', 'sandbox'];
-const ONE_SHOTS = ['temporal-schema', 'temporal-setup'];
+const API_REPLICAS = ['api-1', 'api-2'] as const;
+const ENGINE = [...API_REPLICAS, 'worker', 'codec'] as const;
+const LONG_RUNNING = [
+  'postgres',
+  'temporal',
+  'temporal-ui',
+  'minio',
+  ...API_REPLICAS,
+  'load-balancer',
+  'worker',
+  'codec',
+  'sandbox',
+];
+const ONE_SHOTS = ['temporal-schema', 'temporal-setup', 'inbox-database', 'minio-bucket'];
+const ON_DEMAND = ['temporal-cli'];
+/** Read by the AWS SDK's credential chain, not by src/config.ts. */
+const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
+/** The production stack's own choices (scripts/lib/production-stack.ts), which the compose file repeats. */
+const productionStack = read('scripts/lib/production-stack.ts');
+const NATIVE_BUCKET = /^const BUCKET = '([^']+)';$/m.exec(productionStack)?.[1];
+const NATIVE_INBOX_DATABASE = /^const INBOX_DATABASE = '([^']+)';$/m.exec(productionStack)?.[1];
 
-const svc = (name: string): Service => {
-  const s = compose.services[name];
+const svc = (name: string, c: ComposeFile = compose): Service => {
+  const s = c.services[name];
   if (!s) throw new Error(`no service ${name}`);
   return s;
 };
@@ -47,11 +72,16 @@ const hostPort = (name: string, container: number) => {
   if (!p) throw new Error(`${name} publishes no port for ${container}`);
   return p;
 };
+/** A one-shot's or a tool's shell script (`entrypoint: [/bin/sh, -ec]` with the script as its command). */
+const scriptOf = (name: string) => {
+  const s = svc(name);
+  expect(s.entrypoint).toEqual(['/bin/sh', '-ec']);
+  return s.command!.join('\n');
+};
 
 /** The variables the sandbox reads (SANDBOX_*). */
 const SANDBOX_ENV_VARS = readsOf((e) => sandboxConfigFromEnv(e));
 
-/** loadConfig on a service's environment, its /run/secrets files replaced by ones deploy/init-secrets.sh made. */
 /** The environment the service's process gets, secrets resolved to the files init-secrets.sh makes. */
 function serviceEnv(c: ComposeFile, name: string, secretsDir: string): Record<string, string> {
   const service = c.services[name]!;
@@ -62,7 +92,7 @@ function serviceEnv(c: ComposeFile, name: string, secretsDir: string): Record<st
       e[k] = v;
       continue;
     }
-    expect(service.secrets).toContain(secret);
+    expect([name, k, service.secrets?.includes(secret)]).toEqual([name, k, true]);
     const file = c.secrets[secret]?.file;
     expect(file).toBeDefined();
     e[k] = path.join(secretsDir, path.basename(file!));
@@ -74,6 +104,10 @@ function serviceEnv(c: ComposeFile, name: string, secretsDir: string): Record<st
 function configOf(c: ComposeFile, name: string, secretsDir: string): Config {
   return loadConfig(serviceEnv(c, name, secretsDir));
 }
+
+/** The file init-secrets.sh made for a secret of the compose file. */
+const secretFile = (secretsDir: string, secret: string) =>
+  path.join(secretsDir, path.basename(compose.secrets[secret]!.file));
 
 describe('docker-compose.yml', () => {
   let secretsDir: string;
@@ -96,15 +130,16 @@ describe('docker-compose.yml', () => {
   });
 
   test('has the services, from pinned official images or the project Dockerfile', () => {
-    expect(Object.keys(compose.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOTS].sort());
+    expect(Object.keys(compose.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOTS, ...ON_DEMAND].sort());
     expect(svc('postgres').image).toMatch(/^postgres:16\.\d+$/);
-    const server = /^temporalio\/server:(1\.29\.\d+)$/.exec(svc('temporal').image ?? '');
-    expect(server).not.toBeNull();
-    for (const s of ONE_SHOTS) expect(svc(s).image).toMatch(new RegExp(`^temporalio/admin-tools:${server![1]}-`));
-    expect(svc('temporal-ui').image).toMatch(/^temporalio\/ui:2\.42\.\d+$/);
+    expect(svc('inbox-database').image).toBe(svc('postgres').image);
+    expect(svc('minio').image).toMatch(/^minio\/minio:RELEASE\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ$/);
+    expect(svc('minio-bucket').image).toMatch(/^minio\/mc:RELEASE\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ$/);
+    expect(svc('load-balancer').image).toMatch(/^haproxy:\d+\.\d+\.\d+$/);
 
     const commands: Record<string, string> = {
-      api: 'dist/api/server.js',
+      'api-1': 'dist/api/server.js',
+      'api-2': 'dist/api/server.js',
       worker: 'dist/worker.js',
       codec: 'dist/codec/main.js',
       sandbox: 'dist/sandbox/main.js',
@@ -123,40 +158,103 @@ describe('docker-compose.yml', () => {
     expect(build.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist', noEmit: false });
   });
 
-  test('runs the sandbox only in the optional profile `sandbox`', () => {
+  test('runs the Temporal server, its admin tools and its UI at the versions the native stack builds', () => {
+    const serverVersion = /^version="v(\d+\.\d+\.\d+)"$/m.exec(read('scripts/install-temporal-server.sh'))?.[1];
+    const uiVersion = /ui-server\/v2\/cmd\/server@v(\d+\.\d+\.\d+)"/.exec(read('scripts/install-temporal-ui.sh'))?.[1];
+    expect(serverVersion).toBe('1.29.1');
+    expect(uiVersion).toBe('2.42.1');
+    expect(svc('temporal').image).toBe(`temporalio/server:${serverVersion}`);
+    for (const s of [...ONE_SHOTS.filter((n) => n.startsWith('temporal-')), 'temporal-cli']) {
+      expect([s, svc(s).image?.startsWith(`temporalio/admin-tools:${serverVersion}-`)]).toEqual([s, true]);
+    }
+    expect(svc('temporal-ui').image).toBe(`temporalio/ui:${uiVersion}`);
+  });
+
+  test('runs the sandbox in the optional profile `sandbox` and the temporal CLI in `tools`, nothing else', () => {
     expect(svc('sandbox').profiles).toEqual(['sandbox']);
-    for (const name of Object.keys(compose.services).filter((n) => n !== 'sandbox')) {
-      expect(svc(name).profiles).toBeUndefined();
+    expect(svc('temporal-cli').profiles).toEqual(['tools']);
+    for (const name of Object.keys(compose.services).filter((n) => !['sandbox', 'temporal-cli'].includes(n))) {
+      expect([name, svc(name).profiles]).toEqual([name, undefined]);
     }
   });
 
-  test('publishes API 3000, UI 8080, codec 8888 and sandbox 4010 onto the ports the processes listen on', () => {
-    const api = hostPort('api', Number(env('api').API_PORT));
-    expect(api.host).toBe(3000);
-    expect(env('api').API_HOST).toBe('0.0.0.0');
-    const codec = hostPort('codec', Number(env('codec').CODEC_PORT));
-    expect(codec.host).toBe(8888);
-    expect(env('codec').CODEC_HOST).toBe('0.0.0.0');
-    const sandbox = hostPort('sandbox', Number(env('sandbox').SANDBOX_PORT));
-    expect(sandbox.host).toBe(4010);
+  test('publishes the API on 3000 through the load balancer; everything else on loopback or not at all', () => {
+    // HAProxy listens on what the load balancer publishes and forwards to the replicas' API_PORT.
+    const lb = hostPort('load-balancer', 3000);
+    expect(lb).toEqual({ hostIp: '', host: 3000, container: 3000 });
     expect(env('sandbox').SANDBOX_HOST).toBe('0.0.0.0');
+    expect(hostPort('sandbox', Number(env('sandbox').SANDBOX_PORT)).host).toBe(4010);
     expect(env('sandbox').SANDBOX_PUBLIC_URL).toBe('http://localhost:4010');
     // temporalio/ui listens on 8080 unless TEMPORAL_UI_PORT says otherwise.
     expect(env('temporal-ui').TEMPORAL_UI_PORT).toBeUndefined();
     expect(hostPort('temporal-ui', 8080).host).toBe(8080);
+    for (const [name, s] of Object.entries(compose.services)) {
+      if (name === 'load-balancer') continue;
+      for (const p of publishedPorts(s)) expect([name, p.host, p.hostIp]).toEqual([name, p.host, '127.0.0.1']);
+    }
+    // What holds keys or data answers inside the network only.
+    for (const name of ['codec', 'minio', ...API_REPLICAS, 'worker', 'postgres']) {
+      expect([name, svc(name).ports]).toEqual([name, undefined]);
+    }
   });
 
-  test('lets the worker scale out: no fixed name, no published port', () => {
+  test('runs two identical API replicas behind HAProxy, which checks GET /healthz as the native stack does', () => {
+    expect(svc('api-2')).toEqual(svc('api-1'));
+    for (const name of API_REPLICAS) expect(env(name).API_HOST).toBe('0.0.0.0');
+    const apiPort = Number(env('api-1').API_PORT);
+
+    const lb = svc('load-balancer');
+    const cfgMount = mounts(lb).find((m) => m.target === '/usr/local/etc/haproxy/haproxy.cfg');
+    expect(cfgMount).toEqual({ source: './deploy/haproxy/haproxy.cfg', target: expect.any(String), readOnly: true });
+    const cfg = read(cfgMount!.source);
+    const servers = [...cfg.matchAll(/^\s*server (\S+) (\S+):(\d+) check$/gm)].map((m) => [m[1], m[2], Number(m[3])]);
+    expect(servers).toEqual(API_REPLICAS.map((name) => [name, name, apiPort]));
+    expect(cfg).toMatch(/^\s*bind :3000$/m);
+    expect(lb.depends_on).toEqual(Object.fromEntries(API_REPLICAS.map((n) => [n, { condition: 'service_started' }])));
+
+    // The same balancing, retries and health check as the load balancer `npm run start:production` writes.
+    for (const line of [
+      'balance roundrobin',
+      'option httpchk GET /healthz',
+      'http-check expect status 200',
+      'retries 2',
+      'option redispatch',
+      'option forwardfor',
+    ]) {
+      expect([line, cfg.includes(`  ${line}\n`), productionStack.includes(`'  ${line}'`)]).toEqual([line, true, true]);
+    }
+    expect(read('src/api/routes/ops.ts')).toContain("'/healthz'");
+    // A webhook URL carries the journey's credential: HAProxy logs no request.
+    expect(cfg).not.toMatch(/^\s*(log|option httplog)\b/m);
+
+    // Inside the network the load balancer is `api`: the sandbox calls the webhook there.
+    expect(lb.networks).toEqual({ default: { aliases: ['api'] } });
+    const publicUrl = new URL(env('worker').PUBLIC_BASE_URL!);
+    expect([publicUrl.hostname, Number(publicUrl.port)]).toEqual(['api', 3000]);
+  });
+
+  test('the HAProxy configuration is valid (when haproxy is installed here)', () => {
+    const bin = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy', '/usr/bin/haproxy'].find((p) => existsSync(p));
+    if (!bin) return;
+    // Exits 0 on a valid file; the replicas' names do not resolve here, which only warns (init-addr none).
+    execFileSync(bin, ['-c', '-q', '-f', path.join(ROOT, 'deploy/haproxy/haproxy.cfg')], { stdio: 'pipe' });
+  });
+
+  test('runs two workers that scale out: no fixed name, no published port, no volume', () => {
+    expect(svc('worker').deploy).toEqual({ replicas: 2 });
+    expect(/this\.o\.workers \?\? (\d+)/.exec(productionStack)?.[1]).toBe('2');
     expect(svc('worker').ports).toBeUndefined();
     for (const [name, s] of Object.entries(compose.services)) {
       expect([name, s.container_name, s.hostname]).toEqual([name, undefined, undefined]);
     }
   });
 
-  test('sets only variables the engine reads (CONFIG_ENV_VARS) or the sandbox reads (SANDBOX_*)', () => {
+  test('sets only variables the engine reads (CONFIG_ENV_VARS), the AWS SDK reads, or the sandbox reads', () => {
     for (const name of ENGINE) {
-      expect(Object.keys(env(name)).filter((k) => !CONFIG_ENV_VARS.includes(k))).toEqual([]);
+      const unknown = Object.keys(env(name)).filter((k) => !CONFIG_ENV_VARS.includes(k));
+      expect([name, unknown.filter((k) => !AWS_SDK_ENV_VARS.includes(k))]).toEqual([name, []]);
     }
+    expect(Object.keys(env('codec')).filter((k) => k.startsWith('AWS_'))).toEqual([]);
     expect(SANDBOX_ENV_VARS.has('SANDBOX_PORT')).toBe(true);
     expect(Object.keys(env('sandbox')).filter((k) => !SANDBOX_ENV_VARS.has(k))).toEqual([]);
 
@@ -188,7 +286,8 @@ describe('docker-compose.yml', () => {
 
   test('gives each process the settings it needs: its configuration loads from what the compose provides', () => {
     const required: Record<(typeof ENGINE)[number], string[]> = {
-      api: ['TEMPORAL_ADDRESS', 'WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS', 'CLINICS_FILE', 'EXAM_SERVICE_BASE_URL'],
+      'api-1': ['TEMPORAL_ADDRESS', 'WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS', 'CLINICS_FILE', 'INBOX_DATABASE_URL'],
+      'api-2': ['TEMPORAL_ADDRESS', 'WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS', 'CLINICS_FILE', 'INBOX_DATABASE_URL'],
       worker: [
         'TEMPORAL_ADDRESS',
         'WEBHOOK_SECRET',
@@ -197,13 +296,15 @@ describe('docker-compose.yml', () => {
         'EXAM_SERVICE_BASE_URL',
         'PUBLIC_BASE_URL',
       ],
-      codec: ['PAYLOAD_ENCRYPTION_KEYS'],
+      codec: ['PAYLOAD_ENCRYPTION_KEYS', 'CODEC_SERVER_TOKEN'],
     };
     for (const name of ENGINE) {
       const e = env(name);
       for (const k of required[name]) expect([name, k, k in e || `${k}_FILE` in e]).toEqual([name, k, true]);
       // Secrets come from files only.
-      for (const k of ['WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS']) expect(e[k]).toBeUndefined();
+      for (const k of ['WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS', 'INBOX_DATABASE_URL', 'CODEC_SERVER_TOKEN']) {
+        expect([name, k, e[k]]).toEqual([name, k, undefined]);
+      }
 
       // The codec server reads its own section only (loadCodecConfig); the API and the worker read everything.
       if (name === 'codec') {
@@ -223,11 +324,128 @@ describe('docker-compose.yml', () => {
     expect(svc('temporal').ports?.map(String)).toContain('127.0.0.1:7233:7233');
   });
 
+  test('keeps the callback inbox in PostgreSQL: the database the inbox-database job makes from the same secret', () => {
+    const urls = API_REPLICAS.map((name) => {
+      const inbox = configOf(compose, name, secretsDir).inbox;
+      expect(inbox.store).toBe('postgres');
+      return inbox.store === 'postgres' ? new URL(inbox.databaseUrl) : undefined;
+    });
+    expect(urls[0]?.href).toBe(urls[1]?.href);
+    const url = urls[0]!;
+    expect([url.protocol, url.hostname, url.port, url.pathname]).toEqual([
+      'postgres:',
+      'postgres',
+      '5432',
+      `/${NATIVE_INBOX_DATABASE}`,
+    ]);
+    expect(url.username).toBe(NATIVE_INBOX_DATABASE);
+    expect(url.username).not.toBe(env('postgres').POSTGRES_USER);
+    expect(url.password.length).toBeGreaterThanOrEqual(24);
+
+    const job = svc('inbox-database');
+    expect(job.secrets).toEqual(['inbox_database_url']);
+    expect(env(API_REPLICAS[0]).INBOX_DATABASE_URL_FILE).toBe('/run/secrets/inbox_database_url');
+    expect(scriptOf('inbox-database')).toContain('$(cat /run/secrets/inbox_database_url)');
+    expect(env('inbox-database')).toMatchObject({ PGHOST: 'postgres', PGUSER: env('postgres').POSTGRES_USER });
+    expect(env('inbox-database').PGPASSWORD).toBe(env('postgres').POSTGRES_PASSWORD);
+  });
+
+  test('the inbox-database job makes a role that owns its database only, and running it again is harmless', async () => {
+    // The job's script against a PostgreSQL of its own, the superuser named as in the compose file.
+    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'temporal' });
+    try {
+      const superuser = new URL(pg.url);
+      const script = scriptOf('inbox-database').replaceAll(
+        '/run/secrets/inbox_database_url',
+        secretFile(secretsDir, 'inbox_database_url'),
+      );
+      const jobEnv = {
+        PATH: process.env.PATH,
+        PGHOST: pg.host,
+        PGPORT: String(pg.port),
+        PGUSER: pg.user,
+        PGDATABASE: env('inbox-database').PGDATABASE,
+        PGPASSWORD: decodeURIComponent(superuser.password),
+      };
+      for (let run = 0; run < 2; run++) {
+        const out = execFileSync('sh', ['-ec', script], { env: jobEnv, encoding: 'utf8' });
+        expect(out).toContain('is ready');
+      }
+      // The engine's URL, with this server's address instead of the compose network's.
+      const url = new URL(readFileSync(secretFile(secretsDir, 'inbox_database_url'), 'utf8').trim());
+      const at = (database: string) => {
+        const u = new URL(url);
+        u.hostname = pg.host;
+        u.port = String(pg.port);
+        u.pathname = `/${database}`;
+        return u.toString();
+      };
+      const client = new PgClient({ connectionString: at(url.pathname.slice(1)) });
+      await client.connect();
+      try {
+        // The engine creates its tables at start.
+        await client.query('CREATE TABLE inbox_check (id int)');
+        const { rows } = await client.query<{ super: boolean; createdb: boolean }>(
+          'SELECT rolsuper AS super, rolcreatedb AS createdb FROM pg_roles WHERE rolname = current_user',
+        );
+        expect(rows).toEqual([{ super: false, createdb: false }]);
+      } finally {
+        await client.end();
+      }
+      for (const other of ['temporal', 'postgres']) {
+        const c = new PgClient({ connectionString: at(other) });
+        await expect(c.connect()).rejects.toThrow(/permission denied/);
+        await c.end().catch(() => undefined);
+      }
+    } finally {
+      await pg.cleanup();
+    }
+  });
+
+  test('keeps attachments in the MinIO bucket the minio-bucket job makes, with credentials from secret files', async () => {
+    const bucket = env('minio-bucket').BUCKET;
+    expect(bucket).toBe(NATIVE_BUCKET);
+    expect(scriptOf('minio-bucket')).toContain('mc mb --ignore-existing "objects/$BUCKET"');
+    expect(scriptOf('minio-bucket')).toContain('@minio:9000"');
+    for (const name of [...API_REPLICAS, 'worker']) {
+      const store = configOf(compose, name, secretsDir).attachmentStore;
+      expect([name, store]).toEqual([
+        name,
+        { kind: 's3', bucket, prefix: '', endpoint: 'http://minio:9000', region: 'us-east-1' },
+      ]);
+    }
+    expect(svc('minio').command).toEqual(['server', '/data']);
+    expect(mounts(svc('minio'))).toEqual([{ source: 'minio-data', target: '/data', readOnly: false }]);
+
+    // MinIO's root user and password, and the same pair as the engine's AWS shared credentials file.
+    const minio = env('minio');
+    const user = readFileSync(secretFile(secretsDir, 'object_store_root_user'), 'utf8').trim();
+    const password = readFileSync(secretFile(secretsDir, 'object_store_root_password'), 'utf8').trim();
+    expect(minio.MINIO_ROOT_USER_FILE).toBe('/run/secrets/object_store_root_user');
+    expect(minio.MINIO_ROOT_PASSWORD_FILE).toBe('/run/secrets/object_store_root_password');
+    expect(svc('minio-bucket').secrets).toEqual(svc('minio').secrets);
+    expect(password.length).toBeGreaterThanOrEqual(24);
+
+    const credentialsFile = serviceEnv(compose, 'worker', secretsDir).AWS_SHARED_CREDENTIALS_FILE!;
+    const saved = { ...process.env };
+    try {
+      for (const k of Object.keys(process.env)) if (k.startsWith('AWS_')) delete process.env[k];
+      process.env.AWS_SHARED_CREDENTIALS_FILE = credentialsFile;
+      const s3 = new S3Client({ region: 'us-east-1' });
+      const credentials = await s3.config.credentials();
+      s3.destroy();
+      expect([credentials.accessKeyId, credentials.secretAccessKey]).toEqual([user, password]);
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  });
+
   test('keeps secrets in files under deploy/secrets/ that git and the Docker build context ignore', () => {
     for (const [name, { file }] of Object.entries(compose.secrets)) {
       expect([name, file.startsWith('./deploy/secrets/')]).toEqual([name, true]);
       // deploy/init-secrets.sh makes every one of them.
-      expect(existsSync(path.join(secretsDir, path.basename(file)))).toBe(true);
+      expect([name, existsSync(path.join(secretsDir, path.basename(file)))]).toEqual([name, true]);
     }
     const ignored = ['.env', 'deploy/engine.env', ...Object.values(compose.secrets).map((s) => s.file)];
     for (const file of ignored) {
@@ -239,18 +457,30 @@ describe('docker-compose.yml', () => {
       .filter((l) => l && !l.startsWith('#'));
     expect(dockerignore[0]).toBe('*');
     expect(dockerignore.filter((l) => l.startsWith('!') && /deploy|\.env|\.data/.test(l))).toEqual([]);
+    // Every secret a service is given is one it reads through a *_FILE variable, or a job's script reads.
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const secret of s.secrets ?? []) {
+        const read = Object.values(envOf(s)).includes(`/run/secrets/${secret}`);
+        const script = [...(s.entrypoint ?? []), ...(s.command ?? [])].join('\n').includes(`/run/secrets/${secret}`);
+        expect([name, secret, read || script]).toEqual([name, secret, true]);
+      }
+    }
   });
 
   test('holds no literal secret', () => {
-    const secretish = /(SECRET|PASSWORD|PWD|TOKEN|API_KEY|KEYS?)$/;
+    const secretish = /(SECRET|PASSWORD|PWD|TOKEN|API_KEY|KEYS?|AUTH|DATABASE_URL)$/;
     for (const [name, s] of Object.entries(raw.services)) {
       for (const [k, v] of Object.entries(envOf(s))) {
+        if (k.endsWith('_FILE')) {
+          expect([name, k, /^\/run\/secrets\/[a-z0-9_]+$/.test(v)]).toEqual([name, k, true]);
+          continue;
+        }
         if (!secretish.test(k)) continue;
         // Either a file path or `${VAR:?...}` from .env, never a value.
         expect([name, k, /^\$\{[A-Z_]+:\?[^}]*\}$/.test(v)]).toEqual([name, k, true]);
       }
     }
-    expect(text).not.toMatch(/whsec_|PRIVATE KEY/);
+    expect(text).not.toMatch(/whsec_|PRIVATE KEY|minioadmin/);
     // Nothing that looks like a generated key or token (paths and names here are lower case).
     const keyLike = (text.match(/[A-Za-z0-9+/_-]{24,}={0,2}/g) ?? []).filter((t) => /[A-Z]/.test(t) && /\d/.test(t));
     expect(keyLike).toEqual([]);
@@ -259,31 +489,70 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('points the UI at the codec server where the browser finds it, and lets the UI origin call it', () => {
-    const ui = env('temporal-ui');
-    const endpoint = new URL(ui.TEMPORAL_CODEC_ENDPOINT!);
-    const codec = hostPort('codec', Number(env('codec').CODEC_PORT));
-    expect(endpoint.protocol).toBe('http:');
-    expect(['localhost', '127.0.0.1']).toContain(endpoint.hostname);
-    expect(Number(endpoint.port)).toBe(codec.host);
-    expect(['', '0.0.0.0', '127.0.0.1']).toContain(codec.hostIp);
-    expect(endpoint.pathname).toBe('/');
-    expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(endpoint.origin);
+  test('requires a token at the codec server, reachable in the network only; the UI is not pointed at it', () => {
+    const codec = loadCodecConfig(serviceEnv(compose, 'codec', secretsDir)).codec;
+    expect(codec.serverToken).toBe(readFileSync(secretFile(secretsDir, 'codec_server_token'), 'utf8').trim());
+    expect(codec.serverToken!.length).toBeGreaterThanOrEqual(32);
+    expect(codec.corsOrigins).toEqual([]);
+    expect(svc('codec').ports).toBeUndefined();
+    // A browser cannot send the codec's token: the UI shows payloads as stored.
+    expect(env('temporal-ui').TEMPORAL_CODEC_ENDPOINT).toBeUndefined();
+    expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe('temporal:7233');
+    expect(env('temporal-ui').TEMPORAL_DEFAULT_NAMESPACE).toBe(env('api-1').TEMPORAL_NAMESPACE);
 
-    const uiPort = hostPort('temporal-ui', 8080).host;
-    const origins = env('codec')
-      .CODEC_CORS_ORIGINS!.split(',')
-      .map((o) => o.trim());
-    expect(origins).toEqual(expect.arrayContaining([`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`]));
+    // The temporal CLI service decrypts through it, the token going from the secret file to its environment.
+    const cli = env('temporal-cli');
+    expect(cli.TEMPORAL_CODEC_ENDPOINT).toBe(`http://codec:${env('codec').CODEC_PORT}`);
+    expect(cli.TEMPORAL_ADDRESS).toBe(env('worker').TEMPORAL_ADDRESS);
+    expect(cli.TEMPORAL_NAMESPACE).toBe(env('worker').TEMPORAL_NAMESPACE);
+    expect(svc('temporal-cli').secrets).toEqual(['codec_server_token']);
+    expect(svc('temporal-cli').depends_on).toEqual({ codec: { condition: 'service_healthy' } });
+  });
 
-    expect(ui.TEMPORAL_ADDRESS).toBe('temporal:7233');
-    expect(ui.TEMPORAL_DEFAULT_NAMESPACE).toBe(env('api').TEMPORAL_NAMESPACE);
+  test("the temporal CLI's entrypoint hands the codec server the token it requires", async () => {
+    const [sh, flag, script, argv0] = svc('temporal-cli').entrypoint!;
+    expect([sh, flag, argv0]).toEqual(['/bin/sh', '-ec', 'temporal']);
+    const token = readFileSync(secretFile(secretsDir, 'codec_server_token'), 'utf8').trim();
+    const bin = path.join(work, 'bin');
+    execFileSync('mkdir', ['-p', bin]);
+    // A stand-in `temporal` that prints the settings it was started with.
+    writeFileSync(
+      path.join(bin, 'temporal'),
+      '#!/bin/sh\nprintf "%s\\n" "args=$*" "auth=$TEMPORAL_CODEC_AUTH" "key=${TEMPORAL_API_KEY:-}"\n',
+      { mode: 0o755 },
+    );
+    const run = (secretDir: string) =>
+      execFileSync(
+        'sh',
+        ['-ec', script!.replaceAll('/run/secrets/', `${secretDir}/`), argv0!, ...svc('temporal-cli').command!],
+        { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' },
+      );
+    const out = run(secretsDir);
+    expect(out).toContain(`args=${svc('temporal-cli').command!.join(' ')}\n`);
+    expect(out).toContain('key=\n');
+    const auth = /^auth=(.*)$/m.exec(out)![1]!;
+
+    const same = (p: Payload[]) => Promise.resolve(p);
+    const app = buildCodecServer({ codec: { encode: same, decode: same }, corsOrigins: [], token });
+    try {
+      const decode = (headers: Record<string, string>) =>
+        app.inject({ method: 'POST', url: '/decode', headers, payload: { payloads: [] } });
+      expect((await decode({ authorization: auth })).statusCode).toBe(200);
+      expect((await decode({})).statusCode).toBe(401);
+    } finally {
+      await app.close();
+    }
+
+    // With Temporal Cloud's key mounted (deploy/compose.temporal-cloud.yml), the CLI gets it too.
+    const withKey = path.join(work, 'with-key');
+    execFileSync('mkdir', ['-p', withKey]);
+    writeFileSync(path.join(withKey, 'codec_server_token'), `${token}\n`);
+    writeFileSync(path.join(withKey, 'temporal_api_key'), 'a-cloud-key\n');
+    expect(run(withKey)).toContain('key=a-cloud-key\n');
   });
 
   test("registers exactly the journey's search attributes, after the server answers, idempotently", () => {
-    const setup = svc('temporal-setup');
-    expect(setup.entrypoint).toEqual(['/bin/sh', '-ec']);
-    const script = setup.command!.join('\n');
+    const script = scriptOf('temporal-setup');
     const created = [...script.matchAll(/search-attribute create\b[^\n]*--name (\S+) --type (\S+)/g)].map(
       (m) => `${m[1]}=${m[2]}`,
     );
@@ -309,12 +578,12 @@ describe('docker-compose.yml', () => {
     expect(script.indexOf('operator cluster health')).toBeGreaterThan(-1);
     expect(script.indexOf('operator cluster health')).toBeLessThan(script.indexOf('search-attribute create'));
     expect(script).toMatch(/namespace describe[^\n]*\|\|\s*\n?\s*retry temporal operator namespace create/);
-    expect(setup.depends_on).toEqual({ temporal: { condition: 'service_healthy' } });
+    expect(svc('temporal-setup').depends_on).toEqual({ temporal: { condition: 'service_healthy' } });
   });
 
   test('sets up the PostgreSQL schemas before the server starts, and configures the server', () => {
     const schema = svc('temporal-schema');
-    const script = schema.command!.join('\n');
+    const script = scriptOf('temporal-schema');
     expect(script).toContain('temporal-sql-tool --plugin postgres12 --ep postgres');
     for (const step of ['create', 'setup-schema -v 0.0', 'update-schema -d']) expect(script).toContain(step);
     expect(script).toMatch(/temporal:temporal temporal_visibility:visibility/);
@@ -337,31 +606,39 @@ describe('docker-compose.yml', () => {
   });
 
   test('checks the health of every long-running service that can tell', () => {
-    for (const name of ['postgres', 'temporal', 'api', 'codec', 'sandbox']) {
+    for (const name of ['postgres', 'temporal', 'minio', ...API_REPLICAS, 'codec', 'sandbox']) {
       const t = svc(name).healthcheck?.test;
       expect([name, Array.isArray(t) && t.length > 1 && t.every((x) => typeof x === 'string')]).toEqual([name, true]);
     }
     const probes: [string, string][] = [
-      ['api', `http://127.0.0.1:${env('api').API_PORT}/healthz`],
+      ...API_REPLICAS.map((n): [string, string] => [n, `http://127.0.0.1:${env(n).API_PORT}/healthz`]),
       ['codec', `http://127.0.0.1:${env('codec').CODEC_PORT}/healthz`],
       ['sandbox', `http://127.0.0.1:${env('sandbox').SANDBOX_PORT}/_sandbox/health`],
     ];
     for (const [name, url] of probes) {
       const [cmd, node, flag, code] = svc(name).healthcheck!.test as string[];
       expect([cmd, node, flag]).toEqual(['CMD', 'node', '-e']);
-      expect(code).toContain(`fetch('${url}')`);
+      expect(code).toContain(`fetch('${url}'`);
       expect(() => new Script(code!)).not.toThrow();
     }
+    // The codec server requires its token on every route: the probe sends it.
+    expect((svc('codec').healthcheck!.test as string[])[3]).toContain("'/run/secrets/codec_server_token'");
     expect((svc('postgres').healthcheck!.test as string[]).join(' ')).toContain('pg_isready');
+    expect(svc('minio').healthcheck!.test).toEqual(['CMD', 'mc', 'ready', 'local']);
   });
 
   test('starts in order: conditions on every dependency', () => {
-    for (const name of ['api', 'worker', 'temporal-ui']) {
+    const done = { condition: 'service_completed_successfully' };
+    for (const name of API_REPLICAS) {
       expect([name, svc(name).depends_on]).toEqual([
         name,
-        { 'temporal-setup': { condition: 'service_completed_successfully' } },
+        { 'temporal-setup': done, 'inbox-database': done, 'minio-bucket': done },
       ]);
     }
+    expect(svc('worker').depends_on).toEqual({ 'temporal-setup': done, 'minio-bucket': done });
+    expect(svc('temporal-ui').depends_on).toEqual({ 'temporal-setup': done });
+    expect(svc('inbox-database').depends_on).toEqual({ 'temporal-schema': done });
+    expect(svc('minio-bucket').depends_on).toEqual({ minio: { condition: 'service_healthy' } });
     for (const [name, s] of Object.entries(compose.services)) {
       for (const [dep, d] of Object.entries(s.depends_on ?? {})) {
         expect([name, dep, dep in compose.services, typeof d.condition]).toEqual([name, dep, true, 'string']);
@@ -371,31 +648,42 @@ describe('docker-compose.yml', () => {
 
   test('restarts long-running services, not the one-shots', () => {
     for (const name of LONG_RUNNING) expect([name, svc(name).restart]).toEqual([name, 'unless-stopped']);
-    for (const name of ONE_SHOTS) expect([name, svc(name).restart]).toEqual([name, 'no']);
+    for (const name of [...ONE_SHOTS, ...ON_DEMAND]) expect([name, svc(name).restart]).toEqual([name, 'no']);
   });
 
-  test('keeps state in named volumes; the API and the worker share the attachments', () => {
+  test('keeps state in PostgreSQL and MinIO only: the API replicas and the workers keep nothing of their own', () => {
+    expect(Object.keys(compose.volumes).sort()).toEqual(['minio-data', 'postgres-data']);
     const named = (name: string) => mounts(svc(name)).filter((m) => m.source in compose.volumes);
     expect(named('postgres').map((m) => m.target)).toEqual(['/var/lib/postgresql/data']);
-
-    const api = configOf(compose, 'api', secretsDir);
-    const worker = configOf(compose, 'worker', secretsDir);
-    const volumeAt = (name: string, dir: string) =>
-      named(name).find((m) => dir === m.target || dir.startsWith(`${m.target}/`))?.source;
-    const inbox = api.inbox.store === 'files' ? api.inbox : undefined;
-    for (const dir of [inbox?.dir ?? '', inbox?.deadLetterDir ?? '', api.attachmentsDir]) {
-      expect([dir, volumeAt('api', dir)]).toEqual([dir, expect.any(String)]);
-    }
-    // The worker reads the claim checks the API stored.
-    expect(worker.attachmentsDir).toBe(api.attachmentsDir);
-    expect(volumeAt('worker', worker.attachmentsDir)).toBe(volumeAt('api', api.attachmentsDir));
-    expect(volumeAt('api', inbox?.dir ?? '')).not.toBe(volumeAt('api', api.attachmentsDir));
+    expect(named('minio').map((m) => m.target)).toEqual(['/data']);
+    for (const name of [...API_REPLICAS, 'worker', 'codec'])
+      expect([name, svc(name).volumes]).toEqual([name, undefined]);
   });
 });
 
+/** Compose's merge of an override file, as far as these files use it. */
+function mergeOverride(base: ComposeFile, override: ComposeFile, overrideText: string): ComposeFile {
+  const merged: ComposeFile = { ...base, services: { ...base.services }, secrets: { ...base.secrets } };
+  Object.assign(merged.secrets, override.secrets);
+  for (const [name, o] of Object.entries(override.services)) {
+    const b = base.services[name]!;
+    merged.services[name] = {
+      ...b,
+      environment: { ...b.environment, ...o.environment },
+      secrets: [...new Set([...(b.secrets ?? []), ...(o.secrets ?? [])])],
+      // Merged by key unless tagged `!override`, which these files always do.
+      depends_on: o.depends_on ?? b.depends_on,
+    };
+  }
+  const overridden = Object.values(override.services).filter((o) => o.depends_on).length;
+  expect(overrideText.match(/depends_on: !override\n/g)?.length).toBe(overridden);
+  return merged;
+}
+
 describe('deploy/compose.temporal-cloud.yml', () => {
-  test('turns the API and the worker to Temporal Cloud with an API key from a secret file', () => {
-    const override = parseCompose(read('deploy/compose.temporal-cloud.yml'));
+  test('turns the API replicas, the workers and the CLI to Temporal Cloud with an API key from a secret file', () => {
+    const overrideText = read('deploy/compose.temporal-cloud.yml');
+    const override = parseCompose(overrideText);
     const cloudEnv = {
       ...userEnv,
       TEMPORAL_ADDRESS: 'us-east-1.aws.api.temporal.io:7233',
@@ -409,26 +697,32 @@ describe('deploy/compose.temporal-cloud.yml', () => {
         stdio: 'ignore',
       });
       writeFileSync(path.join(secretsDir, 'temporal_api_key'), 'an-api-key\n');
-      // Compose's merge of an override: environment by key, secrets added.
-      const merged: ComposeFile = { ...base, secrets: { ...base.secrets, ...override.secrets } };
-      for (const [name, o] of Object.entries(override.services)) {
-        const b = base.services[name]!;
-        merged.services[name] = {
-          ...b,
-          environment: { ...b.environment, ...o.environment },
-          secrets: [...new Set([...(b.secrets ?? []), ...(o.secrets ?? [])])],
-        };
+      const merged = mergeOverride(base, override, overrideText);
+      for (const o of Object.values(override.services)) {
         expect(Object.keys(o.environment ?? {}).filter((k) => !CONFIG_ENV_VARS.includes(k))).toEqual([]);
       }
       for (const { file } of Object.values(override.secrets)) expect(file.startsWith('./deploy/secrets/')).toBe(true);
-      for (const name of ['api', 'worker']) {
+      for (const name of [...API_REPLICAS, 'worker']) {
         const config = configOf(merged, name, secretsDir);
         expect(config.temporal).toMatchObject({ address: 'us-east-1.aws.api.temporal.io:7233', namespace: 'ns.acct' });
         expect(config.temporal.apiKey).toBe('an-api-key');
       }
-      expect(loadCodecConfig(serviceEnv(merged, 'codec', secretsDir)).codec.corsOrigins).toEqual([
-        'https://cloud.temporal.io',
-      ]);
+      expect(svc('temporal-cli', merged).secrets).toContain('temporal_api_key');
+      expect(envOf(svc('temporal-cli', merged)).TEMPORAL_ADDRESS).toBe('us-east-1.aws.api.temporal.io:7233');
+
+      // What `up load-balancer worker` starts never reaches the bundled Temporal.
+      const started = new Set<string>();
+      const visit = (name: string) => {
+        if (started.has(name)) return;
+        started.add(name);
+        for (const dep of Object.keys(svc(name, merged).depends_on ?? {})) visit(dep);
+      };
+      visit('load-balancer');
+      visit('worker');
+      expect([...started].sort()).toEqual(
+        ['load-balancer', ...API_REPLICAS, 'worker', 'inbox-database', 'postgres', 'minio-bucket', 'minio'].sort(),
+      );
+      expect(overrideText).toContain('up -d --build load-balancer worker');
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
