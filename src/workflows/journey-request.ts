@@ -1,6 +1,10 @@
 // The journey request: what a clinic asks for when it starts a patient journey. Validated at the edge (API); the
-// workflow imports the types only, so zod never enters the workflow bundle.
+// workflow imports the types only, so zod never enters the workflow bundle. Every object refuses keys it does not
+// know (a misspelt optional field is an error, not silently dropped), and every rule of the exam service's invite
+// that can be known before calling it is checked here, so a start the service would refuse is a 400 naming the
+// field rather than a journey that fails later.
 import { z } from 'zod';
+import { TELE_STATE_CODES, TEST_MODE_STATE, US_STATE_CODES } from '../exam-service/schemas';
 
 const MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 
@@ -10,31 +14,56 @@ const id = z
   .max(64)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "_" and "-" only');
 
-const usState = z.string().regex(/^([A-Z]{2})$/, 'two-letter uppercase state code');
+/** A US state (two uppercase letters, DC for Washington D.C.); TE, the service's test mode, where the service takes it. */
+const usState = z.enum(US_STATE_CODES, 'a two-letter uppercase US state code, or DC');
+const teleState = z.enum(TELE_STATE_CODES, 'a two-letter uppercase US state code, DC, or TE (test mode)');
 
-export const Address = z.object({
+/** A calendar date (YYYY-MM-DD) that exists. */
+const calendarDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'YYYY-MM-DD')
+  .refine((d) => {
+    const t = Date.parse(`${d}T00:00:00Z`);
+    return Number.isFinite(t) && new Date(t).toISOString().slice(0, 10) === d;
+  }, 'not a calendar date');
+
+/** The service echoes it in every callback and takes only stringified JSON. */
+const stringifiedJson = z
+  .string()
+  .max(4000)
+  .refine((text) => {
+    try {
+      JSON.parse(text);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be stringified JSON (e.g. JSON.stringify of an object); the exam service takes nothing else');
+
+export const Address = z.strictObject({
   line1: z.string().min(1).max(200),
   line2: z.string().max(200).optional(),
   city: z.string().min(1).max(100),
-  state: usState,
+  /** TE (test mode) only together with the patient's teleState TE. */
+  state: teleState,
   zipCode: z.string().regex(/^\d{5}(-\d{4})?$/, 'five-digit ZIP code'),
 });
 export type Address = z.infer<typeof Address>;
 
-export const Patient = z.object({
+export const Patient = z.strictObject({
   firstName: z.string().min(1).max(100),
   lastName: z.string().min(1).max(100),
   email: z.email().max(254),
-  dob: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'YYYY-MM-DD'),
+  dob: calendarDate,
   phoneNumber: z.string().regex(/^(\+1)?\d{10}$/, '+1 and 10 digits, or 10 digits'),
   /** Two-letter state the patient is in for the consultation; DC for Washington D.C.; TE for test mode. */
-  teleState: usState,
+  teleState,
   gender: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
   dmvLicenseNumber: z.string().max(50).optional(),
 });
 export type Patient = z.infer<typeof Patient>;
 
-export const CustomPharmacy = z.object({
+export const CustomPharmacy = z.strictObject({
   ncpdpid: z.string().min(1).max(20),
   name: z.string().min(1).max(200).optional(),
   addressLine1: z.string().max(200).optional(),
@@ -54,8 +83,8 @@ const customPharmacyScenario = {
   /** Who the pharmacy bills: the clinic (with its billing identifier) or the patient. */
   billing: z
     .discriminatedUnion('billedTo', [
-      z.object({ billedTo: z.literal('clinic'), clinicBillingId: z.string().min(1).max(100) }),
-      z.object({ billedTo: z.literal('patient') }),
+      z.strictObject({ billedTo: z.literal('clinic'), clinicBillingId: z.string().min(1).max(100) }),
+      z.strictObject({ billedTo: z.literal('patient') }),
     ])
     .optional(),
   deliveryMethod: z.enum(['pickup', 'ship']).optional(),
@@ -64,8 +93,8 @@ const customPharmacyScenario = {
 };
 
 export const Scenario = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('gfe') }),
-  z.object({
+  z.strictObject({ type: z.literal('gfe') }),
+  z.strictObject({
     type: z.literal('partner_pharmacy'),
     pharmacyId: z.number().int().positive(),
     orderSetId: z.string().min(1).max(64).optional(),
@@ -73,13 +102,13 @@ export const Scenario = z.discriminatedUnion('type', [
     examPosId: z.number().int().positive().optional(),
     providerPosSelection: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
   }),
-  z.object({ type: z.literal('urgent_care'), ...customPharmacyScenario }),
-  z.object({ type: z.literal('custom_pharmacy'), ...customPharmacyScenario }),
+  z.strictObject({ type: z.literal('urgent_care'), ...customPharmacyScenario }),
+  z.strictObject({ type: z.literal('custom_pharmacy'), ...customPharmacyScenario }),
 ]);
 export type Scenario = z.infer<typeof Scenario>;
 export type ScenarioType = Scenario['type'];
 
-export const PrefilledAnswer = z.object({
+export const PrefilledAnswer = z.strictObject({
   no: z.number().int().positive(),
   /** Filled in from the service's own question list when absent. */
   question: z.string().min(1).max(2000).optional(),
@@ -99,7 +128,7 @@ export type AttachmentRef = z.infer<typeof AttachmentRef>;
 
 export const Duration = z.number().int().positive().describe('milliseconds');
 
-export const JourneyTimings = z.object({
+export const JourneyTimings = z.strictObject({
   /** Resend the invite at these offsets from the invite while no consultation happened. */
   remindersMs: z.array(Duration).max(10),
   /** Cancel the invite and expire the exam when no consultation happened within this. */
@@ -137,15 +166,15 @@ export const JourneyRequest = z
     exams: z.array(z.number().int().positive()).min(1).max(20),
     scenario: Scenario,
     answers: z
-      .array(z.object({ examId: z.number().int().positive(), answers: z.array(PrefilledAnswer).min(1).max(200) }))
+      .array(z.strictObject({ examId: z.number().int().positive(), answers: z.array(PrefilledAnswer).min(1).max(200) }))
       .max(20)
       .optional(),
     attachments: z
-      .array(z.object({ examId: z.number().int().positive(), attachment: AttachmentRef }))
+      .array(z.strictObject({ examId: z.number().int().positive(), attachment: AttachmentRef.strict() }))
       .max(50)
       .optional(),
     redirects: z
-      .object({
+      .strictObject({
         approve: z.url().optional(),
         reject: z.url().optional(),
         na: z.url().optional(),
@@ -153,7 +182,7 @@ export const JourneyRequest = z
       })
       .optional(),
     /** The clinic's own data, echoed back by the service in every callback. */
-    additionalData: z.string().max(4000).optional(),
+    additionalData: stringifiedJson.optional(),
     /** Where the journey posts its state changes (Standard Webhooks signed). */
     notificationUrl: z.url().optional(),
     timings: JourneyTimings.partial().optional(),
@@ -175,6 +204,19 @@ export const JourneyRequest = z
           message: "not one of this journey's exams",
         });
       }
+    }
+    // The service's test mode: a home state TE only with the patient's teleState TE.
+    for (const key of ['homeAddress', 'shippingAddress'] as const) {
+      if (req[key]?.state === TEST_MODE_STATE && req.patient.teleState !== TEST_MODE_STATE) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [key, 'state'],
+          message: 'TE (test mode) only together with patient.teleState TE',
+        });
+      }
+    }
+    if (Date.parse(`${req.patient.dob}T00:00:00Z`) > Date.now()) {
+      ctx.addIssue({ code: 'custom', path: ['patient', 'dob'], message: 'in the future' });
     }
     const s = req.scenario;
     if ((s.type === 'urgent_care' || s.type === 'custom_pharmacy') && s.skipConfirmation) {

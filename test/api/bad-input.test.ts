@@ -102,6 +102,41 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
       expect(JSON.stringify(problem.errors)).toMatch(/clinicId/);
     });
 
+    it("checks at the start every invite rule of the service's that can be known, naming the field", async () => {
+      const patient = gfeBody().patient;
+      const cases: [string, Record<string, unknown>, string, RegExp][] = [
+        ['k-ad', { additionalData: 'x' }, 'additionalData', /stringified JSON/],
+        ['k-pk', { patient: { ...patient, nickname: 'Z' } }, 'patient', /nickname/],
+        ['k-ts', { patient: { ...patient, teleState: 'XX' } }, 'patient.teleState', /US state code, DC, or TE/],
+        ['k-db', { patient: { ...patient, dob: '1990-02-30' } }, 'patient.dob', /not a calendar date/],
+        ['k-df', { patient: { ...patient, dob: '2999-01-01' } }, 'patient.dob', /in the future/],
+        [
+          'k-te',
+          {
+            patient: { ...patient, teleState: 'TX' },
+            homeAddress: { line1: '1 Main St', city: 'Austin', state: 'TE', zipCode: '78701' },
+          },
+          'homeAddress.state',
+          /only together with patient.teleState TE/,
+        ],
+        ['k-sk', { scenario: { type: 'gfe', pharmacyId: 4 } }, 'scenario', /pharmacyId/],
+        ['k-rd', { redirects: { approved: 'https://clinic.example/ok' } }, 'redirects', /approved/],
+        ['k-tm', { timings: { consultationDeadline: 5 } }, 'timings', /consultationDeadline/],
+      ];
+      for (const [key, override, field, message] of cases) {
+        const problem = expectProblem(await startJourney(app, key, gfeBody(override)), 400, [field]);
+        const named = problem.errors.find((e: { field: string }) => e.field === field);
+        expect(`${named.message} ${JSON.stringify(problem.errors)}`).toMatch(message);
+      }
+      // What the service takes still starts (here: refused only because Temporal is away, after validation).
+      const fine = await startJourney(
+        app,
+        'k-ok',
+        gfeBody({ additionalData: JSON.stringify({ order: 'A-1' }), patient: { ...patient, dob: '2000-02-29' } }),
+      );
+      expect(fine.statusCode).toBe(503);
+    });
+
     it('answers malformed JSON, an empty body and a wrong content type with a problem', async () => {
       const headers = { ...auth(TOKENS.a), 'idempotency-key': 'k-json', 'content-type': 'application/json' };
       const malformed = await app.inject({ method: 'POST', url: '/v1/journeys', headers, payload: '{"exams": [101,' });

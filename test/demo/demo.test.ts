@@ -17,8 +17,9 @@ import { catalogEntry } from '../../src/api/exam-service';
 import { AttachmentUploadJson, StartJourneyBody } from '../../src/api/schemas';
 import { SEED_EXAMS } from '../../src/sandbox/seed';
 import { checkAgainstCatalog } from '../../src/workflows/catalog-rules';
+import type { CustomPharmacy } from '../../src/workflows/journey-request';
 
-const retail = {
+const retail: CustomPharmacy = {
   ncpdpid: '4512345',
   name: 'Sandbox Drug Mart #101',
   addressLine1: '100 Congress Ave',

@@ -1,6 +1,11 @@
 // Journey inputs for each scenario against the sandbox's seeded catalog, in test mode (state and tele_state TE).
 import type { AttachmentStore } from '../../src/attachments/store';
-import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/workflows/journey-request';
+import {
+  DEFAULT_TIMINGS,
+  type CustomPharmacy,
+  type JourneyInput,
+  type Scenario,
+} from '../../src/workflows/journey-request';
 
 /** What the sandbox's exams require beyond the standard ID (attachments_required 2). */
 const REQUIRED_ATTACHMENTS: Record<number, string[]> = { 201: ['Lab'], 302: ['Scalp photo (top of head)'] };
@@ -27,7 +32,7 @@ export async function requiredAttachments(
 export const SANDBOX_EXAMS = { gfe: 101, partner: 201, urgentCare: 301, ownPharmacy: 302 } as const;
 export const SANDBOX_PARTNER_PHARMACY = 501;
 
-const RETAIL = {
+const RETAIL: CustomPharmacy = {
   ncpdpid: '4512345',
   name: 'Sandbox Drug Mart #101',
   addressLine1: '100 Congress Ave',
