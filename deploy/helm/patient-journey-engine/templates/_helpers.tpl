@@ -1,0 +1,149 @@
+{{/* The release's full name, at most 63 characters (a DNS label). */}}
+{{- define "pje.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The name of one component's objects: <fullname>-<component>. */}}
+{{- define "pje.componentName" -}}
+{{- printf "%s-%s" (include "pje.fullname" .root | trunc 50 | trimSuffix "-") .component -}}
+{{- end -}}
+
+{{- define "pje.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "pje.labels" -}}
+{{ include "pje.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "pje.image" -}}
+{{- $i := .Values.image -}}
+{{- if $i.digest -}}
+{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "pje.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "pje.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the Secret's files are mounted, and each secret's file. */}}
+{{- define "pje.secretsDir" -}}/run/secrets/engine{{- end -}}
+
+{{/*
+The pod-level parts every component shares: service account, security context, scheduling. `.component` names the
+component for the topology spread.
+*/}}
+{{- define "pje.podCommon" -}}
+serviceAccountName: {{ include "pje.serviceAccountName" .root }}
+automountServiceAccountToken: false
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .root.Values.podSecurityContext | nindent 2 }}
+{{- with .root.Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Spread a component's replicas over nodes where the cluster allows it. */}}
+{{- define "pje.spread" -}}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "pje.selectorLabels" . | nindent 8 }}
+{{- end -}}
+
+{{/* The environment the API and the workers share, beyond the ConfigMap: secrets as files, S3 credentials. */}}
+{{- define "pje.engineSecretEnv" -}}
+{{- $dir := include "pje.secretsDir" . -}}
+- name: WEBHOOK_SECRET_FILE
+  value: {{ $dir }}/webhook_secret
+- name: PAYLOAD_ENCRYPTION_KEYS_FILE
+  value: {{ $dir }}/payload_encryption_keys
+- name: CLINICS_FILE
+  value: {{ $dir }}/clinics.json
+{{- if .Values.secrets.keys.temporalApiKey }}
+- name: TEMPORAL_API_KEY_FILE
+  value: {{ $dir }}/temporal_api_key
+{{- end }}
+{{- if .Values.temporal.mtlsSecret }}
+- name: TEMPORAL_TLS_CERT
+  value: /run/secrets/temporal-tls/tls.crt
+- name: TEMPORAL_TLS_KEY
+  value: /run/secrets/temporal-tls/tls.key
+{{- end }}
+{{- with .Values.attachments.s3.credentialsSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.attachments.s3.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.attachments.s3.secretAccessKeyKey }}
+{{- end }}
+{{- end -}}
+
+{{/* The engine Secret's items a component mounts: `.items` lists the names (webhookSecret, ...). */}}
+{{- define "pje.secretVolume" -}}
+- name: engine-secrets
+  secret:
+    secretName: {{ required "secrets.existingSecret: the name of the Secret with the engine's secrets" .root.Values.secrets.existingSecret }}
+    defaultMode: 0440
+    items:
+      {{- $files := dict "webhookSecret" "webhook_secret" "payloadEncryptionKeys" "payload_encryption_keys" "clinics" "clinics.json" "inboxDatabaseUrl" "inbox_database_url" "codecServerToken" "codec_server_token" "temporalApiKey" "temporal_api_key" }}
+      {{- range .items }}
+      {{- $key := index $.root.Values.secrets.keys . }}
+      {{- if $key }}
+      - key: {{ $key }}
+        path: {{ index $files . }}
+      {{- end }}
+      {{- end }}
+{{- end -}}
+
+{{/* Writable folders on a read-only root file system. */}}
+{{- define "pje.scratchVolumes" -}}
+- name: tmp
+  emptyDir: {}
+- name: data
+  emptyDir: {}
+{{- end -}}
+
+{{- define "pje.scratchMounts" -}}
+- name: tmp
+  mountPath: /tmp
+- name: data
+  mountPath: /data
+{{- end -}}

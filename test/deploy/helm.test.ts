@@ -1,0 +1,388 @@
+// The Helm chart in deploy/helm/patient-journey-engine, linted and rendered by the pinned helm
+// (scripts/install-helm.sh, into .tools/helm) and checked as Kubernetes would run it: the objects and their replicas,
+// probes on the API's real routes, images, security contexts, resources, secrets only by reference, and an
+// environment from which the engine's own configuration loads. Skipped when helm is not installed.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import YAML from 'yaml';
+import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig } from '../../src/config';
+import { parseDotenv } from '../compose/compose-file';
+
+const ROOT = path.resolve(__dirname, '../..');
+const HELM = path.join(process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools'), 'helm', 'bin', 'helm');
+const CHART = path.join(ROOT, 'deploy/helm/patient-journey-engine');
+/** Read by the AWS SDK's credential chain, not by src/config.ts. */
+const AWS_SDK_ENV_VARS = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'];
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: unknown };
+}
+interface Container {
+  name: string;
+  image: string;
+  command?: string[];
+  ports?: { name: string; containerPort: number }[];
+  env?: EnvVar[];
+  envFrom?: { configMapRef?: { name: string } }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+  tcpSocket?: { port: string | number };
+}
+interface Volume {
+  name: string;
+  secret?: { secretName: string; items?: { key: string; path: string }[] };
+  emptyDir?: object;
+}
+interface PodSpec {
+  containers: Container[];
+  volumes?: Volume[];
+  securityContext?: Record<string, unknown>;
+  automountServiceAccountToken?: boolean;
+  serviceAccountName?: string;
+  terminationGracePeriodSeconds?: number;
+}
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  data?: Record<string, string>;
+  spec?: {
+    replicas?: number;
+    selector?: Record<string, unknown> & { matchLabels?: Record<string, string> };
+    template?: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+    ports?: { name: string; port: number; targetPort: string | number }[];
+    rules?: {
+      host: string;
+      http: { paths: { path: string; backend: { service: { name: string; port: { name: string } } } }[] };
+    }[];
+    minAvailable?: number;
+  };
+}
+
+const chartMeta = YAML.parse(readFileSync(path.join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
+
+function helm(args: string[]): string {
+  return execFileSync(HELM, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** `helm template` with these values, as objects. */
+function render(set: Record<string, string> = {}): K8sObject[] {
+  // Strings as strings (`--set` would make `0.1` a number); true and false as booleans.
+  const flag = (v: string) => (v === 'true' || v === 'false' ? '--set' : '--set-string');
+  const args = ['template', 'r', CHART, ...Object.entries(set).flatMap(([k, v]) => [flag(v), `${k}=${v}`])];
+  return YAML.parseAllDocuments(helm(args))
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
+const component = (o: K8sObject) => o.metadata.labels?.['app.kubernetes.io/component'];
+function deployment(
+  objects: K8sObject[],
+  name: 'api' | 'worker' | 'codec',
+): K8sObject & { spec: { template: { spec: PodSpec } } } {
+  const d = byKind(objects, 'Deployment').find((o) => component(o) === name);
+  if (!d?.spec?.template) throw new Error(`no ${name} Deployment`);
+  return d as K8sObject & { spec: { template: { spec: PodSpec } } };
+}
+const containerOf = (objects: K8sObject[], name: 'api' | 'worker' | 'codec') =>
+  deployment(objects, name).spec.template.spec.containers[0]!;
+
+/** The Secret an operator creates before installing (test values only). */
+const SECRET_DATA: Record<string, string> = {
+  'webhook-secret': 'w'.repeat(32),
+  'payload-encryption-keys': `key-1:${Buffer.alloc(32, 7).toString('base64')}`,
+  'clinics.json': JSON.stringify([{ clinicId: 'demo-clinic', examServiceApiKey: 'k', apiTokenSha256: [] }]),
+  'inbox-database-url': 'postgres://journeys:pw@db.example:5432/journeys',
+  'codec-server-token': 't'.repeat(32),
+  'temporal-api-key': 'an-api-key',
+};
+
+/**
+ * The environment a container's process gets: the ConfigMaps it loads, its own variables, and each file of a mounted
+ * Secret written to `dir` (the *_FILE variables pointed there), as the kubelet would.
+ */
+function processEnv(objects: K8sObject[], pod: PodSpec, c: Container, dir: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const from of c.envFrom ?? []) {
+    const cm = byKind(objects, 'ConfigMap').find((o) => o.metadata.name === from.configMapRef?.name);
+    expect(cm).toBeDefined();
+    Object.assign(env, cm!.data);
+  }
+  const files = new Map<string, string>();
+  for (const m of c.volumeMounts ?? []) {
+    const v = pod.volumes?.find((x) => x.name === m.name);
+    for (const item of v?.secret?.items ?? []) {
+      const file = path.join(dir, c.name, item.path);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, `${SECRET_DATA[item.key]}\n`);
+      files.set(`${m.mountPath}/${item.path}`, file);
+    }
+  }
+  for (const e of c.env ?? []) {
+    if (e.valueFrom?.secretKeyRef) env[e.name] = `from-secret-${e.valueFrom.secretKeyRef.key}`;
+    else env[e.name] = files.get(e.value ?? '') ?? e.value ?? '';
+  }
+  for (const [k, v] of Object.entries(env)) {
+    if (k.endsWith('_FILE') || k === 'CLINICS_FILE') expect([k, v.startsWith(dir)]).toEqual([k, true]);
+  }
+  return env;
+}
+
+const describeHelm = existsSync(HELM) ? describe : describe.skip;
+
+describeHelm('deploy/helm/patient-journey-engine', () => {
+  // With the default values; rendered here, not while collecting, so that a skipped suite never calls helm.
+  let objects: K8sObject[];
+  let dir: string;
+  beforeAll(() => {
+    objects = render();
+    dir = mkdtempSync(path.join(tmpdir(), 'helm-test-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('passes helm lint --strict with its default values', () => {
+    expect(() => helm(['lint', '--strict', CHART])).not.toThrow();
+  });
+
+  test('renders the engine only: API, workers and codec server, their Services, ConfigMap, PDBs; never a Secret', () => {
+    const kinds = objects.map((o) => `${o.kind}/${component(o)}`).sort();
+    expect(kinds).toEqual(
+      [
+        'ConfigMap/engine',
+        'Deployment/api',
+        'Deployment/codec',
+        'Deployment/worker',
+        'PodDisruptionBudget/api',
+        'PodDisruptionBudget/worker',
+        'Service/api',
+        'Service/codec',
+        'ServiceAccount/engine',
+      ].sort(),
+    );
+    // Temporal is deployed by its own chart (or is Temporal Cloud).
+    for (const d of byKind(objects, 'Deployment')) {
+      for (const c of d.spec!.template!.spec.containers) expect(c.image).not.toMatch(/temporal/);
+    }
+  });
+
+  test('runs two API replicas and two workers, each set kept by a PodDisruptionBudget', () => {
+    expect(deployment(objects, 'api').spec.replicas).toBe(2);
+    expect(deployment(objects, 'worker').spec.replicas).toBe(2);
+    expect(deployment(objects, 'codec').spec.replicas).toBe(1);
+    for (const pdb of byKind(objects, 'PodDisruptionBudget')) {
+      const d = deployment(objects, component(pdb) as 'api' | 'worker');
+      expect(pdb.apiVersion).toBe('policy/v1');
+      expect(pdb.spec!.minAvailable).toBe(1);
+      expect(pdb.spec!.selector).toEqual({ matchLabels: d.spec.selector!.matchLabels });
+      expect(d.spec.template.metadata.labels).toMatchObject(pdb.spec!.selector!.matchLabels!);
+    }
+  });
+
+  test("probes the API on its real routes, on the port it listens on; the Services reach the pods' ports", () => {
+    const api = containerOf(objects, 'api');
+    const ops = readFileSync(path.join(ROOT, 'src/api/routes/ops.ts'), 'utf8');
+    for (const route of ['/healthz', '/readyz']) expect(ops).toContain(`'${route}'`);
+    expect(api.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    // Readiness stays on /healthz by default: /readyz is 503 while Temporal is away, when callbacks must still come in.
+    expect(api.readinessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(containerOf(render({ 'api.readinessPath': '/readyz' }), 'api').readinessProbe?.httpGet?.path).toBe(
+      '/readyz',
+    );
+    const port = api.ports!.find((p) => p.name === 'http')!.containerPort;
+    expect(api.env!.find((e) => e.name === 'API_PORT')?.value).toBe(String(port));
+    expect(api.env!.find((e) => e.name === 'API_HOST')?.value).toBe('0.0.0.0');
+
+    const codec = containerOf(objects, 'codec');
+    // Every codec route needs the token: TCP probes, no token in the manifest.
+    expect(codec.livenessProbe).toEqual({ tcpSocket: { port: 'http' }, periodSeconds: 10 });
+    expect(codec.readinessProbe?.tcpSocket).toEqual({ port: 'http' });
+    expect(containerOf(objects, 'worker').ports).toBeUndefined();
+
+    for (const svc of byKind(objects, 'Service')) {
+      const d = deployment(objects, component(svc) as 'api' | 'codec');
+      expect(d.spec.template.metadata.labels).toMatchObject(svc.spec!.selector as Record<string, string>);
+      const target = svc.spec!.ports![0]!.targetPort;
+      expect(d.spec.template.spec.containers[0]!.ports!.map((p) => p.name)).toContain(target);
+    }
+  });
+
+  test('exposes /webhooks/ and /v1/ only through the optional Ingress', () => {
+    expect(byKind(objects, 'Ingress')).toEqual([]);
+    const withIngress = render({ 'api.ingress.enabled': 'true', 'api.ingress.host': 'journeys.example.com' });
+    const [ingress] = byKind(withIngress, 'Ingress');
+    const rule = ingress!.spec!.rules![0]!;
+    expect(rule.host).toBe('journeys.example.com');
+    expect(rule.http.paths.map((p) => p.path)).toEqual(['/webhooks/', '/v1/']);
+    const service = byKind(withIngress, 'Service').find((s) => component(s) === 'api')!;
+    for (const p of rule.http.paths) {
+      expect(p.backend.service).toEqual({ name: service.metadata.name, port: { name: 'http' } });
+    }
+  });
+
+  test('runs the project image at the chart appVersion (the package version) with each entry point', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(chartMeta.appVersion).toBe(pkg.version);
+    const entries = { api: 'dist/api/server.js', worker: 'dist/worker.js', codec: 'dist/codec/main.js' } as const;
+    for (const [name, entry] of Object.entries(entries)) {
+      const c = containerOf(objects, name as keyof typeof entries);
+      expect(c.image).toBe(`patient-journey-engine:${pkg.version}`);
+      expect(c.command).toEqual(['node', entry]);
+      expect(existsSync(path.join(ROOT, entry.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
+    }
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const pinned = render({ 'image.repository': 'registry.local/pje', 'image.digest': digest });
+    expect(containerOf(pinned, 'worker').image).toBe(`registry.local/pje@${digest}`);
+  });
+
+  test('runs every pod as a non-root user, read-only, without privileges or a service account token', () => {
+    for (const d of byKind(objects, 'Deployment')) {
+      const pod = d.spec!.template!.spec;
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+      expect(pod.automountServiceAccountToken).toBe(false);
+      for (const c of pod.containers) {
+        expect(c.securityContext).toEqual({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        });
+        // The one folder a process may write, on a read-only root.
+        expect(c.volumeMounts?.map((m) => m.mountPath)).toContain('/tmp');
+      }
+    }
+  });
+
+  test('requests CPU and memory for every container; the API gets a CPU request and no CPU limit', () => {
+    for (const d of byKind(objects, 'Deployment')) {
+      for (const c of d.spec!.template!.spec.containers) {
+        expect([c.name, Object.keys(c.resources?.requests ?? {}).sort()]).toEqual([c.name, ['cpu', 'memory']]);
+        expect([c.name, c.resources?.limits?.memory]).toEqual([c.name, expect.any(String)]);
+      }
+    }
+    const api = containerOf(objects, 'api').resources!;
+    expect(api.requests!.cpu).toBe('500m');
+    expect(api.limits!.cpu).toBeUndefined();
+    expect(deployment(objects, 'worker').spec.template.spec.terminationGracePeriodSeconds).toBe(60);
+  });
+
+  test('sets only variables src/config.ts reads (CONFIG_ENV_VARS), or the AWS SDK reads', () => {
+    const names = new Set<string>();
+    for (const cm of byKind(objects, 'ConfigMap')) for (const k of Object.keys(cm.data ?? {})) names.add(k);
+    const everything = render({
+      'secrets.keys.temporalApiKey': 'temporal-api-key',
+      'temporal.mtlsSecret': 'temporal-client',
+      'temporal.tls': 'true',
+      'attachments.s3.credentialsSecret': 's3-credentials',
+      'attachments.s3.endpoint': 'http://minio.storage:9000',
+    });
+    for (const cm of byKind(everything, 'ConfigMap')) for (const k of Object.keys(cm.data ?? {})) names.add(k);
+    for (const d of [...byKind(objects, 'Deployment'), ...byKind(everything, 'Deployment')]) {
+      for (const c of d.spec!.template!.spec.containers) for (const e of c.env ?? []) names.add(e.name);
+    }
+    expect(names.size).toBeGreaterThan(20);
+    expect([...names].filter((n) => !CONFIG_ENV_VARS.includes(n) && !AWS_SDK_ENV_VARS.includes(n))).toEqual([]);
+  });
+
+  test('accepts in `settings` exactly the tunables deploy/engine.env.example documents, nothing the chart sets', () => {
+    const schema = JSON.parse(readFileSync(path.join(CHART, 'values.schema.json'), 'utf8')) as {
+      properties: { settings: { propertyNames: { enum: string[] } } };
+    };
+    const accepted = schema.properties.settings.propertyNames.enum;
+    expect([...accepted].sort()).toEqual(
+      [...parseDotenv(readFileSync(path.join(ROOT, 'deploy/engine.env.example'), 'utf8')).documented].sort(),
+    );
+    const cm = byKind(render({ 'settings.WORKER_MAX_CACHED_WORKFLOWS': '500' }), 'ConfigMap')[0]!;
+    expect(cm.data!.WORKER_MAX_CACHED_WORKFLOWS).toBe('500');
+    for (const name of Object.keys(byKind(objects, 'ConfigMap')[0]!.data!)) expect(accepted).not.toContain(name);
+    // Neither a secret nor an unknown name gets in.
+    expect(() => render({ 'settings.WEBHOOK_SECRET': 'x'.repeat(32) })).toThrow(/settings/);
+    expect(() => render({ 'settings.NOT_A_SETTING': '1' })).toThrow(/settings/);
+  });
+
+  test("gives each process what it needs: the engine's configuration loads from the rendered environment", () => {
+    const apiPod = deployment(objects, 'api').spec.template.spec;
+    const api = loadConfig(processEnv(objects, apiPod, apiPod.containers[0]!, dir));
+    expect(api.inbox).toEqual({ store: 'postgres', databaseUrl: SECRET_DATA['inbox-database-url'], poolSize: 10 });
+    expect(api.attachmentStore).toEqual({ kind: 's3', bucket: 'journey-attachments', prefix: '', region: 'us-east-1' });
+    expect(api.temporal).toMatchObject({ address: 'temporal-frontend.temporal.svc:7233', namespace: 'default' });
+    expect(api.api.webhookSecret).toBe(SECRET_DATA['webhook-secret']);
+    expect(api.codec.keys.length).toBe(1);
+
+    const workerPod = deployment(objects, 'worker').spec.template.spec;
+    const worker = loadConfig(processEnv(objects, workerPod, workerPod.containers[0]!, dir));
+    expect(worker.attachmentStore).toEqual(api.attachmentStore);
+    expect(worker.api.publicBaseUrl).toBe(api.api.publicBaseUrl);
+    expect(worker.clinics.map((c) => c.clinicId)).toEqual(['demo-clinic']);
+    // The inbox's URL is the API's alone.
+    expect(workerPod.volumes!.flatMap((v) => v.secret?.items ?? []).map((i) => i.key)).not.toContain(
+      'inbox-database-url',
+    );
+
+    const codecPod = deployment(objects, 'codec').spec.template.spec;
+    const codecEnv = processEnv(objects, codecPod, codecPod.containers[0]!, dir);
+    expect(codecPod.containers[0]!.envFrom).toBeUndefined();
+    const codec = loadCodecConfig(codecEnv).codec;
+    expect(codec.serverToken).toBe(SECRET_DATA['codec-server-token']);
+    expect(codec.corsOrigins).toEqual([]);
+    expect(
+      codecPod
+        .volumes!.flatMap((v) => v.secret?.items ?? [])
+        .map((i) => i.key)
+        .sort(),
+    ).toEqual(['codec-server-token', 'payload-encryption-keys']);
+  });
+
+  test('Temporal Cloud, mTLS and static S3 credentials come from Secrets too', () => {
+    const objs = render({
+      'secrets.keys.temporalApiKey': 'temporal-api-key',
+      'attachments.s3.credentialsSecret': 's3-credentials',
+      'attachments.s3.endpoint': 'http://minio.storage:9000',
+    });
+    const pod = deployment(objs, 'worker').spec.template.spec;
+    const config = loadConfig(processEnv(objs, pod, pod.containers[0]!, dir));
+    expect(config.temporal.apiKey).toBe('an-api-key');
+    expect(config.attachmentStore).toMatchObject({ kind: 's3', endpoint: 'http://minio.storage:9000' });
+    const env = pod.containers[0]!.env!;
+    expect(env.find((e) => e.name === 'AWS_SECRET_ACCESS_KEY')?.valueFrom).toEqual({
+      secretKeyRef: { name: 's3-credentials', key: 'AWS_SECRET_ACCESS_KEY' },
+    });
+
+    const mtls = deployment(render({ 'temporal.mtlsSecret': 'temporal-client' }), 'api').spec.template.spec;
+    const mount = mtls.containers[0]!.volumeMounts!.find((m) => m.name === 'temporal-tls')!;
+    expect(mtls.volumes!.find((v) => v.name === 'temporal-tls')?.secret?.secretName).toBe('temporal-client');
+    expect(mtls.containers[0]!.env!.find((e) => e.name === 'TEMPORAL_TLS_CERT')?.value).toBe(
+      `${mount.mountPath}/tls.crt`,
+    );
+  });
+
+  test('holds no secret value: secrets are mounted files or references to existing Secrets', () => {
+    const text = helm(['template', 'r', CHART]);
+    const secretish = /(SECRET|PASSWORD|TOKEN|API_KEY|KEYS?|DATABASE_URL|ACCESS_KEY_ID)$/;
+    for (const d of byKind(objects, 'Deployment')) {
+      const pod = d.spec!.template!.spec;
+      for (const v of pod.volumes ?? []) if (v.secret) expect(v.secret.secretName).toBe('patient-journey-engine');
+      for (const c of pod.containers) {
+        for (const e of c.env ?? []) {
+          if (e.name.endsWith('_FILE')) expect([e.name, e.value?.startsWith('/run/secrets/')]).toEqual([e.name, true]);
+          else if (secretish.test(e.name))
+            expect([e.name, e.value, e.valueFrom?.secretKeyRef]).toEqual([e.name, undefined, expect.anything()]);
+        }
+      }
+    }
+    // Nothing that looks like a generated key or token.
+    const keyLike = (text.match(/[A-Za-z0-9+/_-]{24,}={0,2}/g) ?? []).filter((t) => /[A-Z]/.test(t) && /\d/.test(t));
+    expect(keyLike).toEqual([]);
+    const values = readFileSync(path.join(CHART, 'values.yaml'), 'utf8');
+    expect(values).not.toMatch(/whsec_|PRIVATE KEY|postgres:\/\/(?!user:password@)\w+:/);
+  });
+});
