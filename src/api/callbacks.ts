@@ -28,13 +28,17 @@ export function toJourneyCallback(cb: NormalizedCallback): JourneyCallback {
         rxStatus: cb.payload.rx_status ?? null,
         prescribedOrderSetId:
           cb.payload.prescribed_os_id === undefined ? null : Number(cb.payload.prescribed_os_id) || null,
-        prescriptions: cb.payload.prescription.map((rx) => ({
-          prescriptionId: Number(rx.prescription_id),
-          drugName: rx.drug_name,
-          strength: rx.strength ?? null,
-          quantity: rx.quantity ?? null,
-          pharmacyName: rx.pharmacy_name ?? null,
-        })),
+        prescriptions: cb.payload.prescription.map((rx) => {
+          const rxNumber = rx.prescription_tracking?.find((t) => t.rx_number)?.rx_number;
+          return {
+            prescriptionId: Number(rx.prescription_id),
+            drugName: rx.drug_name,
+            strength: rx.strength ?? null,
+            quantity: rx.quantity ?? null,
+            pharmacyName: rx.pharmacy_name ?? null,
+            ...(rxNumber ? { rxNumber } : {}),
+          };
+        }),
       };
     case 3:
       return {

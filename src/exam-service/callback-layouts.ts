@@ -78,6 +78,18 @@ export interface LooseDrug {
   strength: string | null;
   quantity: string | null;
   pharmacyName: string | null;
+  /** The rx number of its prescription_tracking, when the item carries one. */
+  rxNumber?: string;
+}
+
+/** The first rx number of an item's (or a shipment's) prescription_tracking. */
+function trackingRxNumber(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return undefined;
+  for (const t of value) {
+    const rx = t !== null && typeof t === 'object' ? Text.safeParse((t as Record<string, unknown>).rx_number) : null;
+    if (rx?.success) return rx.data;
+  }
+  return undefined;
 }
 
 const DrugDetails = z.looseObject({ drug_name: Text, strength: z.unknown().optional() });
@@ -87,12 +99,14 @@ function readDrug(item: Record<string, unknown>): LooseDrug | undefined {
   const details = DrugDetails.safeParse(item.drug_details);
   const drugName = Text.safeParse(item.drug_name).data ?? (details.success ? details.data.drug_name : undefined);
   if (prescriptionId === undefined || drugName === undefined) return undefined;
+  const rxNumber = trackingRxNumber(item.prescription_tracking);
   return {
     prescriptionId,
     drugName,
     strength: optionalText(item.strength) ?? (details.success ? optionalText(details.data.strength) : null),
     quantity: TextOrNumber.safeParse(item.quantity).data ?? null,
     pharmacyName: optionalText(item.pharmacy_name),
+    ...(rxNumber ? { rxNumber } : {}),
   };
 }
 
@@ -101,6 +115,8 @@ export interface LooseShipment {
   deliveryService: string | null;
   pharmacyLocation: string | null;
   orderId: string | null;
+  /** The pharmacy's rx number (a tracking array's entry): the journey pairs it with event 2's prescriptions. */
+  rxNumber?: string;
 }
 
 function readShipment(entry: unknown, orderId: string | null): LooseShipment | undefined {
@@ -108,12 +124,14 @@ function readShipment(entry: unknown, orderId: string | null): LooseShipment | u
   const e = entry as Record<string, unknown>;
   const trackingNumber = Text.safeParse(e.tracking_number).data;
   if (trackingNumber === undefined) return undefined;
+  const rxNumber = Text.safeParse(e.rx_number).data;
   return {
     trackingNumber,
     // The tracking array names the carrier apart from the speed; either tells the clinic how it travels.
     deliveryService: optionalText(e.delivery_service) ?? optionalText(e.ship_carrier),
     pharmacyLocation: optionalText(e.pharmacy_location),
     orderId: optionalText(e.order_id) ?? orderId,
+    ...(rxNumber ? { rxNumber } : {}),
   };
 }
 

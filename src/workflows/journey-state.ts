@@ -73,6 +73,8 @@ export interface ShipmentFacts {
   deliveryService: string | null;
   pharmacyLocation: string | null;
   orderId: string | null;
+  /** The pharmacy's rx number of the shipment (a tracking array's entry); names its prescription when it matches. */
+  rxNumber?: string | null;
 }
 
 export interface PrescriptionFacts {
@@ -81,6 +83,8 @@ export interface PrescriptionFacts {
   strength: string | null;
   quantity: string | null;
   pharmacyName: string | null;
+  /** The rx number event 2 gave the prescription (its prescription_tracking), when the layout carries it. */
+  rxNumber?: string | null;
 }
 
 export interface Tracking {
@@ -89,6 +93,8 @@ export interface Tracking {
   pharmacyLocation: string | null;
   orderId: string | null;
   shippedAt: string;
+  /** The rx number the shipment came with, when it came without a prescription id. */
+  rxNumber?: string | null;
 }
 
 export interface PrescriptionState extends PrescriptionFacts {
@@ -140,6 +146,8 @@ export interface PatientExamState {
   providerName: string | null;
   prescriptionConfirmedAt: string | null;
   prescriptions: PrescriptionState[];
+  /** Its event 2 came one drug per callback (a layout without the prescription array): more drugs may follow. */
+  oneDrugPerEvent2?: boolean;
   prescriptionOverdue: boolean;
   trackingOverdue: boolean;
   /** Stopped waiting for event 2 or 3 at the hard limit. */
@@ -172,6 +180,8 @@ export interface ReceivedEvent {
   /** Null when the callback did not say and the journey could not tell (yet). */
   patientExamId: number | null;
   prescriptionId?: number;
+  /** Event 3: the (first) tracking number it carried, which tells copies and shipments apart whatever the layout. */
+  trackingNumber?: string;
   receivedAt: string;
   disposition: EventDisposition;
   note?: string;
@@ -212,6 +222,12 @@ export interface JourneyState {
   attention: Attention[];
   outcome: 'cancelled' | 'abandoned' | 'failed' | null;
   lastError: ErrorFacts | null;
+  /**
+   * How callbacks lacking ids are resolved. 1: as journeys started before rule 2 (their histories replay with it).
+   * 2: an event 3 is paired with its prescription by rx number first, and an exam whose drugs come one per event 2
+   * waits for the drug a shipment or an unknown prescription_id points to instead of ignoring or holding it.
+   */
+  callbackRules: 1 | 2;
   /** Bumped by every event: the workflow waits for it to move. */
   version: number;
 }
@@ -250,7 +266,7 @@ export type JourneyEvent =
 const FINAL_VERDICTS: readonly ExamStatus[] = ['Approved', 'Rejected', 'Deferred to Medical Director', 'NA', 'Missed'];
 const VERDICTS: readonly string[] = FINAL_VERDICTS;
 
-export function initialState(input: JourneyInput, at: string): JourneyState {
+export function initialState(input: JourneyInput, at: string, callbackRules: 1 | 2 = 2): JourneyState {
   return {
     journeyId: input.journeyId,
     clinicId: input.clinicId,
@@ -271,6 +287,7 @@ export function initialState(input: JourneyInput, at: string): JourneyState {
     attention: [],
     outcome: null,
     lastError: null,
+    callbackRules,
     version: 0,
   };
 }
@@ -316,12 +333,20 @@ function record(
   const cb = p.callback;
   const existing = state.received.findIndex((r) => r.deliveryId === p.deliveryId);
   const unread = isUnread(cb);
-  const prescriptionId = resolved?.prescriptionId ?? (!unread && cb.event === 3 ? cb.prescriptionId : undefined);
+  const named = unread
+    ? undefined
+    : cb.event === 3
+      ? cb.prescriptionId
+      : cb.event === 2 && cb.partial
+        ? cb.prescriptions[0]?.prescriptionId
+        : undefined;
+  const prescriptionId = resolved?.prescriptionId ?? named;
   const entry: ReceivedEvent = {
     deliveryId: p.deliveryId,
     event: cb.event,
     patientExamId: resolved?.patientExamId ?? cb.patientExamId ?? null,
     ...(prescriptionId !== undefined ? { prescriptionId } : {}),
+    ...(!unread && cb.event === 3 ? { trackingNumber: cb.trackingNumber } : {}),
     receivedAt: existing >= 0 ? state.received[existing]!.receivedAt : p.at,
     disposition,
     ...(note ? { note } : {}),
@@ -352,13 +377,49 @@ type Applied =
   | { kind: 'reject'; why: string }
   | { kind: 'hold'; why: string };
 
+/** The shipments of an event 3: the first, then any further entries of its tracking array. */
+function shipmentsOf(cb: Extract<JourneyCallback, { event: 3 }>): ShipmentFacts[] {
+  return [cb, ...(cb.moreTracking ?? [])];
+}
+
+/**
+ * The prescription of the exam a shipment's rx number names: the one event 2 gave that rx number, else the one whose
+ * id it spells (`RX<prescription_id>`, as the sandbox sends it). Only ever a prescription the journey knows.
+ */
+function prescriptionByRxNumber(exam: PatientExamState, rxNumber: string | null | undefined): number | undefined {
+  const rx = rxNumber?.trim();
+  if (!rx) return undefined;
+  const exact = exam.prescriptions.find((p) => p.rxNumber?.trim() === rx);
+  if (exact) return exact.prescriptionId;
+  const digits = /^(?:rx)?[\s#-]*0*(\d{1,15})$/i.exec(rx)?.[1];
+  return digits === undefined
+    ? undefined
+    : exam.prescriptions.find((p) => String(p.prescriptionId) === digits)?.prescriptionId;
+}
+
 /** The partner prescription exam an event 3 without patient_exam_id is for, or why there is none (yet). */
-function trackingExam(state: JourneyState): PatientExamState | { kind: 'wait' | 'hold'; why: string } {
+function trackingExam(
+  state: JourneyState,
+  cb: Extract<JourneyCallback, { event: 3 }>,
+): PatientExamState | { kind: 'wait' | 'hold'; why: string } {
   const partner = state.exams.filter((e) => e.fulfilment === 'partner');
   const confirmed = partner.filter((e) => e.status === 'Approved' && e.prescriptionConfirmedAt !== null);
-  const unshipped = confirmed.filter((e) => e.prescriptions.some((rx) => rx.tracking === null));
-  if (unshipped.length === 1) return unshipped[0]!;
-  if (unshipped.length > 1)
+  const byDrug = state.callbackRules === 2;
+  if (byDrug) {
+    // A prescription the journey knows, named by id or rx number, names its exam.
+    const named = confirmed.filter(
+      (e) =>
+        e.prescriptions.some((rx) => rx.prescriptionId === cb.prescriptionId) ||
+        shipmentsOf(cb).some((s) => prescriptionByRxNumber(e, s.rxNumber) !== undefined),
+    );
+    if (named.length === 1) return named[0]!;
+  }
+  // An exam whose drugs come one per event 2 may still get the drug this shipment is for.
+  const open = confirmed.filter(
+    (e) => e.prescriptions.some((rx) => rx.tracking === null) || (byDrug && e.oneDrugPerEvent2 === true),
+  );
+  if (open.length === 1) return open[0]!;
+  if (open.length > 1)
     return { kind: 'hold', why: 'no patient_exam_id, and several prescription exams await tracking' };
   const waiting = partner.some(
     (e) => e.status === 'pending' || (e.status === 'Approved' && e.prescriptionConfirmedAt === null),
@@ -374,7 +435,7 @@ function trackingExam(state: JourneyState): PatientExamState | { kind: 'wait' | 
 function applyCallback(state: JourneyState, p: PendingCallback): Applied {
   const cb = p.callback;
   if (cb.event === 3 && cb.patientExamId === undefined) {
-    const exam = trackingExam(state);
+    const exam = trackingExam(state, cb);
     if ('kind' in exam) return exam;
     return applyTracking(state, p, exam, cb);
   }
@@ -412,12 +473,14 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
       const known = new Set(exam.prescriptions.map((rx) => rx.prescriptionId));
       const added = cb.prescriptions.filter((rx) => !known.has(rx.prescriptionId));
       if (added.length === 0) return { kind: 'reject', why: 'prescription already confirmed' };
+      const grown = updateExam(state, exam.patientExamId, (e) => ({
+        ...e,
+        oneDrugPerEvent2: true,
+        prescriptions: [...e.prescriptions, ...added.map((rx) => ({ ...rx, tracking: null }))],
+      }));
       return {
         kind: 'applied',
-        state: updateExam(state, exam.patientExamId, (e) => ({
-          ...e,
-          prescriptions: [...e.prescriptions, ...added.map((rx) => ({ ...rx, tracking: null }))],
-        })),
+        state: state.callbackRules === 2 ? moveShipmentsToTheirDrugs(grown, exam.patientExamId) : grown,
       };
     }
     return {
@@ -427,6 +490,7 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
         rxStatus: cb.rxStatus ?? 'Pharmacy Confirmed',
         prescriptionConfirmedAt: p.at,
         prescriptions: cb.prescriptions.map((rx) => ({ ...rx, tracking: null })),
+        ...(cb.partial ? { oneDrugPerEvent2: true } : {}),
       })),
     };
   }
@@ -435,20 +499,94 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
   return applyTracking(state, p, exam, cb);
 }
 
-/** Event 3 on a confirmed partner exam: the named prescription, or (without an id) the next unshipped ones in order. */
+/**
+ * A shipment paired with a prescription by event 2's order (its rx number named no prescription the journey knew)
+ * moves to the drug its rx number names once that drug's own event 2 has come; the received events follow it.
+ */
+function moveShipmentsToTheirDrugs(state: JourneyState, patientExamId: number): JourneyState {
+  const exam = findExam(state, patientExamId)!;
+  const moves = new Map<number, Tracking>();
+  const freed = new Set<number>();
+  for (const rx of exam.prescriptions) {
+    const t = rx.tracking;
+    if (!t?.rxNumber) continue;
+    const owner = prescriptionByRxNumber(exam, t.rxNumber);
+    if (owner === undefined || owner === rx.prescriptionId || moves.has(owner)) continue;
+    const target = exam.prescriptions.find((x) => x.prescriptionId === owner)!;
+    if (target.tracking !== null && !freed.has(owner)) continue;
+    moves.set(owner, t);
+    freed.add(rx.prescriptionId);
+  }
+  if (moves.size === 0) return state;
+  const moved = updateExam(state, patientExamId, (e) => ({
+    ...e,
+    prescriptions: e.prescriptions.map((rx) => ({
+      ...rx,
+      tracking: moves.get(rx.prescriptionId) ?? (freed.has(rx.prescriptionId) ? null : rx.tracking),
+    })),
+  }));
+  const ownerOf = new Map([...moves].map(([id, t]) => [t.trackingNumber, id]));
+  return {
+    ...moved,
+    received: moved.received.map((r) =>
+      r.event === 3 && r.trackingNumber !== undefined && ownerOf.has(r.trackingNumber)
+        ? { ...r, patientExamId, prescriptionId: ownerOf.get(r.trackingNumber)! }
+        : r,
+    ),
+  };
+}
+
+/**
+ * Event 3 on a confirmed partner exam: the named prescription; without an id, the prescription its rx number names,
+ * else the next unshipped ones in event 2's order.
+ */
 function applyTracking(
   state: JourneyState,
   p: PendingCallback,
   exam: PatientExamState,
   cb: Extract<JourneyCallback, { event: 3 }>,
 ): Applied {
-  const shipments: ShipmentFacts[] = [cb, ...(cb.moreTracking ?? [])];
+  const shipments = shipmentsOf(cb);
+  // Rule 2: an exam whose drugs come one per event 2 may not know this shipment's drug yet: wait for it.
+  const mayGrow = state.callbackRules === 2 && exam.oneDrugPerEvent2 === true;
   let targets: number[];
   if (cb.prescriptionId !== undefined) {
     if (!exam.prescriptions.some((rx) => rx.prescriptionId === cb.prescriptionId)) {
+      if (mayGrow) return { kind: 'wait', why: 'event 3 before the event 2 of its drug' };
       return { kind: 'reject', why: 'prescription_id not in event 2' };
     }
     targets = [cb.prescriptionId];
+  } else if (state.callbackRules === 2) {
+    const named = shipments.map((s) => prescriptionByRxNumber(exam, s.rxNumber));
+    const shipped = named.find(
+      (id) => id !== undefined && exam.prescriptions.find((rx) => rx.prescriptionId === id)!.tracking !== null,
+    );
+    if (
+      shipped !== undefined ||
+      new Set(named.filter((id) => id !== undefined)).size < named.filter((id) => id !== undefined).length
+    ) {
+      // The prescription it names has a shipment already: one paired by order may move away once its drug comes.
+      if (mayGrow) return { kind: 'wait', why: 'event 3 for a prescription paired with another shipment' };
+      return { kind: 'hold', why: 'no prescription_id, and its rx number names a prescription that has shipped' };
+    }
+    // The others in event 2's order, among the unshipped prescriptions no rx number of theirs rules out.
+    const free = exam.prescriptions.filter((rx) => rx.tracking === null && !named.includes(rx.prescriptionId));
+    targets = [];
+    for (const [i, s] of shipments.entries()) {
+      const id =
+        named[i] ??
+        free.find((rx) => !targets.includes(rx.prescriptionId) && !(rx.rxNumber && s.rxNumber))?.prescriptionId;
+      if (id === undefined) {
+        if (mayGrow) return { kind: 'wait', why: 'event 3 before the event 2 of its drug' };
+        const unshipped = exam.prescriptions.filter((rx) => rx.tracking === null).length;
+        if (unshipped === 0) return { kind: 'reject', why: 'every prescription has shipped' };
+        return {
+          kind: 'hold',
+          why: `no prescription_id, and ${shipments.length} shipments for ${unshipped} unshipped prescriptions`,
+        };
+      }
+      targets.push(id);
+    }
   } else {
     const unshipped = exam.prescriptions.filter((rx) => rx.tracking === null).map((rx) => rx.prescriptionId);
     if (unshipped.length === 0) return { kind: 'reject', why: 'every prescription has shipped' };
@@ -469,6 +607,7 @@ function applyTracking(
         pharmacyLocation: s.pharmacyLocation,
         orderId: s.orderId,
         shippedAt: p.at,
+        ...(cb.prescriptionId === undefined && s.rxNumber ? { rxNumber: s.rxNumber } : {}),
       };
       return [id, t];
     }),
@@ -483,6 +622,23 @@ function applyTracking(
       ? { resolved: { patientExamId: exam.patientExamId, prescriptionId: targets[0]! } }
       : {}),
   };
+}
+
+/** The exam and prescription that already have the first shipment of an event 3 (its tracking number), if any. */
+function shipmentOwner(
+  state: JourneyState,
+  cb: Extract<JourneyCallback, { event: 3 }>,
+): { patientExamId: number; prescriptionId: number } | undefined {
+  for (const e of state.exams) {
+    if (cb.patientExamId !== undefined && e.patientExamId !== cb.patientExamId) continue;
+    const rx = e.prescriptions.find(
+      (x) =>
+        x.tracking?.trackingNumber === cb.trackingNumber &&
+        (cb.prescriptionId === undefined || x.prescriptionId === cb.prescriptionId),
+    );
+    if (rx) return { patientExamId: e.patientExamId, prescriptionId: rx.prescriptionId };
+  }
+  return undefined;
 }
 
 /**
@@ -546,7 +702,11 @@ function receiveCallback(state: JourneyState, p: { deliveryId: string; at: strin
   if (isUnread(cb)) return hold(state, p, cb.reason);
   const pending: PendingCallback = { ...p, callback: cb };
   const key = callbackKey(cb);
-  if (state.seen.includes(key) || shipmentAlreadyApplied(state, cb)) return record(state, p, 'duplicate');
+  if (state.seen.includes(key) || shipmentAlreadyApplied(state, cb)) {
+    // A copy of a shipment the journey has: recorded against the prescription that has it, whatever ids it lacks.
+    const owner = cb.event === 3 ? shipmentOwner(state, cb) : undefined;
+    return record(state, p, 'duplicate', undefined, owner);
+  }
   const s = { ...state, seen: [...state.seen, key] };
   const r = applyCallback(s, pending);
   if (r.kind === 'applied') return drainPending(record(r.state, p, 'applied', undefined, r.resolved));
@@ -690,8 +850,21 @@ export function examPhase(state: JourneyState, e: PatientExamState): ExamPhase {
   }
   if (e.status !== 'Approved' || e.rxType !== 2 || e.gaveUpWaiting) return 'final';
   if (e.prescriptionConfirmedAt === null) return 'awaiting_prescription';
+  // A shipment waits for its drug's event 2 (drugs one per event 2): that drug is still to come.
+  if (e.fulfilment === 'partner' && e.oneDrugPerEvent2 && state.callbackRules === 2 && awaitsDrug(state, e)) {
+    return 'awaiting_prescription';
+  }
   if (e.fulfilment === 'partner' && e.prescriptions.some((rx) => rx.tracking === null)) return 'awaiting_tracking';
   return 'final';
+}
+
+/** Whether an event 3 that may be this exam's is buffered (it waits for the event 2 of its drug). */
+function awaitsDrug(state: JourneyState, e: PatientExamState): boolean {
+  return state.pending.some(
+    (p) =>
+      p.callback.event === 3 &&
+      (p.callback.patientExamId === undefined || p.callback.patientExamId === e.patientExamId),
+  );
 }
 
 function reinviteDue(state: JourneyState, e: PatientExamState): number | null {

@@ -12,6 +12,7 @@ import {
   TimeoutFailure,
   upsertSearchAttributes,
   log,
+  patched,
 } from '@temporalio/workflow';
 import { FailureType, type FailureFacts, type JourneyActivities, type ExamNotification } from '../activities/types';
 import { checkAgainstCatalog } from './catalog-rules';
@@ -133,8 +134,12 @@ function errorFacts(c: Classified, at: string): ErrorFacts {
 
 const nowIso = () => new Date().toISOString();
 
+/** Callbacks lacking ids resolved by rx number and by drug (journey-state's `callbackRules` 2). */
+const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
+
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
-  let state: JourneyState = initialState(input, nowIso());
+  // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
+  let state: JourneyState = initialState(input, nowIso(), patched(CALLBACK_RULES_2) ? 2 : 1);
   let publishedAttrs = '';
   let publishedDigest = '';
   let sequence = 0;

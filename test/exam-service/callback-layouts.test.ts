@@ -87,14 +87,34 @@ const trackingArray = (...numbers: string[]) => ({
   created_at: '2026-03-04T12:00:00Z',
 });
 
-/** The interface's event 2, for the mixed journeys. */
-const interfaceEvent2 = (pe: number, ids: number[]) => ({
+/** The interface's event 2, for the mixed journeys; with the pharmacy's rx number of each drug when given. */
+const interfaceEvent2 = (pe: number, ids: number[], rxNumbers: string[] = []) => ({
   event: 2,
   exam_id: EXAM_ID,
   patient_exam_id: pe,
   rx_status: 'Pharmacy Confirmed',
   prescribed_os_id: 77,
-  prescription: ids.map((id) => ({ prescription_id: id, drug_name: `Drug ${id}` })),
+  prescription: ids.map((id, i) => ({
+    prescription_id: id,
+    drug_name: `Drug ${id}`,
+    ...(rxNumbers[i] ? { prescription_tracking: [{ rx_number: rxNumbers[i], tracking_number: null }] } : {}),
+  })),
+});
+
+/** Event 3 as a tracking array of one shipment with the given rx number. */
+const shipmentWithRx = (trackingNumber: string, rxNumber: string) => ({
+  event: 3,
+  prescription_tracking: [{ rx_number: rxNumber, tracking_number: trackingNumber, ship_carrier: 'UPS' }],
+  created_at: '2026-03-04T12:00:00Z',
+});
+
+/** The interface's event 3. */
+const interfaceEvent3 = (pe: number, prescriptionId: number, trackingNumber: string) => ({
+  event: 3,
+  patient_exam_id: String(pe),
+  prescription_id: String(prescriptionId),
+  tracking_number: trackingNumber,
+  delivery_service: 'Standard',
 });
 
 // ---- reading ----------------------------------------------------------------------------------------------------
@@ -175,11 +195,12 @@ describe('layouts', () => {
       deliveryService: 'Standard',
       pharmacyLocation: 'Springfield, IL',
       orderId: null,
+      rxNumber: 'RX-1ZSAMPLE0001',
       layout: 'tracking-array',
     });
     expect(read(trackingArray('1ZA', '1ZB'))).toMatchObject({
       trackingNumber: '1ZA',
-      moreTracking: [{ trackingNumber: '1ZB' }],
+      moreTracking: [{ trackingNumber: '1ZB', rxNumber: 'RX-1ZB' }],
     });
   });
 
@@ -277,8 +298,8 @@ describe('journeys fed with the other layouts', () => {
     ]);
     expect(snap.events.map((e) => [e.event, e.patientExamId, e.prescriptionId, e.disposition, e.layout])).toEqual([
       [1, 9100, undefined, 'applied', 'verdict-spelling'],
-      [2, 9100, undefined, 'applied', 'flat-prescription'],
-      [2, 9100, undefined, 'applied', 'flat-prescription'],
+      [2, 9100, 5201, 'applied', 'flat-prescription'],
+      [2, 9100, 5202, 'applied', 'flat-prescription'],
       [3, 9100, 5201, 'applied', 'tracking-array'],
       [3, 9100, 5202, 'applied', 'tracking-array'],
     ]);
@@ -291,6 +312,87 @@ describe('journeys fed with the other layouts', () => {
     s = deliver(s, interfaceEvent2(9101, [5301, 5302]), consultation(9101, 'Approved'));
     expect(stageOf(s)).toBe('completed');
     expect(snapshot(s).exams[0]!.prescriptions.map((rx) => rx.tracking?.trackingNumber)).toEqual(['1ZONE', '1ZTWO']);
+  });
+
+  it('partner pharmacy: a tracking array is paired with its prescription by the rx number event 2 gave it', () => {
+    let s = invited(partner, RX, 9110);
+    s = deliver(s, consultation(9110, 'Approved'), interfaceEvent2(9110, [5601, 5602], ['RX-PH-77', 'RX-PH-78']));
+    // The second drug ships first.
+    s = deliver(s, shipmentWithRx('1ZSECOND', 'RX-PH-78'), shipmentWithRx('1ZSECOND', 'RX-PH-78'));
+    expect(stageOf(s)).toBe('awaiting_tracking');
+    s = deliver(s, shipmentWithRx('1ZFIRST', 'RX-PH-77'));
+    expect(stageOf(s)).toBe('completed');
+    const snap = snapshot(s);
+    expect(snap.exams[0]!.prescriptions.map((rx) => [rx.prescriptionId, rx.tracking?.trackingNumber])).toEqual([
+      [5601, '1ZFIRST'],
+      [5602, '1ZSECOND'],
+    ]);
+    // Copies are recorded against the prescription that has the shipment, with the tracking number they carried.
+    expect(snap.events.slice(2).map((e) => [e.prescriptionId, e.trackingNumber, e.disposition])).toEqual([
+      [5602, '1ZSECOND', 'applied'],
+      [5602, '1ZSECOND', 'duplicate'],
+      [5601, '1ZFIRST', 'applied'],
+    ]);
+  });
+
+  it('partner pharmacy, flat event 2: an event 3 before its drug waits for that drug instead of being ignored', () => {
+    let s = invited(partner, RX, 9111);
+    s = deliver(s, consultation(9111, 'Approved'), flatPrescription(9111, 5701, 'Drug A'));
+    s = deliver(s, interfaceEvent3(9111, 5702, '1ZB'), interfaceEvent3(9111, 5701, '1ZA'));
+    // Drug A shipped, and a shipment waits for drug B's event 2: not complete.
+    expect(snapshot(s).events.map((e) => e.disposition)).toEqual(['applied', 'applied', 'buffered', 'applied']);
+    expect(stageOf(s)).toBe('awaiting_prescription');
+    s = deliver(s, flatPrescription(9111, 5702, 'Drug B'));
+    expect(stageOf(s)).toBe('completed');
+    expect(snapshot(s).exams[0]!.prescriptions.map((rx) => [rx.prescriptionId, rx.tracking?.trackingNumber])).toEqual([
+      [5701, '1ZA'],
+      [5702, '1ZB'],
+    ]);
+  });
+
+  it('partner pharmacy, flat event 2 and tracking arrays newest first: each shipment ends on the drug it names', () => {
+    let s = invited(partner, RX, 9112);
+    // The out-of-order fault: event 3 of the second drug, of the first, the drugs' event 2s, event 1.
+    s = deliver(
+      s,
+      shipmentWithRx('1ZB', 'RX5802'),
+      shipmentWithRx('1ZA', 'RX5801'),
+      flatPrescription(9112, 5801, 'Drug A'),
+      flatPrescription(9112, 5802, 'Drug B'),
+      consultation(9112, 'approved'),
+    );
+    expect(stageOf(s)).toBe('completed');
+    const snap = snapshot(s);
+    expect(snap.attention).toEqual([]);
+    expect(snap.exams[0]!.prescriptions.map((rx) => [rx.prescriptionId, rx.tracking?.trackingNumber])).toEqual([
+      [5801, '1ZA'],
+      [5802, '1ZB'],
+    ]);
+    expect(snap.events.filter((e) => e.event === 3).map((e) => [e.trackingNumber, e.prescriptionId])).toEqual([
+      ['1ZB', 5802],
+      ['1ZA', 5801],
+    ]);
+  });
+
+  it('journeys started before these rules keep pairing by order (their histories replay as they ran)', () => {
+    let s = { ...invited(partner, RX, 9113), callbackRules: 1 as const };
+    s = deliver(s, consultation(9113, 'Approved'), interfaceEvent2(9113, [5901, 5902], ['RX-1', 'RX-2']));
+    s = deliver(s, shipmentWithRx('1ZSECOND', 'RX-2'), shipmentWithRx('1ZFIRST', 'RX-1'));
+    expect(snapshot(s).exams[0]!.prescriptions.map((rx) => rx.tracking?.trackingNumber)).toEqual([
+      '1ZSECOND',
+      '1ZFIRST',
+    ]);
+  });
+
+  it('a tracking array whose rx number names a prescription that has shipped otherwise is held, not guessed', () => {
+    let s = invited(partner, RX, 9114);
+    s = deliver(s, consultation(9114, 'Approved'), interfaceEvent2(9114, [6001, 6002], ['RX-A', 'RX-B']));
+    s = deliver(s, shipmentWithRx('1ZONE', 'RX-A'), shipmentWithRx('1ZOTHER', 'RX-A'));
+    expect(snapshot(s).events.at(-1)).toMatchObject({ disposition: 'held', note: expect.stringMatching(/rx number/) });
+    expect(snapshot(s).exams[0]!.prescriptions.map((rx) => rx.tracking?.trackingNumber ?? null)).toEqual([
+      '1ZONE',
+      null,
+    ]);
   });
 
   it('custom pharmacy: flat event 2 completes the journey', () => {
