@@ -30,6 +30,7 @@ import { ApiProblem, frameworkErrorProblem, registerProblemHandlers } from './pr
 import { adminRoutes } from './routes/admin';
 import { catalogRoutes } from './routes/catalog';
 import { journeyRoutes } from './routes/journeys';
+import { operationRoutes } from './routes/operations';
 import { opsRoutes } from './routes/ops';
 import { webhookRoutes } from './routes/webhooks';
 
@@ -164,6 +165,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   await app.register(opsRoutes, opts);
   await app.register(webhookRoutes, opts);
   await app.register(adminRoutes, { ...opts, prefix: '/admin' });
+  await app.register(operationRoutes, { ...opts, prefix: '/admin' });
   await app.register(clinicApi, { ...opts, prefix: '/v1' });
   return app as unknown as ApiApp;
 }

@@ -21,13 +21,14 @@ import { FailureType, type FailureFacts } from '../activities/types';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../workflows/definitions';
 import type { JourneyInput } from '../workflows/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';
+import { JOURNEY_WORKFLOW_TYPE, quoted } from './journey-query';
 import { ApiProblem, notFound } from './problem';
 import { journeyLinks, type JourneyState } from './schemas';
 import type { z } from 'zod';
 
-const WORKFLOW_TYPE = 'patientJourney';
+const WORKFLOW_TYPE = JOURNEY_WORKFLOW_TYPE;
 /** gRPC status codes the API decides on. */
-const status = { RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
+const status = { INVALID_ARGUMENT: 3, RESOURCE_EXHAUSTED: 8, ABORTED: 10, UNAVAILABLE: 14 } as const;
 const WORKFLOW_ID_PREFIX = journeyWorkflowId('');
 
 export interface JourneyGatewayOptions {
@@ -94,8 +95,6 @@ function searchAttributes(info: Attributed) {
     needsAttention: sa.get(SearchAttr.NeedsAttention) ?? null,
   };
 }
-
-const quoted = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 export class JourneyGateway {
   constructor(private readonly o: JourneyGatewayOptions) {}
@@ -212,29 +211,9 @@ export class JourneyGateway {
     if (filters.scenario) clauses.push(`Scenario = ${quoted(filters.scenario)}`);
     if (filters.examStatus) clauses.push(`ExamStatus = ${quoted(filters.examStatus)}`);
     if (filters.needsAttention !== undefined) clauses.push(`NeedsAttention = ${String(filters.needsAttention)}`);
-    const { temporal } = this.o;
     const query = clauses.join(' AND ');
-    const pageToken = page.nextPageToken === undefined ? undefined : this.#openPageToken(page.nextPageToken, query);
-    let response;
-    try {
-      response = await this.#deadline(() =>
-        temporal.workflowService.listWorkflowExecutions({
-          namespace: temporal.options.namespace,
-          // No ORDER BY: SQL visibility (dev server, self-hosted) refuses it; its default order is newest first.
-          query,
-          pageSize: page.pageSize,
-          nextPageToken: pageToken,
-        }),
-      );
-    } catch (err) {
-      throw unavailable(err, 'listing journeys') ?? err;
-    }
-    const infos = await Promise.all(
-      response.executions.map((raw) =>
-        executionInfoFromRaw(raw, temporal.options.loadedDataConverter, raw, temporal.options.namespace),
-      ),
-    );
-    const journeys = infos.map((info) => {
+    const found = await this.#listPage(query, page, 'listing journeys');
+    const journeys = found.infos.map((info) => {
       const sa = searchAttributes(info);
       const journeyId = info.workflowId.slice(WORKFLOW_ID_PREFIX.length);
       return {
@@ -250,8 +229,97 @@ export class JourneyGateway {
         links: { self: journeyLinks(journeyId).self },
       };
     });
+    return { journeys, nextPageToken: found.nextPageToken };
+  }
+
+  /**
+   * Journeys matching an operator's query, already restricted to journeys (and a clinic) by restrictToJourneys. What
+   * Temporal answers is checked again: an execution of another type or clinic is never in the page.
+   */
+  async search(query: string, restriction: { clinicId?: string }, page: { pageSize: number; nextPageToken?: string }) {
+    const found = await this.#listPage(query, page, 'searching journeys');
+    const journeys = found.infos
+      .filter((info) => info.type === WORKFLOW_TYPE && info.workflowId.startsWith(WORKFLOW_ID_PREFIX))
+      .filter((info) => restriction.clinicId === undefined || ownedBy(info, restriction.clinicId))
+      .map((info) => {
+        const sa = searchAttributes(info);
+        return {
+          journeyId: info.workflowId.slice(WORKFLOW_ID_PREFIX.length),
+          clinicId: sa.clinicId,
+          stage: sa.stage,
+          scenario: sa.scenario,
+          examStatus: sa.examStatus,
+          rxStatus: sa.rxStatus,
+          needsAttention: sa.needsAttention,
+          workflowStatus: info.status.name,
+          startedAt: info.startTime.toISOString(),
+          closedAt: info.closeTime?.toISOString() ?? null,
+        };
+      });
+    return { journeys, nextPageToken: found.nextPageToken };
+  }
+
+  /** How many executions match (a restricted query); null when the visibility store cannot count. */
+  async count(query: string): Promise<number | null> {
+    const { temporal } = this.o;
+    try {
+      const r = await this.#deadline(() =>
+        temporal.workflowService.countWorkflowExecutions({ namespace: temporal.options.namespace, query }),
+      );
+      return Number(r.count ?? 0);
+    } catch (err) {
+      if (isInvalidArgument(err)) throw badQuery(err);
+      const down = unavailable(err, 'counting journeys');
+      if (down) throw down;
+      return null;
+    }
+  }
+
+  /** The codes of what the journey needs attention for (its snapshot); null when no worker answered in time. */
+  async attentionCodes(journeyId: string): Promise<string[] | null> {
+    const handle = this.o.temporal.workflow.getHandle(journeyWorkflowId(journeyId));
+    try {
+      const snapshot = await this.#deadline(() => handle.query(snapshotQuery));
+      return (snapshot.attention ?? []).map((a) => a.code);
+    } catch {
+      return null;
+    }
+  }
+
+  /** A journey (of this clinic when one is given); anything else with this id is as absent as a missing one. */
+  async findJourney(journeyId: string, clinicId?: string): Promise<WorkflowExecutionDescription> {
+    const desc = await this.describe(journeyId);
+    if (!desc || desc.type !== WORKFLOW_TYPE || (clinicId !== undefined && !ownedBy(desc, clinicId))) {
+      throw notFound(`journey ${journeyId}${clinicId !== undefined ? ` of clinic ${clinicId}` : ''}`);
+    }
+    return desc;
+  }
+
+  async #listPage(query: string, page: { pageSize: number; nextPageToken?: string }, what: string) {
+    const { temporal } = this.o;
+    const pageToken = page.nextPageToken === undefined ? undefined : this.#openPageToken(page.nextPageToken, query);
+    let response;
+    try {
+      response = await this.#deadline(() =>
+        temporal.workflowService.listWorkflowExecutions({
+          namespace: temporal.options.namespace,
+          // No ORDER BY: SQL visibility (dev server, self-hosted) refuses it; its default order is newest first.
+          query,
+          pageSize: page.pageSize,
+          nextPageToken: pageToken,
+        }),
+      );
+    } catch (err) {
+      if (isInvalidArgument(err)) throw badQuery(err);
+      throw unavailable(err, what) ?? err;
+    }
+    const infos = await Promise.all(
+      response.executions.map((raw) =>
+        executionInfoFromRaw(raw, temporal.options.loadedDataConverter, raw, temporal.options.namespace),
+      ),
+    );
     const token = response.nextPageToken;
-    return { journeys, nextPageToken: token && token.length > 0 ? this.#sealPageToken(token, query) : null };
+    return { infos, nextPageToken: token && token.length > 0 ? this.#sealPageToken(token, query) : null };
   }
 
   #pageTokenMac(token: string, query: string): string {
@@ -280,20 +348,47 @@ export class JourneyGateway {
     return Buffer.from(token, 'base64url');
   }
 
-  /** Runs an update; a validator's refusal is a 409 with its message, the exam service's refusal a 4xx/5xx. */
+  /**
+   * Runs an update; a validator's refusal is a 409 with its message, the exam service's refusal a 4xx/5xx. With an
+   * updateId, the same update sent again (a retried request) is answered with the first one's result.
+   */
   async update<Ret, Arg>(
     desc: WorkflowExecutionDescription,
     def: UpdateDefinition<Ret, [Arg]>,
     arg: Arg,
+    options: { updateId?: string } = {},
   ): Promise<Ret> {
-    if (desc.status.name !== 'RUNNING') throw journeyEnded(desc.status.name);
+    const ended = desc.status.name !== 'RUNNING';
+    // An ended journey takes no update, but still answers one it completed under the same id (Temporal keeps them).
+    if (ended && !options.updateId) throw journeyEnded(desc.status.name);
     const handle = this.o.temporal.workflow.getHandle(desc.workflowId, desc.runId);
     try {
-      return await this.#deadline(() => handle.executeUpdate(def, { args: [arg] }));
+      return await this.#deadline(() =>
+        handle.executeUpdate(def, { args: [arg], ...(options.updateId ? { updateId: options.updateId } : {}) }),
+      );
     } catch (err) {
+      if (ended && err instanceof WorkflowNotFoundError) throw journeyEnded(desc.status.name);
       throw updateProblem(err);
     }
   }
+}
+
+function isInvalidArgument(err: unknown): boolean {
+  const grpc = isGrpcServiceError(err)
+    ? err
+    : err instanceof Error && isGrpcServiceError(err.cause)
+      ? err.cause
+      : undefined;
+  return grpc !== undefined && Number(grpc.code) === status.INVALID_ARGUMENT;
+}
+
+/** Temporal refused the query (an unknown search attribute, a syntax error): its words, naming the field. */
+function badQuery(err: unknown): ApiProblem {
+  const raw = err instanceof Error ? ((err as { details?: string }).details ?? err.message) : String(err);
+  const message = raw.replace(/^\d+ INVALID_ARGUMENT: /, '');
+  return new ApiProblem(400, 'validation', `Temporal refused the query: ${message}`, {
+    errors: [{ field: 'query', message }],
+  });
 }
 
 function ownedBy(desc: Attributed, clinicId: string): boolean {

@@ -2,6 +2,7 @@
 // types and the OpenAPI document. The journey request itself comes from workflows/journey-request (one source).
 import { z } from 'zod';
 import { US_STATE_CODES } from '../exam-service/schemas';
+import type { DeadLetterReason } from '../inbox/types';
 import {
   AttachmentRef,
   JourneyRequest,
@@ -347,9 +348,24 @@ export const DeadLetterSummary = z.object({
 });
 export const DeadLetterDetail = DeadLetterSummary.extend({ rawBody: z.string() });
 export const DeadLetterList = z.object({ deadLetters: z.array(DeadLetterSummary), next: z.string().nullable() });
+export const DEAD_LETTER_REASONS = [
+  'unparseable',
+  'oversized',
+  'journey_not_found',
+  'journey_finished',
+  'corrupt_inbox_entry',
+  'corrupt_spool_entry',
+] as const satisfies readonly DeadLetterReason[];
+// Every reason the inbox can keep a letter for is one a list can filter on.
+const _everyReason: Exclude<DeadLetterReason, (typeof DEAD_LETTER_REASONS)[number]> extends never ? true : never = true;
 export const DeadLetterListQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   after: z.string().max(100).optional(),
+  reason: z.enum(DEAD_LETTER_REASONS).optional().describe('only letters kept for this reason'),
+  since: z.iso
+    .datetime({ offset: true, error: 'an ISO 8601 date-time, e.g. 2026-11-23T10:00:00Z' })
+    .optional()
+    .describe('only callbacks received at or after this time'),
 });
 export const DeadLetterParams = z.object({ id: z.string().min(1).max(100) });
 export const ReplayResponse = z.object({

@@ -133,6 +133,8 @@ describe('catalog pass-through (sandbox) and operations', () => {
       '/v1/catalog/pharmacies/search',
       '/webhooks/exam-service/{journeyId}/{token}',
       '/admin/dead-letters/{id}/replay',
+      '/admin/journeys',
+      '/admin/journeys/{journeyId}/{action}',
       '/readyz',
     ]) {
       expect(doc.paths).toHaveProperty([path]);

@@ -12,6 +12,9 @@ import { DeadLetterDetail, DeadLetterList, DeadLetterListQuery, DeadLetterParams
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
 const problems = { 401: Problem, 404: Problem };
+/** A filtered list reads the store this many letters at a time, and at most SCAN_LIMIT letters per request. */
+const SCAN_PAGE = 200;
+const SCAN_LIMIT = 5_000;
 
 function summary(letter: DeadLetter): Omit<DeadLetter, 'rawBody'> {
   const { rawBody: _raw, ...rest } = letter;
@@ -26,15 +29,44 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
     {
       schema: {
         ...meta,
-        summary: 'Dead letters, oldest first (without their bodies)',
+        summary:
+          'Dead letters, oldest first (without their bodies); filtered by reason and receipt time, a page may hold fewer ' +
+          'than limit letters while `next` is not null',
         querystring: DeadLetterListQuery,
         response: { 200: DeadLetterList, 400: Problem, ...problems },
       },
     },
     async (request) => {
-      const { limit, after } = request.query;
-      const page = await ctx.inbox.deadLetters.list({ limit, ...(after ? { after } : {}) });
-      return { deadLetters: page.letters.map(summary), next: page.next ?? null };
+      const { limit, after, reason, since } = request.query;
+      if (reason === undefined && since === undefined) {
+        const page = await ctx.inbox.deadLetters.list({ limit, ...(after ? { after } : {}) });
+        return { deadLetters: page.letters.map(summary), next: page.next ?? null };
+      }
+      // Filtered: read on until the page is full or SCAN_LIMIT letters were read; `next` is the last one read, so a
+      // page may hold fewer than `limit` letters while more follow.
+      const from = since === undefined ? undefined : Date.parse(since);
+      const keep = (l: DeadLetter) =>
+        (reason === undefined || l.reason === reason) && (from === undefined || Date.parse(l.receivedAt) >= from);
+      const letters: DeadLetter[] = [];
+      let cursor = after;
+      let read = 0;
+      while (read < SCAN_LIMIT) {
+        const page = await ctx.inbox.deadLetters.list({
+          limit: Math.min(SCAN_PAGE, SCAN_LIMIT - read),
+          ...(cursor ? { after: cursor } : {}),
+        });
+        for (const letter of page.letters) {
+          read++;
+          cursor = letter.id;
+          if (keep(letter)) letters.push(letter);
+          if (letters.length === limit) break;
+        }
+        const stoppedEarly = page.letters.length > 0 && cursor !== page.letters.at(-1)!.id;
+        const more = page.next !== undefined || stoppedEarly;
+        if (!more) return { deadLetters: letters.map(summary), next: null };
+        if (letters.length === limit) break;
+      }
+      return { deadLetters: letters.map(summary), next: cursor ?? null };
     },
   );
 

@@ -1,0 +1,131 @@
+// Schemas of the operator routes that act on journeys by query (src/api/routes/operations.ts): a search that lists the
+// journeys a visibility query matches, and one operator action on one journey. A tool (npm run ops) lists, then acts
+// on each journey with its own concurrency, rate, progress and interruption.
+import { z } from 'zod';
+import { MAX_QUERY_LENGTH, queryProblem } from './journey-query';
+import { JourneyIdParam, WorkflowStatus } from './schemas';
+
+export const OPERATOR_ACTIONS = ['retry', 'abandon', 'cancel', 'resend'] as const;
+export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
+
+const boolParam = z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true');
+
+export const ClinicIdField = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'a clinic id (letters, digits, "_" and "-")');
+
+/** Contact details are the patient data an operator is most likely to paste: refuse what looks like them. */
+function contactDetail(v: string): string | undefined {
+  if (/[^\s@]+@[^\s@]+\.[^\s@]+/.test(v)) return 'looks like an e-mail address';
+  const digitRuns = v.match(/\+?\d[\d\s().-]*\d/g) ?? [];
+  if (digitRuns.some((run) => run.replace(/\D/g, '').length >= 10)) return 'looks like a phone number';
+  return undefined;
+}
+
+const auditText = (max: number, what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, 'required')
+    .max(max, `at most ${max} characters`)
+    // eslint-disable-next-line no-control-regex
+    .regex(/^[^\u0000-\u001f\u007f]+$/, 'one line of text')
+    .superRefine((v, ctx) => {
+      const found = contactDetail(v);
+      if (found) ctx.addIssue({ code: 'custom', message: `${found}; ${what} must never hold patient data` });
+    });
+
+export const Actor = auditText(100, 'the actor').describe(
+  'who acts: an operator name or a ticket (recorded in the journey; never patient data)',
+);
+export const Note = auditText(500, 'the note').describe('why (recorded in the journey; never patient data)');
+
+export const JourneySearchQuery = z
+  .strictObject({
+    query: z
+      .string()
+      .max(MAX_QUERY_LENGTH)
+      .superRefine((q, ctx) => {
+        const problem = queryProblem(q);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .describe(
+        "a Temporal visibility query, e.g. NeedsAttention = true AND JourneyStage = 'needs_attention'; always ANDed " +
+          "with WorkflowType = 'patientJourney' (and ClinicId)",
+      ),
+    clinicId: ClinicIdField.optional().describe("only this clinic's journeys"),
+    running: boolParam.default(false).describe("only running journeys (ExecutionStatus = 'Running')"),
+    attention: boolParam
+      .default(false)
+      .describe("each journey's attention codes, read from its snapshot (pageSize at most 100)"),
+    pageSize: z.coerce.number().int().min(1).max(1000).default(100),
+    nextPageToken: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]+$/, 'a token from a previous page')
+      .max(4096)
+      .optional(),
+  })
+  .superRefine((q, ctx) => {
+    if (q.attention && q.pageSize > 100) {
+      ctx.addIssue({ code: 'custom', path: ['pageSize'], message: 'at most 100 with attention=true' });
+    }
+  });
+
+export const AdminJourneyItem = z.object({
+  journeyId: z.string(),
+  clinicId: z.string().nullable(),
+  stage: z.string().nullable(),
+  scenario: z.string().nullable(),
+  examStatus: z.array(z.string()),
+  rxStatus: z.array(z.string()),
+  needsAttention: z.boolean().nullable(),
+  workflowStatus: WorkflowStatus,
+  startedAt: z.string(),
+  closedAt: z.string().nullable(),
+  attention: z
+    .array(z.string())
+    .nullable()
+    .optional()
+    .describe('attention codes (attention=true); null when no worker answered the snapshot query in time'),
+});
+
+export const JourneySearchResponse = z
+  .object({
+    query: z.string().describe('the query as run: restricted to journeys (and the clinic)'),
+    count: z
+      .number()
+      .int()
+      .nullable()
+      .describe('journeys matching across all pages (first page only; null on later pages)'),
+    journeys: z.array(AdminJourneyItem),
+    nextPageToken: z.string().nullable(),
+  })
+  .meta({ id: 'AdminJourneySearch' });
+
+export const OperatorActionParams = z.object({
+  journeyId: JourneyIdParam,
+  action: z.enum(OPERATOR_ACTIONS),
+});
+
+export const OperatorActionBody = z.strictObject({
+  actor: Actor,
+  note: Note,
+  clinicId: ClinicIdField.optional().describe("act only when the journey is this clinic's (404 otherwise)"),
+  operationId: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,100}$/, 'letters, digits, ".", "_", ":" and "-", at most 100')
+    .optional()
+    .describe(
+      'the bulk operation this action belongs to: the same operation and action sent again to a journey (a retried ' +
+        "request) gets the first answer instead of the journey's refusal",
+    ),
+});
+
+export const OperatorActionResponse = z
+  .object({
+    journeyId: z.string(),
+    action: z.enum(OPERATOR_ACTIONS),
+    outcome: z.literal('done'),
+    result: z.record(z.string(), z.unknown()).describe("the workflow update's answer, e.g. {stage: 'abandoned'}"),
+  })
+  .meta({ id: 'OperatorActionResult' });

@@ -1,0 +1,153 @@
+// Operator routes for incidents: find the journeys a Temporal visibility query matches (always restricted to journeys,
+// and to one clinic when given), and act on one journey with the workflow's own updates (retry, abandon, cancel,
+// resend), recording who and why. A bulk operation is a list, then one action per journey: a tool (npm run ops) sets
+// the concurrency and rate, shows progress, can stop between actions, and a second run acts on what is left. Each
+// action is safe to repeat: a journey that no longer applies answers the journey's refusal (409), never a change.
+// Admin bearer token.
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { clinicById } from '../../config';
+import {
+  abandonUpdate,
+  cancelUpdate,
+  resendUpdate,
+  retryUpdate,
+  type CancelRequest,
+  type OperatorRequest,
+  type ResendRequest,
+} from '../../workflows/definitions';
+import { adminAuth } from '../auth';
+import type { ApiContext, RouteOptions } from '../context';
+import { restrictToJourneys } from '../journey-query';
+import {
+  JourneySearchQuery,
+  JourneySearchResponse,
+  OperatorActionBody,
+  OperatorActionParams,
+  OperatorActionResponse,
+  type OperatorAction,
+} from '../operation-schemas';
+import { Problem, validationProblem } from '../problem';
+
+const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
+/** Attention codes are read a few journeys at a time: each is a query the workers answer. */
+const ATTENTION_CONCURRENCY = 8;
+
+function knownClinic(ctx: ApiContext, clinicId: string | undefined, field: string): void {
+  if (clinicId !== undefined && !clinicById(ctx.config, clinicId)) {
+    throw validationProblem([{ field, message: `no clinic ${clinicId} is configured` }]);
+  }
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
+}
+
+/** One operator action through the journey's update; the refusal of a journey it no longer applies to is a 409. */
+async function act(
+  ctx: ApiContext,
+  journeyId: string,
+  action: OperatorAction,
+  body: { actor: string; note: string; clinicId?: string; operationId?: string },
+): Promise<Record<string, unknown>> {
+  const desc = await ctx.journeys.findJourney(journeyId, body.clinicId);
+  const operator: OperatorRequest = { actor: body.actor, note: body.note };
+  const updateId = body.operationId ? `operator:${body.operationId}:${action}` : undefined;
+  const options = updateId ? { updateId } : {};
+  switch (action) {
+    case 'retry':
+      return { ...(await ctx.journeys.update(desc, retryUpdate, operator, options)) };
+    case 'abandon':
+      return { ...(await ctx.journeys.update(desc, abandonUpdate, operator, options)) };
+    case 'cancel': {
+      // Cancel and resend take no actor yet: they are sent along for when the journey records them.
+      const request: CancelRequest & OperatorRequest = { reason: body.note, ...operator };
+      return { ...(await ctx.journeys.update(desc, cancelUpdate, request, options)) };
+    }
+    case 'resend': {
+      const request: ResendRequest & OperatorRequest = { ...operator };
+      return { ...(await ctx.journeys.update(desc, resendUpdate, request, options)) };
+    }
+  }
+}
+
+export const operationRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+  app.addHook('onRequest', adminAuth(ctx.config));
+
+  app.get(
+    '/journeys',
+    {
+      schema: {
+        ...meta,
+        summary: 'Journeys a Temporal visibility query matches, restricted to journeys (and a clinic), newest first',
+        querystring: JourneySearchQuery,
+        response: { 200: JourneySearchResponse, 400: Problem, 401: Problem, 404: Problem, 503: Problem, 504: Problem },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      knownClinic(ctx, q.clinicId, 'querystring.clinicId');
+      const query = restrictToJourneys(q.query, {
+        ...(q.clinicId !== undefined ? { clinicId: q.clinicId } : {}),
+        runningOnly: q.running,
+      });
+      const first = q.nextPageToken === undefined;
+      const [page, count] = await Promise.all([
+        ctx.journeys.search(query, q.clinicId !== undefined ? { clinicId: q.clinicId } : {}, {
+          pageSize: q.pageSize,
+          ...(first ? {} : { nextPageToken: q.nextPageToken }),
+        }),
+        first ? ctx.journeys.count(query) : Promise.resolve(null),
+      ]);
+      const journeys = q.attention
+        ? await mapLimit(page.journeys, ATTENTION_CONCURRENCY, async (j) => ({
+            ...j,
+            attention: await ctx.journeys.attentionCodes(j.journeyId),
+          }))
+        : page.journeys;
+      return { query, count, journeys, nextPageToken: page.nextPageToken };
+    },
+  );
+
+  app.post(
+    '/journeys/:journeyId/:action',
+    {
+      schema: {
+        ...meta,
+        summary:
+          "An operator action on one journey through the workflow's update (retry, abandon, cancel, resend), with " +
+          "who and why; 409 with the journey's reason when it does not apply (already done, not parked, ended)",
+        params: OperatorActionParams,
+        body: OperatorActionBody,
+        response: {
+          200: OperatorActionResponse,
+          400: Problem,
+          401: Problem,
+          404: Problem,
+          409: Problem,
+          422: Problem,
+          502: Problem,
+          503: Problem,
+          504: Problem,
+        },
+      },
+    },
+    async (request) => {
+      const { journeyId, action } = request.params;
+      const body = request.body;
+      knownClinic(ctx, body.clinicId, 'clinicId');
+      const result = await act(ctx, journeyId, action, body);
+      request.log.info({ journeyId, action, actor: body.actor }, 'operator action');
+      return { journeyId, action, outcome: 'done' as const, result };
+    },
+  );
+  done();
+};
