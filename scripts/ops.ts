@@ -1,0 +1,727 @@
+// `npm run ops`: incident operations in bulk through the admin API. Lists what a Temporal visibility query matches
+// (always restricted to journeys, and to one clinic with --clinic), then acts on each journey with the workflow's own
+// update, a few at a time and at a bounded rate, with progress, a summary, and a clean stop on Ctrl-C. Each action is
+// safe to repeat: a journey it no longer applies to is "refused" with the journey's reason, so a second run finishes
+// what an interrupted one left.
+//
+//   npm run ops -- abandon --query "NeedsAttention=true" --dry-run --actor oncall-alice --note "INC-42 outage"
+//   npm run ops -- retry --query "JourneyStage='needs_attention'" --clinic demo-clinic --actor a --note n --rate 10/s
+//   npm run ops -- replay-dead-letters --reason journey_not_found --since 2026-11-23T10:00:00Z --dry-run
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { queryProblem } from '../src/api/journey-query';
+import { Actor, ClinicIdField, Note, OPERATOR_ACTIONS, type OperatorAction } from '../src/api/operation-schemas';
+import { DEAD_LETTER_REASONS } from '../src/api/schemas';
+import { LOCAL_ADMIN_TOKEN } from './lib/stack-secrets';
+
+export const COMMANDS = [...OPERATOR_ACTIONS, 'replay-dead-letters'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+export interface Options {
+  command: Command;
+  api: string;
+  token: string;
+  /** Where the token came from (printed instead of the token). */
+  tokenSource: string;
+  dryRun: boolean;
+  concurrency: number;
+  ratePerSecond: number;
+  /** Act on at most this many (the newest first); all when undefined. */
+  limit: number | undefined;
+  /** How many matches a dry run shows. */
+  sample: number;
+  query?: string;
+  clinicId?: string;
+  actor?: string;
+  note?: string;
+  reason?: string;
+  since?: string;
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const DEFAULTS = { concurrency: 8, ratePerSecond: 25, sample: 10 };
+
+export const USAGE = `Usage:
+  npm run ops -- <retry|abandon|cancel|resend> --query "<visibility query>" --actor NAME --note TEXT [options]
+  npm run ops -- replay-dead-letters [--reason R] [--since T] [options]
+
+Acts on journeys through the admin API: lists the running journeys the query matches (always restricted to journeys,
+and to one clinic with --clinic), then runs the journey's own update on each. A journey the action no longer applies
+to (already abandoned, not parked, ended) is counted as refused with its reason: running the same command again is
+safe and acts on what is left.
+
+Journey actions:
+  --query <q>          Temporal visibility query, e.g. "NeedsAttention=true" or
+                       "JourneyStage='needs_attention' AND StartTime > '2026-11-23T10:00:00Z'" (one expression,
+                       no ORDER BY)
+  --clinic <id>        only this clinic's journeys
+  --actor <name>       who acts (an operator name or ticket; recorded in each journey; never patient data)
+  --note <text>        why (recorded in each journey; never patient data)
+
+Dead letters:
+  --reason <r>         only letters kept for this reason (${DEAD_LETTER_REASONS.join(', ')})
+  --since <time>       only callbacks received at or after this ISO 8601 time (with Z or an offset)
+
+Options:
+  --dry-run            print how many match and a sample; change nothing
+  --concurrency <n>    actions under way at once (default ${DEFAULTS.concurrency}, at most 64)
+  --rate <n>[/s]       actions started per second at most (default ${DEFAULTS.ratePerSecond})
+  --limit <n>          act on at most n (the newest first)
+  --sample <n>         how many a dry run shows (default ${DEFAULTS.sample})
+  --api <url>          the API (default: $API_URL, else http://127.0.0.1:$API_PORT, port 3000 by default)
+  --admin-token <t>    the admin bearer token (default: $ADMIN_TOKEN, else the local stack's token for a local API)
+  -h, --help           this text
+
+Progress: a bar on a terminal, a line per 10 % otherwise. Ctrl-C stops starting actions, waits for those under way
+and prints the summary so far (a second Ctrl-C quits at once).
+Exit status: 0 nothing failed; 1 some actions failed; 2 the command could not run; 130 interrupted.`;
+
+function positiveInt(value: string | undefined, flag: string, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    throw new UsageError(`${flag} takes a whole number from 1 to ${max}, got "${value}"`);
+  }
+  return n;
+}
+
+function zodMessage(schema: typeof Actor, value: string, flag: string): string {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new UsageError(`${flag} ${r.error.issues[0]?.message ?? 'is invalid'}`);
+  return r.data;
+}
+
+/** Parses the command line; returns undefined for --help. */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | undefined {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: true,
+      options: {
+        query: { type: 'string' },
+        clinic: { type: 'string' },
+        actor: { type: 'string' },
+        note: { type: 'string' },
+        reason: { type: 'string' },
+        since: { type: 'string' },
+        'dry-run': { type: 'boolean', default: false },
+        concurrency: { type: 'string' },
+        rate: { type: 'string' },
+        limit: { type: 'string' },
+        sample: { type: 'string' },
+        api: { type: 'string' },
+        'admin-token': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  const v = parsed.values;
+  if (v.help) return undefined;
+  const [command, ...extra] = parsed.positionals;
+  if (command === undefined) throw new UsageError(`give an action: ${COMMANDS.join(', ')}`);
+  if (!(COMMANDS as readonly string[]).includes(command)) {
+    throw new UsageError(`unknown action "${command}"; one of ${COMMANDS.join(', ')}`);
+  }
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" (quote the --query or --note value)`);
+  const cmd = command as Command;
+
+  const o: Partial<Options> = { command: cmd, dryRun: v['dry-run'] ?? false };
+  if (cmd === 'replay-dead-letters') {
+    for (const flag of ['query', 'clinic', 'actor', 'note'] as const) {
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} is for the journey actions, not replay-dead-letters`);
+    }
+    if (v.reason !== undefined) {
+      if (!(DEAD_LETTER_REASONS as readonly string[]).includes(v.reason)) {
+        throw new UsageError(`--reason must be one of ${DEAD_LETTER_REASONS.join(', ')}, got "${v.reason}"`);
+      }
+      o.reason = v.reason;
+    }
+    if (v.since !== undefined) {
+      if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(v.since) || isNaN(Date.parse(v.since))) {
+        throw new UsageError(`--since takes an ISO 8601 time with Z or an offset, e.g. 2026-11-23T10:00:00Z`);
+      }
+      o.since = v.since;
+    }
+  } else {
+    for (const flag of ['reason', 'since'] as const) {
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} is for replay-dead-letters, not ${cmd}`);
+    }
+    if (v.query === undefined) throw new UsageError(`--query is required, e.g. --query "NeedsAttention=true"`);
+    const problem = queryProblem(v.query);
+    if (problem) throw new UsageError(`--query ${problem}`);
+    o.query = v.query.trim();
+    if (v.clinic !== undefined) {
+      if (!ClinicIdField.safeParse(v.clinic).success) {
+        throw new UsageError(`--clinic must be a clinic id (letters, digits, "_" and "-"), got "${v.clinic}"`);
+      }
+      o.clinicId = v.clinic;
+    }
+    if (v.actor === undefined) throw new UsageError('--actor is required: who acts (a name or a ticket)');
+    if (v.note === undefined) throw new UsageError('--note is required: why (recorded in each journey)');
+    o.actor = zodMessage(Actor, v.actor, '--actor');
+    o.note = zodMessage(Note, v.note, '--note');
+  }
+
+  o.concurrency = positiveInt(v.concurrency, '--concurrency', 64) ?? DEFAULTS.concurrency;
+  if (v.rate !== undefined) {
+    const n = Number(v.rate.replace(/\s*\/\s*s$/, ''));
+    if (!Number.isFinite(n) || n <= 0 || n > 1000) {
+      throw new UsageError(
+        `--rate takes actions per second (more than 0, at most 1000), e.g. 20 or 20/s; got "${v.rate}"`,
+      );
+    }
+    o.ratePerSecond = n;
+  } else {
+    o.ratePerSecond = DEFAULTS.ratePerSecond;
+  }
+  o.limit = positiveInt(v.limit, '--limit', 1_000_000);
+  o.sample = positiveInt(v.sample, '--sample', 100) ?? DEFAULTS.sample;
+
+  const envPort = env.API_PORT;
+  if (envPort !== undefined && !/^\d{1,5}$/.test(envPort)) throw new UsageError('API_PORT must be a port number');
+  const api = v.api ?? env.API_URL ?? `http://127.0.0.1:${envPort ?? 3000}`;
+  let url: URL;
+  try {
+    url = new URL(api);
+  } catch {
+    throw new UsageError(`--api must be a URL such as http://127.0.0.1:3000, got "${api}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--api must be an http(s) URL');
+  o.api = api.replace(/\/+$/, '');
+
+  const local = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  if (v['admin-token'] !== undefined) {
+    o.token = v['admin-token'];
+    o.tokenSource = 'the --admin-token option';
+  } else if (env.ADMIN_TOKEN) {
+    o.token = env.ADMIN_TOKEN;
+    o.tokenSource = 'ADMIN_TOKEN';
+  } else if (local) {
+    o.token = LOCAL_ADMIN_TOKEN;
+    o.tokenSource = "the local stack's admin token";
+  } else {
+    throw new UsageError(`--admin-token (or ADMIN_TOKEN) is required for ${o.api}`);
+  }
+  if (o.token === '') throw new UsageError('--admin-token is empty');
+  return o as Options;
+}
+
+// ---- HTTP ------------------------------------------------------------------------------------------------------
+
+interface Problem {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  errors?: { field: string; message: string }[];
+}
+
+/** An answer that is not 2xx (status 0: nothing answered), with the problem's details when the API sent them. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly problem: Problem | undefined,
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+
+  /** The reason in a few words: the problem's detail, its fields, or the status. */
+  get reason(): string {
+    const fields = (this.problem?.errors ?? []).map((e) => `${e.field}: ${e.message}`).join('; ');
+    if (this.status === 0) return this.message;
+    const detail = this.problem?.detail ?? this.message;
+    return fields && !detail.includes(fields) ? `${detail} (${fields})` : detail;
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted || ms <= 0) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+export class AdminClient {
+  constructor(
+    readonly base: string,
+    private readonly token: string,
+    private readonly timeoutMs = 30_000,
+  ) {}
+
+  async request<T>(method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(`${this.base}${route}`, {
+        method,
+        headers: {
+          accept: 'application/json, application/problem+json',
+          authorization: `Bearer ${this.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;
+      const why =
+        err instanceof Error && err.name === 'TimeoutError'
+          ? `no answer in ${this.timeoutMs / 1000} s`
+          : (cause?.code ?? (err instanceof Error ? err.message : String(err)));
+      throw new ApiError(0, undefined, `nothing answers at ${this.base} (${why})`);
+    }
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const problem = parsed !== null && typeof parsed === 'object' ? (parsed as Problem) : undefined;
+      const retryAfter = Number(res.headers.get('retry-after'));
+      const head = `${method} ${route.split('?')[0]} answered ${res.status}`;
+      return Promise.reject(
+        new ApiError(
+          res.status,
+          problem,
+          problem?.detail ? `${head}: ${problem.detail}` : `${head}: ${text.slice(0, 200)}`,
+          Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+        ),
+      );
+    }
+    return parsed as T;
+  }
+}
+
+// ---- what the API answers ----------------------------------------------------------------------------------------
+
+interface JourneyItem {
+  journeyId: string;
+  clinicId: string | null;
+  stage: string | null;
+  needsAttention: boolean | null;
+  workflowStatus: string;
+  startedAt: string;
+  attention?: string[] | null;
+}
+interface JourneySearch {
+  query: string;
+  count: number | null;
+  journeys: JourneyItem[];
+  nextPageToken: string | null;
+}
+interface DeadLetterItem {
+  id: string;
+  journeyId: string;
+  reason: string;
+  event?: number;
+  receivedAt: string;
+  replays: number;
+}
+interface DeadLetterPage {
+  deadLetters: DeadLetterItem[];
+  next: string | null;
+}
+
+// ---- running -----------------------------------------------------------------------------------------------------
+
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Progress as a redrawn bar (a terminal) or a line per 10 % (CI, a pipe). */
+  isTTY: boolean;
+  /** Aborted: start no more actions, finish those under way, print the summary. */
+  stop?: AbortSignal;
+  now?: () => number;
+}
+
+export type Outcome = 'done' | 'refused' | 'failed';
+
+export interface Summary {
+  command: Command;
+  matched: number;
+  done: number;
+  refused: number;
+  failed: number;
+  notAttempted: number;
+  refusedReasons: Map<string, number>;
+  failures: { id: string; reason: string }[];
+  interrupted: boolean;
+  elapsedMs: number;
+}
+
+/** Statuses that say nothing about the action: try the same request again (the same update id). */
+const TRANSIENT = new Set([0, 429, 503, 504]);
+/** Statuses of an action that does not apply to this journey (any more): refused, with the API's reason. */
+const REFUSED = new Set([404, 409, 422]);
+const ATTEMPTS = 4;
+
+interface Target {
+  id: string;
+}
+
+class Progress {
+  #lastDecile = 0;
+  #lastDraw = 0;
+  #drawn = false;
+
+  constructor(
+    private readonly io: Io,
+    private readonly label: string,
+    private readonly total: number,
+    private readonly startedAt: number,
+  ) {}
+
+  update(s: Summary, final = false) {
+    const now = (this.io.now ?? Date.now)();
+    const finished = s.done + s.refused + s.failed;
+    const pct = this.total === 0 ? 100 : Math.floor((finished / this.total) * 100);
+    const secs = Math.max(0.001, (now - this.startedAt) / 1000);
+    const rate = finished / secs;
+    const counts = `done ${s.done}  refused ${s.refused}  failed ${s.failed}  ${rate.toFixed(1)}/s`;
+    if (this.io.isTTY) {
+      if (!final && now - this.#lastDraw < 100) return;
+      this.#lastDraw = now;
+      const width = 24;
+      const filled = Math.round((width * pct) / 100);
+      const eta = rate > 0 && finished < this.total ? `  ETA ${Math.ceil((this.total - finished) / rate)}s` : '';
+      const bar = `${'#'.repeat(filled)}${'.'.repeat(width - filled)}`;
+      this.io.err(
+        `\r\x1b[2K${this.label} [${bar}] ${finished}/${this.total} ${String(pct).padStart(3)}%  ${counts}${eta}`,
+      );
+      this.#drawn = true;
+      if (final) this.io.err('\n');
+      return;
+    }
+    const decile = Math.floor(pct / 10);
+    if (decile > this.#lastDecile) {
+      this.#lastDecile = decile;
+      this.io.err(`${this.label}: ${finished}/${this.total} (${decile * 10} %)  ${counts}\n`);
+    }
+  }
+
+  /** Leaves the bar's line before other output. */
+  clear() {
+    if (this.io.isTTY && this.#drawn) this.io.err('\n');
+    this.#drawn = false;
+  }
+}
+
+/** Runs `act` on every target: at most `concurrency` at once, at most `ratePerSecond` started per second. */
+async function actOnAll(
+  opts: Options,
+  io: Io,
+  targets: Target[],
+  act: (t: Target) => Promise<void>,
+  summary: Summary,
+): Promise<void> {
+  const now = io.now ?? Date.now;
+  const progress = new Progress(io, opts.command, targets.length, now());
+  const interval = 1000 / opts.ratePerSecond;
+  let nextStart = now();
+  let next = 0;
+  const stopped = () => io.stop?.aborted === true;
+  const classify = async (t: Target) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await act(t);
+        summary.done++;
+        return;
+      } catch (err) {
+        const e = err instanceof ApiError ? err : new ApiError(-1, undefined, String(err));
+        if (REFUSED.has(e.status)) {
+          summary.refused++;
+          summary.refusedReasons.set(e.reason, (summary.refusedReasons.get(e.reason) ?? 0) + 1);
+          return;
+        }
+        if (TRANSIENT.has(e.status) && attempt < ATTEMPTS && !stopped()) {
+          await sleep(e.retryAfterMs ?? 500 * 2 ** (attempt - 1), io.stop);
+          continue;
+        }
+        summary.failed++;
+        summary.failures.push({ id: t.id, reason: e.status > 0 ? `${e.status} ${e.reason}` : e.reason });
+        return;
+      }
+    }
+  };
+  const lane = async () => {
+    for (;;) {
+      if (stopped() || next >= targets.length) return;
+      const t = targets[next++]!;
+      const wait = nextStart - now();
+      nextStart = Math.max(nextStart, now()) + interval;
+      if (wait > 0) await sleep(wait, io.stop);
+      // Stopped while waiting for its turn: not attempted (counted below).
+      if (stopped()) return;
+      await classify(t);
+      progress.update(summary);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency, targets.length) }, lane));
+  summary.notAttempted = targets.length - (summary.done + summary.refused + summary.failed);
+  summary.interrupted = stopped() && summary.notAttempted > 0;
+  if (targets.length > 0) progress.update(summary, true);
+}
+
+function searchParams(opts: Options, extra: Record<string, string>): string {
+  const p = new URLSearchParams({ query: opts.query!, running: 'true', ...extra });
+  if (opts.clinicId) p.set('clinicId', opts.clinicId);
+  return p.toString();
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** The matching journeys (newest first), up to the limit. */
+async function listJourneys(opts: Options, client: AdminClient): Promise<{ query: string; ids: string[] }> {
+  const ids: string[] = [];
+  let token: string | null = null;
+  let query = '';
+  do {
+    const pageSize = Math.min(1000, opts.limit === undefined ? 1000 : opts.limit - ids.length);
+    const page: JourneySearch = await client.request<JourneySearch>(
+      'GET',
+      `/admin/journeys?${searchParams(opts, { pageSize: String(pageSize), ...(token ? { nextPageToken: token } : {}) })}`,
+    );
+    query = page.query;
+    ids.push(...page.journeys.map((j) => j.journeyId));
+    token = page.nextPageToken;
+  } while (token && (opts.limit === undefined || ids.length < opts.limit));
+  return { query, ids: [...new Set(ids)] };
+}
+
+async function listDeadLetters(opts: Options, client: AdminClient): Promise<DeadLetterItem[]> {
+  const letters: DeadLetterItem[] = [];
+  let after: string | null = null;
+  do {
+    const p = new URLSearchParams({ limit: '500' });
+    if (opts.reason) p.set('reason', opts.reason);
+    if (opts.since) p.set('since', opts.since);
+    if (after) p.set('after', after);
+    const page: DeadLetterPage = await client.request<DeadLetterPage>('GET', `/admin/dead-letters?${p.toString()}`);
+    letters.push(...page.deadLetters);
+    after = page.next;
+  } while (after && (opts.limit === undefined || letters.length < opts.limit));
+  return opts.limit === undefined ? letters : letters.slice(0, opts.limit);
+}
+
+function newSummary(command: Command, matched: number): Summary {
+  return {
+    command,
+    matched,
+    done: 0,
+    refused: 0,
+    failed: 0,
+    notAttempted: 0,
+    refusedReasons: new Map(),
+    failures: [],
+    interrupted: false,
+    elapsedMs: 0,
+  };
+}
+
+export function formatSummary(s: Summary): string {
+  const acted = s.done + s.refused + s.failed;
+  const secs = s.elapsedMs / 1000;
+  const head =
+    `${s.command}: ${s.matched} matched, ${acted} handled in ${secs.toFixed(1)} s` +
+    (acted > 0 && secs > 0 ? ` (${(acted / secs).toFixed(1)}/s)` : '') +
+    (s.interrupted ? `; interrupted, ${s.notAttempted} not attempted (run the same command again for them)` : '');
+  const rows = [
+    ['outcome', 'count', 'reason'],
+    ['done', String(s.done), ''],
+    ['refused', String(s.refused), ''],
+    ...[...s.refusedReasons.entries()].sort((a, b) => b[1] - a[1]).map(([reason, n]) => ['', String(n), reason]),
+    ['failed', String(s.failed), ''],
+    ...(s.notAttempted > 0 ? [['not attempted', String(s.notAttempted), s.interrupted ? 'interrupted' : '']] : []),
+  ];
+  const failures =
+    s.failures.length === 0
+      ? ''
+      : `\nFailed (${s.failures.length}; a second run retries them):\n` +
+        s.failures
+          .slice(0, 20)
+          .map((f) => `  ${f.id}  ${f.reason}`)
+          .join('\n') +
+        (s.failures.length > 20 ? `\n  ... and ${s.failures.length - 20} more` : '');
+  return `${head}\n${table(rows)}${failures}\n`;
+}
+
+export function exitCode(s: Summary): number {
+  if (s.failed > 0) return 1;
+  if (s.interrupted) return 130;
+  return 0;
+}
+
+/** Runs the command; returns the summary (undefined for a dry run). Throws ApiError when it cannot run at all. */
+export async function runOps(opts: Options, io: Io): Promise<Summary | undefined> {
+  const client = new AdminClient(opts.api, opts.token);
+  const now = io.now ?? Date.now;
+  if (opts.command === 'replay-dead-letters') {
+    const filters = [opts.reason && `reason ${opts.reason}`, opts.since && `received since ${opts.since}`]
+      .filter(Boolean)
+      .join(', ');
+    const letters = await listDeadLetters(opts, client);
+    io.out(`${letters.length} dead letters${filters ? ` (${filters})` : ''} at ${opts.api}.\n`);
+    if (opts.dryRun) {
+      if (letters.length > 0) {
+        const rows = letters
+          .slice(0, opts.sample)
+          .map((l) => [l.id, l.journeyId, l.reason, String(l.event ?? ''), l.receivedAt, String(l.replays)]);
+        io.out(`${table([['id', 'journey', 'reason', 'event', 'received', 'replays'], ...rows])}\n`);
+        if (letters.length > opts.sample) io.out(`... and ${letters.length - opts.sample} more\n`);
+      }
+      io.out('Dry run: nothing was replayed.\n');
+      return undefined;
+    }
+    const summary = newSummary(opts.command, letters.length);
+    const started = now();
+    if (letters.length > 0) {
+      io.out(`Replaying with concurrency ${opts.concurrency} at most ${opts.ratePerSecond}/s (Ctrl-C stops).\n`);
+    }
+    await actOnAll(
+      opts,
+      io,
+      letters.map((l) => ({ id: l.id })),
+      (t) => client.request('POST', `/admin/dead-letters/${encodeURIComponent(t.id)}/replay`),
+      summary,
+    );
+    summary.elapsedMs = now() - started;
+    return summary;
+  }
+
+  const action: OperatorAction = opts.command;
+  if (opts.dryRun) {
+    const page = await client.request<JourneySearch>(
+      'GET',
+      `/admin/journeys?${searchParams(opts, { pageSize: String(opts.sample), attention: 'true' })}`,
+    );
+    const n = page.count ?? page.journeys.length;
+    io.out(`${page.count === null ? 'at least ' : ''}${n} running journeys match: ${page.query}\n`);
+    if (page.journeys.length > 0) {
+      const rows = page.journeys.map((j) => [
+        j.journeyId,
+        j.clinicId ?? '',
+        j.stage ?? '',
+        j.attention === null || j.attention === undefined ? '?' : j.attention.join(',') || '-',
+        j.startedAt,
+      ]);
+      io.out(`${table([['journey', 'clinic', 'stage', 'attention', 'started'], ...rows])}\n`);
+      if (n > page.journeys.length) io.out(`... and ${n - page.journeys.length} more\n`);
+    }
+    io.out(`Dry run: no journey was changed (${action} would run on each, as ${opts.actor}).\n`);
+    return undefined;
+  }
+  const started = now();
+  const { query, ids } = await listJourneys(opts, client);
+  io.out(`${ids.length} running journeys match: ${query}\n`);
+  const summary = newSummary(opts.command, ids.length);
+  if (ids.length > 0) {
+    io.out(`${action} with concurrency ${opts.concurrency} at most ${opts.ratePerSecond}/s (Ctrl-C stops).\n`);
+  }
+  // One id per run: a request retried after a timeout gets the update's first answer, not the journey's refusal.
+  const operationId = `ops-${new Date(started).toISOString().replace(/[-:.]/g, '')}-${randomBytes(4).toString('hex')}`;
+  const body = {
+    actor: opts.actor,
+    note: opts.note,
+    operationId,
+    ...(opts.clinicId ? { clinicId: opts.clinicId } : {}),
+  };
+  await actOnAll(
+    opts,
+    io,
+    ids.map((id) => ({ id })),
+    (t) => client.request('POST', `/admin/journeys/${encodeURIComponent(t.id)}/${action}`, body),
+    summary,
+  );
+  summary.elapsedMs = now() - started;
+  return summary;
+}
+
+// ---- main ------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  let opts: Options | undefined;
+  try {
+    opts = parseOptions(process.argv.slice(2), process.env);
+  } catch (err) {
+    process.stderr.write(`ops: ${(err as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (!opts) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      process.stderr.write(
+        `\nops: ${signal} again: quitting now; actions under way may or may not have been applied\n`,
+      );
+      process.exit(130);
+    }
+    process.stderr.write(`\nops: ${signal}: stopping after the actions under way (again to quit at once)\n`);
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const io: Io = {
+    out: (t) => process.stdout.write(t),
+    err: (t) => process.stderr.write(t),
+    isTTY: process.stderr.isTTY === true,
+    stop: stop.signal,
+  };
+  process.stderr.write(`ops: ${opts.command} at ${opts.api} (admin token from ${opts.tokenSource})\n`);
+  try {
+    const summary = await runOps(opts, io);
+    if (!summary) return 0;
+    io.out(formatSummary(summary));
+    return exitCode(summary);
+  } catch (err) {
+    if (err instanceof ApiError) {
+      const hint =
+        err.status === 401
+          ? `\nThe API refused the admin token from ${opts.tokenSource}.`
+          : err.status === 404 && !err.problem?.errors
+            ? '\nThe admin routes answer 404 when the API has no ADMIN_TOKEN_SHA256.'
+            : '';
+      const fields = (err.problem?.errors ?? []).map((e) => `\n  - ${e.field}: ${e.message}`).join('');
+      process.stderr.write(`ops: ${err.message}${fields}${hint}\n`);
+      return 2;
+    }
+    process.stderr.write(`ops: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 2;
+  }
+}
+
+if (require.main === module) {
+  void main().then((code) => {
+    // Keep-alive sockets would hold the process open a few seconds longer.
+    process.exitCode = code;
+    setImmediate(() => process.exit(code));
+  });
+}
