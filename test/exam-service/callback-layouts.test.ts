@@ -375,7 +375,7 @@ describe('journeys fed with the other layouts', () => {
   });
 
   it('journeys started before these rules keep pairing by order (their histories replay as they ran)', () => {
-    let s = { ...invited(partner, RX, 9113), callbackRules: 1 as const };
+    let s: JourneyState = { ...invited(partner, RX, 9113), callbackRules: 1 };
     s = deliver(s, consultation(9113, 'Approved'), interfaceEvent2(9113, [5901, 5902], ['RX-1', 'RX-2']));
     s = deliver(s, shipmentWithRx('1ZSECOND', 'RX-2'), shipmentWithRx('1ZFIRST', 'RX-1'));
     expect(snapshot(s).exams[0]!.prescriptions.map((rx) => rx.tracking?.trackingNumber)).toEqual([
