@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import type { SandboxClock } from './clock';
 import type { SandboxConfig } from './config';
+import type { CallbackLayout } from './events';
 import type { SandboxFaults } from './faults';
 import type { DeliveryRecord, SandboxStore } from './store';
 
@@ -14,6 +15,14 @@ export interface CallbackDeliveryDeps {
   clock: SandboxClock;
   config: SandboxConfig;
   faults: () => SandboxFaults;
+}
+
+/** What a callback is about, in the sandbox's own ids (whatever its layout carries), and its layout. */
+export interface CallbackAbout {
+  patientExamId: number;
+  /** Event 3's prescription, or the one drug of a flat event 2. */
+  prescriptionId?: number;
+  layout: CallbackLayout;
 }
 
 export class CallbackDelivery {
@@ -34,7 +43,7 @@ export class CallbackDelivery {
    * Sends one callback (and its copies when the duplicate fault is on). Resolves once the first attempts are done,
    * or at once when the delayed-callbacks fault schedules them for later; retries always run later on the clock.
    */
-  async send(receiver: string, patientExamId: number, payload: Record<string, unknown>): Promise<void> {
+  async send(receiver: string, about: CallbackAbout, payload: Record<string, unknown>): Promise<void> {
     const { store, clock } = this.deps;
     const faults = this.deps.faults();
     const records: DeliveryRecord[] = [];
@@ -43,7 +52,9 @@ export class CallbackDelivery {
         delivery_id: store.allocateDeliveryId(),
         receiver,
         event: typeof payload.event === 'number' ? payload.event : Number(payload.event) || 0,
-        patient_exam_id: patientExamId,
+        patient_exam_id: about.patientExamId,
+        ...(about.prescriptionId === undefined ? {} : { prescription_id: about.prescriptionId }),
+        layout: about.layout,
         copy,
         state: 'scheduled',
         created_at: clock.now().toISOString(),

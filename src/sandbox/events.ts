@@ -177,20 +177,27 @@ function trackingArray(payload: Record<string, unknown>, shippedAt: string): Rec
   };
 }
 
+/** One callback as sent, and the prescription it is about in the sandbox's ids, whatever the layout leaves out. */
+export interface LaidOutCallback {
+  body: Record<string, unknown>;
+  /** Event 3's prescription, or the one drug of a flat event 2; absent for a callback about the whole exam. */
+  prescriptionId?: number;
+}
+
 /** The callback(s) the service sends for one event in a layout: event 2 goes out once per drug in the flat layout. */
-export function inLayout(
-  payload: Record<string, unknown>,
-  layout: CallbackLayout,
-  at: string,
-): Record<string, unknown>[] {
-  let out = [payload];
+export function inLayout(payload: Record<string, unknown>, layout: CallbackLayout, at: string): LaidOutCallback[] {
+  const id = (value: unknown) => (value === undefined ? {} : { prescriptionId: Number(value) });
+  let out: LaidOutCallback[] = [{ body: payload, ...(payload.event === 3 ? id(payload.prescription_id) : {}) }];
   if (payload.event === 1 && has(layout, 'verdict-spelling')) {
-    out = [{ ...payload, exam_status: VERDICT_SPELLING[String(payload.exam_status)] ?? payload.exam_status }];
+    out = [{ body: { ...payload, exam_status: VERDICT_SPELLING[String(payload.exam_status)] ?? payload.exam_status } }];
   }
   if (payload.event === 2 && has(layout, 'flat-prescription') && Array.isArray(payload.prescription)) {
-    out = (payload.prescription as Record<string, unknown>[]).map((item) => flatPrescription(payload, item));
+    out = (payload.prescription as Record<string, unknown>[]).map((item) => ({
+      body: flatPrescription(payload, item),
+      ...id(item.prescription_id),
+    }));
   }
-  if (payload.event === 3 && has(layout, 'tracking-array')) out = [trackingArray(payload, at)];
-  if (has(layout, 'string-event')) out = out.map((p) => ({ ...p, event: String(p.event) }));
+  if (payload.event === 3 && has(layout, 'tracking-array')) out = [{ ...out[0]!, body: trackingArray(payload, at) }];
+  if (has(layout, 'string-event')) out = out.map((c) => ({ ...c, body: { ...c.body, event: String(c.body.event) } }));
   return out;
 }

@@ -429,8 +429,13 @@ export class ExamLifecycle {
   private async send(receiver: string, patientExamId: number, payload: Record<string, unknown>): Promise<void> {
     const record = this.deps.store.patientExam(patientExamId);
     const layout = record ? this.layoutOf(this.deps.store.meetingOf(record)) : 'interface';
-    for (const body of inLayout(payload, layout, this.deps.clock.now().toISOString())) {
-      await this.deps.delivery.send(receiver, patientExamId, body);
+    for (const callback of inLayout(payload, layout, this.deps.clock.now().toISOString())) {
+      const about = {
+        patientExamId,
+        layout,
+        ...(callback.prescriptionId === undefined ? {} : { prescriptionId: callback.prescriptionId }),
+      };
+      await this.deps.delivery.send(receiver, about, callback.body);
     }
   }
 

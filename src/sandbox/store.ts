@@ -133,7 +133,12 @@ export interface DeliveryRecord {
   delivery_id: number;
   receiver: string;
   event: number;
+  /** The patient exam the callback is about, whether or not its layout carries the id. */
   patient_exam_id: number;
+  /** The prescription it is about (event 3's, or the one drug of a flat event 2), whatever its layout carries. */
+  prescription_id?: number;
+  /** The layout it was sent in. */
+  layout: CallbackLayout;
   /** 1 normally; 2..n for copies sent by the duplicate-callbacks fault. */
   copy: number;
   state: 'scheduled' | 'in_flight' | 'retrying' | 'delivered' | 'failed';

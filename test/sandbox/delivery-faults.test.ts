@@ -369,6 +369,18 @@ describe('callback layouts', () => {
       'string-event+tracking-array',
     ]);
     expect(deliveries().map((d) => d.event)).toEqual([1, 2, 2, 3, 3]);
+    // Each delivery says what it is about in the sandbox's ids, which the layout may leave out of the body.
+    const prescriptions = sandbox.store.patientExam(id)!.prescriptions.map((p) => p.prescription_id);
+    expect(deliveries().map((d) => [d.patient_exam_id, d.prescription_id, d.layout])).toEqual([
+      [id, undefined, 'all-alternatives'],
+      [id, prescriptions[0], 'all-alternatives'],
+      [id, prescriptions[1], 'all-alternatives'],
+      [id, prescriptions[0], 'all-alternatives'],
+      [id, prescriptions[1], 'all-alternatives'],
+    ]);
+    expect(bodies[1]!.prescription_id).toBe(prescriptions[0]);
+    const listed = await getJson(`${sandbox.baseUrl}/_sandbox/deliveries?patient_exam_id=${id}&event=3`);
+    expect(listed.body.deliveries.map((d: { prescription_id: number }) => d.prescription_id)).toEqual(prescriptions);
     sandbox.setFaults({});
   });
 
