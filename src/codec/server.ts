@@ -81,6 +81,8 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       reply.header('access-control-max-age', '600');
       return reply.code(204).send();
     }
+    // Liveness says nothing about any payload: open to health checks without the token.
+    if (request.method === 'GET' && request.url === '/healthz') return;
     if (expected && expectedPath) {
       const inPath = pathToken(request.url);
       const ok = inPath ? same(inPath, expectedPath) : same(Buffer.from(request.headers.authorization ?? ''), expected);

@@ -136,6 +136,8 @@ describe('codec server', () => {
       expect(wrong.statusCode).toBe(url.includes('%') ? 400 : 401);
       expect(wrong.body).not.toContain('payloads');
     }
+    // Health checks need no token.
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     // Without a token configured there is no such route (and the server only listens on loopback).
     const open = buildCodecServer({ codec, corsOrigins: [] });
     expect((await open.inject({ method: 'POST', url: '/guess/decode', payload: { payloads: [] } })).statusCode).toBe(

@@ -204,9 +204,9 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     expect(api.env!.find((e) => e.name === 'API_HOST')?.value).toBe('0.0.0.0');
 
     const codec = containerOf(objects, 'codec');
-    // Every codec route needs the token: TCP probes, no token in the manifest.
-    expect(codec.livenessProbe).toEqual({ tcpSocket: { port: 'http' }, periodSeconds: 10 });
-    expect(codec.readinessProbe?.tcpSocket).toEqual({ port: 'http' });
+    // /healthz is the codec server's one route without the token: no token in the manifest.
+    expect(codec.livenessProbe).toEqual({ httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 10 });
+    expect(codec.readinessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(containerOf(objects, 'worker').ports).toBeUndefined();
 
     for (const svc of byKind(objects, 'Service')) {
