@@ -6,7 +6,7 @@
 //   npm run test:faults -- --ci              the CI-sized part (what `npm test` runs; does not write the doc)
 //   npm run test:faults -- --journeys 40     a smaller full run (does not write the doc below 100 journeys)
 //   npm run test:faults -- --seed 7 --keep   another random pattern; keep the run folder (logs, database)
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CI_RUN, FULL_RUN } from '../test/faults/harness/presets';
 import { machineDescription, problemsText, reportTable } from '../test/faults/harness/report';
@@ -98,6 +98,15 @@ in a folder under the system's temp directory (kept when a run fails); each proc
 `;
 }
 
+/** The line after which docs/reliability.md holds other measurements: a full run rewrites what is above it only. */
+const KEPT_MARKER = '<!-- other measurements below: npm run test:faults keeps them -->';
+
+function keptSections(file: string): string {
+  const existing = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const at = existing.indexOf(KEPT_MARKER);
+  return at < 0 ? '' : `\n${existing.slice(at)}`;
+}
+
 async function main() {
   const ci = process.argv.includes('--ci');
   const base: SuiteOptions = ci ? CI_RUN : FULL_RUN;
@@ -114,7 +123,7 @@ async function main() {
   console.log(`\n${table}\n\n${problemsText(report)}\n`);
   if (!ci && options.journeys >= 100) {
     const file = path.resolve(__dirname, '../docs/reliability.md');
-    writeFileSync(file, reliabilityDoc(report, command(), machineDescription(), new Date()));
+    writeFileSync(file, reliabilityDoc(report, command(), machineDescription(), new Date()) + keptSections(file));
     console.log(`written to ${path.relative(process.cwd(), file)}`);
   }
   process.exit(report.problems.length === 0 ? 0 : 1);
