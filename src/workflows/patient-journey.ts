@@ -136,6 +136,8 @@ const nowIso = () => new Date().toISOString();
 
 /** Callbacks lacking ids resolved by rx number and by drug (journey-state's `callbackRules` 2). */
 const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
+/** Clinic notifications one after the other: each waits for the previous one's delivery or its final failure. */
+const NOTIFICATIONS_IN_SEQUENCE = 'notifications-in-sequence';
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
@@ -144,6 +146,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   let publishedDigest = '';
   let sequence = 0;
   const notifications: Promise<unknown>[] = [];
+  // Journeys started before this sent each notification at once, so a clinic could see the stage go backwards;
+  // they replay (and go on) that way.
+  const inSequence = patched(NOTIFICATIONS_IN_SEQUENCE);
+  let lastNotification: Promise<unknown> = Promise.resolve();
 
   const dispatch = (ev: JourneyEvent) => {
     state = reduce(state, ev);
@@ -177,16 +183,19 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     if (digest === publishedDigest) return;
     publishedDigest = digest;
     notification.sequence = ++sequence;
-    notifications.push(
-      notify.notifyClinic({ url: input.notificationUrl, notification }).catch((err: unknown) => {
+    const url = input.notificationUrl;
+    const send = () =>
+      notify.notifyClinic({ url, notification }).catch((err: unknown) => {
         log.warn('clinic notification not delivered', { sequence: notification.sequence });
         state = reduce(state, {
           type: 'error_recorded',
           at: nowIso(),
           error: errorFacts(classify(err, 'notify_clinic'), nowIso()),
         });
-      }),
-    );
+      });
+    // `send` never rejects: a notification that finally failed lets the next one go.
+    lastNotification = inSequence ? lastNotification.then(send) : send();
+    notifications.push(lastNotification);
   }
 
   // ---- messages ---------------------------------------------------------------------------------------------------

@@ -114,6 +114,8 @@ export interface Journey {
 export interface JourneyOptions {
   fake?: FakeExamService;
   input?: JourneyInput;
+  /** The clinic's notification secret (none: notifications are skipped) and how they are sent. */
+  notifications?: Pick<Parameters<typeof createActivities>[0], 'notificationSecretFor' | 'sendNotification'>;
 }
 
 export const PRESCRIPTIONS: PrescriptionFacts[] = [
@@ -141,6 +143,7 @@ export async function withJourney(
       webhookUrlFor: (id) => 'http://127.0.0.1:1/webhooks/' + id,
       attachments: { get: (_ref: string) => Promise.resolve({ bytes: Buffer.from('x') }) },
       notificationSecretFor: () => undefined,
+      ...options.notifications,
       catalogTtlMs: 60_000,
     }),
   });
