@@ -44,7 +44,14 @@ provider approves, rejects or answers N/A and calls back on its own, to the API'
 - some starts are sent twice at once (a double submit): both answers must name the same journey, one of them 201;
 - the sandbox answers 500 to a share of all operations, adds latency to each, drops the connection after storing a
   share of the invites (the ambiguous failure), sends every callback ${o.sandboxFaults.duplicateCallbacks} times, out of order (3 before 2 before 1) and
-  delayed.
+  delayed${
+    o.sandboxFaults.callbackLayout === 'rotate'
+      ? `;
+- each invite's callbacks come in another of the layouts the service is known to send ([callback layouts](callback-layouts.md)),
+  in turn: \`event\` as a string, other verdict spellings, event 2 once per drug at the top level, event 3 as a tracking
+  array without \`patient_exam_id\` and \`prescription_id\`, and all of them at once`
+      : ''
+  }.
 
 **What must hold** (checked from the outside, after the run):
 
@@ -56,8 +63,11 @@ provider approves, rejects or answers N/A and calls back on its own, to the API'
 - no callback lost: every callback the sandbox delivered with a 200 (its deliveries log) is in the journey's events
   (\`GET /v1/journeys/{id}\`, applied or recorded as a duplicate) or, when it came after the journey had finished, a
   dead letter of that journey; and nothing is recorded more often than it could have arrived;
-- every expected event (by scenario and outcome: event 1; event 2 after an approved prescription; event 3 per
-  prescription of a partner pharmacy) is applied exactly once;
+- every expected event (by scenario and outcome: event 1; event 2 after an approved prescription, once per drug when
+  the layout sends it so; event 3 per prescription of a partner pharmacy, with the tracking number the sandbox shipped
+  for that prescription) is applied exactly once; callbacks are counted by the sandbox's own ids (its deliveries log
+  says which patient exam and prescription each one is about), whatever ids their layout carried;
+- no callback is answered 400 and none is dead-lettered for any reason but \`journey_finished\` (a late copy);
 - no process crashes except the ones the suite causes.
 
 **The operator's part.** After the run, each journey parked as \`invite_ambiguous\` is decided the way the runbook

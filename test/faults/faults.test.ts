@@ -1,8 +1,10 @@
 // The CI part of the fault suite (the full run is `npm run test:faults`): journeys of the four scenarios through the
 // real clinic API, worker, Temporal dev server and sandbox, all child processes, while the worker is SIGKILLed, the
 // dev server and the API are restarted and the sandbox fails, delays, drops invites and duplicates, reorders and
-// delays callbacks. Every journey must end right (or parked as an ambiguous invite, then decided by an operator),
-// never with two invites, and no callback may be lost.
+// delays callbacks, each invite's in another of the layouts the service is known to send. Every journey must end right
+// (or parked as an ambiguous invite, then decided by an operator), never with two invites, and no callback may be lost,
+// refused (400) or dead-lettered for its layout.
+import { ALTERNATIVE_LAYOUTS } from '../../src/sandbox/events';
 import { CI_RUN } from './harness/presets';
 import { problemsText, reportTable } from './harness/report';
 import { runFaultSuite } from './harness/suite';
@@ -29,6 +31,12 @@ describe('fault suite (CI part)', () => {
     expect(report.callbackFaults.outOfOrderExams).toBeGreaterThan(0);
     expect(report.callbackFaults.delayedDeliveries).toBeGreaterThan(0);
     expect(report.sandboxInjected.delayed).toBeGreaterThan(0);
+    // Callbacks in every alternative layout; none answered 400, none dead-lettered but as a late copy.
+    if (CI_RUN.sandboxFaults.callbackLayout === 'rotate') {
+      expect(Object.keys(report.callbackFaults.layouts).sort()).toEqual([...ALTERNATIVE_LAYOUTS].sort());
+    }
+    expect(report.callbacks.answered400).toBe(0);
+    expect(Object.keys(report.callbacks.deadLettersByReason).filter((r) => r !== 'journey_finished')).toEqual([]);
     expect(report.journeys.filter((j) => j.journeyId)).toHaveLength(CI_RUN.journeys);
     expect(report.invitesHistogram.twoOrMore).toBe(0);
     expect(report.callbacks.appliedExactlyOnce).toBe(report.callbacks.expected);

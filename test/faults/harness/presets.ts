@@ -21,9 +21,10 @@ export const SANDBOX_FAULTS: SuiteOptions['sandboxFaults'] = {
   duplicateCallbacks: 3,
   outOfOrderCallbacks: true,
   callbackDelayMs: 1_000,
-  // `rotate` sends each invite's callbacks in the next of the layouts public receivers were written for
-  // (docs/callback-layouts.md); the judge still keys deliveries by the interface's ids, so the suite keeps that one.
-  callbackLayout: 'interface',
+  // Each invite's callbacks in the next of the layouts public receivers were written for (docs/callback-layouts.md):
+  // event numbers as strings, other verdict spellings, event 2 once per drug, event 3 as a tracking array without
+  // ids, all of them at once. The judge keys callbacks by the sandbox's own ids, whatever the layout carried.
+  callbackLayout: 'rotate',
 };
 
 export const CI_RUN: SuiteOptions = {

@@ -75,9 +75,11 @@ export function reportTable(r: SuiteReport): string {
     [`callbacks delayed (${sf.callbackDelayMs} ms)`, `${r.callbackFaults.delayedDeliveries} deliveries`],
     [
       `callback layouts (${sf.callbackLayout})`,
-      sf.callbackLayout === 'rotate'
-        ? 'each callback in the next layout public receivers were written for (docs/callback-layouts.md)'
-        : 'as the interface describes',
+      `${
+        sf.callbackLayout === 'rotate'
+          ? "each invite's callbacks in the next alternative layout public receivers were written for (docs/callback-layouts.md)"
+          : 'as the interface describes'
+      }; patient exams per layout: ${list(r.callbackFaults.layouts)}`,
     ],
     [
       'callback attempts refused (API down), retried by the sandbox',
@@ -109,7 +111,11 @@ export function reportTable(r: SuiteReport): string {
       `${cb.deliveries} deliveries (copies included), ${cb.delivered} answered 200, ${cb.failedAtSandbox} given up; ${cb.attempts} attempts`,
     ],
     ['recorded by the journeys', `${sum(cb.recorded)} (${list(cb.recorded)})`],
-    ['kept as dead letters (journey already finished: late copies)', String(cb.deadLettered)],
+    ['callback attempts answered 400 (a callback the API could not read)', String(cb.answered400)],
+    [
+      'kept as dead letters, by reason (only journey_finished, late copies, may occur)',
+      `${cb.deadLettered} (${list(cb.deadLettersByReason)})`,
+    ],
     ['expected events (by scenario/outcome) applied exactly once', `${cb.appliedExactlyOnce} of ${cb.expected}`],
     ['**Problems**', String(r.problems.length)],
   ];

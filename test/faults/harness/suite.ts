@@ -32,7 +32,7 @@ export interface SandboxFaultSettings {
   duplicateCallbacks: number;
   outOfOrderCallbacks: boolean;
   callbackDelayMs: number;
-  /** Which callback layout the sandbox sends (`rotate`: each callback in the next alternative, the interface's too). */
+  /** Which callback layout the sandbox sends (`rotate`: each invite's callbacks in the next alternative layout). */
   callbackLayout: 'interface' | 'rotate';
 }
 
@@ -72,7 +72,13 @@ export interface SuiteReport {
   crashes: { name: string; atMs: number }[];
   maxInboxFiles: number;
   sandboxInjected: { errors: Record<string, number>; delayed: number; droppedInvites: number };
-  callbackFaults: { duplicateCopies: number; outOfOrderExams: number; delayedDeliveries: number };
+  callbackFaults: {
+    duplicateCopies: number;
+    outOfOrderExams: number;
+    delayedDeliveries: number;
+    /** Patient exams per layout their callbacks were sent in. */
+    layouts: Record<string, number>;
+  };
   /** Stage counts when the run settled, before any operator acted (with attention codes). */
   stagesAfterRun: Record<string, number>;
   decisions: OperatorDecision[];
@@ -260,7 +266,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       crashes: faults?.crashes ?? [],
       maxInboxFiles: faults?.maxInboxFiles ?? 0,
       sandboxInjected: { errors: {}, delayed: 0, droppedInvites: 0 },
-      callbackFaults: { duplicateCopies: 0, outOfOrderExams: 0, delayedDeliveries: 0 },
+      callbackFaults: { duplicateCopies: 0, outOfOrderExams: 0, delayedDeliveries: 0, layouts: {} },
       stagesAfterRun,
       decisions,
       finalStages: {},
@@ -273,8 +279,10 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
         attempts: 0,
         refusedAttempts: 0,
         otherFailedAttempts: 0,
+        answered400: 0,
         recorded: {},
         deadLettered: 0,
+        deadLettersByReason: {},
         expected: 0,
         appliedExactlyOnce: 0,
       },
@@ -365,5 +373,6 @@ function callbackFaultCounts(deliveries: SandboxDelivery[], delayMs: number) {
           const first = d.attempts[0];
           return first !== undefined && Date.parse(first.at) - Date.parse(d.created_at) >= delayMs - 5;
         }).length;
-  return { duplicateCopies, outOfOrderExams, delayedDeliveries };
+  const layouts = count([...new Map(deliveries.map((d) => [d.patient_exam_id, d.layout ?? 'interface'])).values()]);
+  return { duplicateCopies, outOfOrderExams, delayedDeliveries, layouts };
 }

@@ -12,7 +12,7 @@ export interface SandboxPatientExam {
   webhook_url: string | null;
   status: string;
   rx_status: string | null;
-  prescriptions: { prescription_id: number; shipped_at: string | null }[];
+  prescriptions: { prescription_id: number; shipped_at: string | null; tracking_number: string | null }[];
   events_emitted: number[];
 }
 
@@ -20,7 +20,11 @@ export interface SandboxDelivery {
   delivery_id: number;
   receiver: string;
   event: number;
+  /** What the callback is about in the sandbox's own ids, whatever its layout carries. */
   patient_exam_id: number;
+  /** Event 3's prescription, or the one drug of a flat event 2. */
+  prescription_id?: number;
+  layout?: string;
   copy: number;
   state: 'scheduled' | 'in_flight' | 'retrying' | 'delivered' | 'failed';
   created_at: string;
@@ -35,15 +39,21 @@ export interface DeadLetterInfo {
   event?: number;
   patientExamId?: number;
   prescriptionId?: number;
+  /** The callback's body as the API kept it: matched to the sandbox's delivery it came from. */
+  rawBody?: string;
 }
 
 export interface ReceivedEvent {
   deliveryId: string;
-  event: 1 | 2 | 3;
-  patientExamId: number;
+  event: number;
+  /** Null when the callback did not say and the journey could not tell. */
+  patientExamId: number | null;
   prescriptionId?: number;
-  disposition: 'applied' | 'duplicate' | 'buffered' | 'foreign' | 'ignored';
+  /** Event 3: the tracking number it carried. */
+  trackingNumber?: string;
+  disposition: 'applied' | 'duplicate' | 'buffered' | 'foreign' | 'ignored' | 'held';
   note?: string;
+  layout?: string;
 }
 
 export interface JourneySnapshot {
@@ -52,7 +62,7 @@ export interface JourneySnapshot {
     patientExamId: number;
     status: string;
     rxStatus: string | null;
-    prescriptions: { prescriptionId: number; tracking: unknown }[];
+    prescriptions: { prescriptionId: number; tracking: { trackingNumber: string } | null }[];
   }[];
   meetings: { meetingUuid: string }[];
   events: ReceivedEvent[];
@@ -68,9 +78,14 @@ export function journeyOfUrl(url: string | null | undefined): string | undefined
   return url ? /\/webhooks\/exam-service\/([^/]+)\//.exec(url)?.[1] : undefined;
 }
 
-/** Accounting key of a callback: patient exam, event, and the prescription for event 3. */
-export function callbackKey(patientExamId: number, event: number, prescriptionId?: number): string {
-  return event === 3 ? `${patientExamId}:3:${prescriptionId ?? '?'}` : `${patientExamId}:${event}`;
+/**
+ * Accounting key of a callback: patient exam, event, and the prescription it is about (event 3's; the one drug of an
+ * event 2 sent once per drug).
+ */
+export function callbackKey(patientExamId: number | null, event: number, prescriptionId?: number): string {
+  const pe = patientExamId ?? '?';
+  if (prescriptionId !== undefined) return `${pe}:${event}:${prescriptionId}`;
+  return event === 3 ? `${pe}:3:?` : `${pe}:${event}`;
 }
 
 // ---- reading ------------------------------------------------------------------------------------------------------
@@ -108,11 +123,15 @@ export async function deadLetters(apiUrl: string): Promise<DeadLetterInfo[]> {
     );
     if (page.status !== 200) throw new Error(`GET /admin/dead-letters answered ${page.status}`);
     for (const letter of page.body.deadLetters as DeadLetterInfo[]) {
+      // The list leaves the body out: it tells which callback this was (the sandbox's delivery with that body).
+      const detail = await http('GET', `${apiUrl}/admin/dead-letters/${letter.id}`, { headers });
+      const rawBody = typeof detail.body?.rawBody === 'string' ? (detail.body.rawBody as string) : undefined;
       let prescriptionId: number | undefined;
-      if (letter.event === 3) {
-        // The list leaves the body out; event 3's prescription is only in it.
-        const detail = await http('GET', `${apiUrl}/admin/dead-letters/${letter.id}`, { headers });
-        prescriptionId = (JSON.parse(detail.body.rawBody) as { prescription_id?: number }).prescription_id;
+      try {
+        const id = Number((JSON.parse(rawBody ?? '') as { prescription_id?: unknown }).prescription_id);
+        if (Number.isSafeInteger(id) && id > 0) prescriptionId = id;
+      } catch {
+        // not JSON: no prescription to name
       }
       out.push({
         id: letter.id,
@@ -121,6 +140,7 @@ export async function deadLetters(apiUrl: string): Promise<DeadLetterInfo[]> {
         ...(letter.event !== undefined ? { event: letter.event } : {}),
         ...(letter.patientExamId !== undefined ? { patientExamId: letter.patientExamId } : {}),
         ...(prescriptionId !== undefined ? { prescriptionId } : {}),
+        ...(rawBody !== undefined ? { rawBody } : {}),
       });
     }
     after = page.body.next;
@@ -195,10 +215,14 @@ export interface CallbackTotals {
   refusedAttempts: number;
   /** Attempts that failed otherwise (reset, timeout, non-200). */
   otherFailedAttempts: number;
+  /** Of those, answered 400 (a callback the API refused to read): must be none. */
+  answered400: number;
   /** Received by the journeys, by disposition. */
   recorded: Record<string, number>;
   /** Kept as dead letters because the journey had already finished (late copies). */
   deadLettered: number;
+  /** Dead letters by reason: only `journey_finished` may occur (no callback is dead-lettered for its layout). */
+  deadLettersByReason: Record<string, number>;
   /** Expected events (by scenario/outcome) of the completed journeys, and how many were applied exactly once. */
   expected: number;
   appliedExactlyOnce: number;
@@ -229,11 +253,34 @@ export function judge(input: {
     attempts: 0,
     refusedAttempts: 0,
     otherFailedAttempts: 0,
+    answered400: 0,
     recorded: {},
     deadLettered: 0,
+    deadLettersByReason: {},
     expected: 0,
     appliedExactlyOnce: 0,
   };
+
+  // Callbacks are keyed by the sandbox's own ids, whatever their layout carried: a delivery by what the sandbox says
+  // it is about, a journey's event 3 by the tracking number it carried, a dead letter by the body it kept.
+  const shipped = new Map<string, { patientExamId: number; prescriptionId: number }>();
+  for (const pe of input.exams) {
+    for (const p of pe.prescriptions) {
+      if (p.tracking_number)
+        shipped.set(p.tracking_number, { patientExamId: pe.patient_exam_id, prescriptionId: p.prescription_id });
+    }
+  }
+  const keyOfDelivery = (d: SandboxDelivery) => callbackKey(d.patient_exam_id, d.event, d.prescription_id);
+  const keyOfBody = new Map(input.deliveries.map((d) => [JSON.stringify(d.payload), keyOfDelivery(d)]));
+  const keyOfEvent = (e: ReceivedEvent) => {
+    const owner = e.event === 3 && e.trackingNumber !== undefined ? shipped.get(e.trackingNumber) : undefined;
+    return owner
+      ? callbackKey(owner.patientExamId, 3, owner.prescriptionId)
+      : callbackKey(e.patientExamId, e.event, e.prescriptionId);
+  };
+  const keyOfLetter = (l: DeadLetterInfo) =>
+    (l.rawBody === undefined ? undefined : keyOfBody.get(l.rawBody)) ??
+    callbackKey(l.patientExamId ?? null, l.event ?? 0, l.prescriptionId);
 
   // Per journey and key: what the sandbox delivered (200), what may have reached the API, what the journey recorded.
   const delivered = new Map<string, Map<string, number>>();
@@ -249,10 +296,16 @@ export function judge(input: {
       problems.push(`sandbox delivery ${d.delivery_id} went to ${d.receiver}, not a journey's webhook`);
       continue;
     }
-    const key = callbackKey(d.patient_exam_id, d.event, d.payload.prescription_id as number | undefined);
+    const key = keyOfDelivery(d);
     totals.attempts += d.attempts.length;
     for (const a of d.attempts) {
       if (a.status === 200) continue;
+      if (a.status === 400) {
+        totals.answered400++;
+        problems.push(
+          `journey ${journeyId}: callback ${key} (delivery ${d.delivery_id}, layout ${d.layout ?? 'interface'}) answered 400`,
+        );
+      }
       if (a.status === null && /ECONNREFUSED/.test(a.error ?? '')) totals.refusedAttempts++;
       else totals.otherFailedAttempts++;
       // Anything but a refused connection may have reached the API before it failed.
@@ -275,6 +328,7 @@ export function judge(input: {
       problems.push(`dead letter ${letter.id} (${letter.reason}) for journey ${letter.journeyId}`);
     }
     totals.deadLettered++;
+    totals.deadLettersByReason[letter.reason] = (totals.deadLettersByReason[letter.reason] ?? 0) + 1;
     lettersByJourney.set(letter.journeyId, [...(lettersByJourney.get(letter.journeyId) ?? []), letter]);
   }
 
@@ -316,12 +370,19 @@ export function judge(input: {
     // Recorded by the journey (any disposition) or kept as a dead letter after it finished, per key.
     const recorded = new Map<string, number>();
     for (const e of snap.events) {
-      const key = callbackKey(e.patientExamId, e.event, e.prescriptionId);
+      const key = keyOfEvent(e);
       recorded.set(key, (recorded.get(key) ?? 0) + 1);
+      // The journey's own account of a shipment must name the prescription the sandbox shipped it for.
+      const owner = e.event === 3 && e.trackingNumber !== undefined ? shipped.get(e.trackingNumber) : undefined;
+      if (owner && e.prescriptionId !== undefined && e.prescriptionId !== owner.prescriptionId) {
+        problems.push(
+          `${label}: event 3 ${e.disposition} against prescription ${e.prescriptionId}, the sandbox shipped it for ${owner.prescriptionId}`,
+        );
+      }
     }
     const letters = lettersByJourney.get(j.journeyId) ?? [];
     for (const l of letters) {
-      const key = callbackKey(l.patientExamId ?? 0, l.event ?? 0, l.prescriptionId);
+      const key = keyOfLetter(l);
       recorded.set(key, (recorded.get(key) ?? 0) + 1);
     }
     // No callback lost: each 200 the sandbox got is in the journey or a dead letter; and nothing from nowhere.
@@ -355,7 +416,15 @@ export function judge(input: {
       if (exam.status !== expected.status) problems.push(`${label}: exam ${exam.status}, expected ${expected.status}`);
       const pe = exam.patientExamId;
       const expectedKeys = [callbackKey(pe, 1)];
-      if (expected.event2) expectedKeys.push(callbackKey(pe, 2));
+      // Event 2 once, or once per drug when the sandbox sent it so (the flat layout).
+      const perDrug = input.deliveries.some(
+        (d) => d.patient_exam_id === pe && d.event === 2 && d.prescription_id !== undefined,
+      );
+      if (expected.event2 && perDrug) {
+        for (const p of sandboxExam.prescriptions) expectedKeys.push(callbackKey(pe, 2, p.prescription_id));
+      } else if (expected.event2) {
+        expectedKeys.push(callbackKey(pe, 2));
+      }
       if (sandboxExam.prescriptions.length !== expected.prescriptions) {
         problems.push(
           `${label}: ${sandboxExam.prescriptions.length} prescriptions at the sandbox, expected ${expected.prescriptions}`,
@@ -370,16 +439,22 @@ export function judge(input: {
         for (const p of sandboxExam.prescriptions) expectedKeys.push(callbackKey(pe, 3, p.prescription_id));
         if (exam.prescriptions.some((p) => p.tracking === null))
           problems.push(`${label}: a prescription has no tracking`);
+        for (const p of sandboxExam.prescriptions) {
+          const got = exam.prescriptions.find((x) => x.prescriptionId === p.prescription_id)?.tracking?.trackingNumber;
+          if (got !== undefined && got !== p.tracking_number) {
+            problems.push(
+              `${label}: prescription ${p.prescription_id} has tracking ${got}, the sandbox shipped ${p.tracking_number}`,
+            );
+          }
+        }
       }
       const applied = new Map<string, number>();
       for (const e of snap.events) {
         if (e.disposition === 'applied') {
-          const key = callbackKey(e.patientExamId, e.event, e.prescriptionId);
+          const key = keyOfEvent(e);
           applied.set(key, (applied.get(key) ?? 0) + 1);
         } else if (e.disposition !== 'duplicate') {
-          problems.push(
-            `${label}: event ${e.event} of ${e.patientExamId} left ${e.disposition}${e.note ? ` (${e.note})` : ''}`,
-          );
+          problems.push(`${label}: event ${keyOfEvent(e)} left ${e.disposition}${e.note ? ` (${e.note})` : ''}`);
         }
       }
       totals.expected += expectedKeys.length;
@@ -393,7 +468,7 @@ export function judge(input: {
         if (!expectedKeys.includes(key)) problems.push(`${label}: unexpected event ${key} applied`);
       }
       for (const l of letters) {
-        const key = callbackKey(l.patientExamId ?? 0, l.event ?? 0, l.prescriptionId);
+        const key = keyOfLetter(l);
         if (!applied.has(key)) problems.push(`${label}: dead letter ${l.id} (${key}) was never applied to the journey`);
       }
     } else if (snap.stage === 'abandoned') {
