@@ -94,7 +94,8 @@ describe('patient journey on the dev server with the sandbox', () => {
     await env?.teardown();
   });
 
-  async function runJourney(name: ScenarioName, outcome?: string) {
+  /** Runs a journey to its end; `fixture` names its recorded history (RECORD_HISTORIES), null records none. */
+  async function runJourney(name: ScenarioName, outcome?: string, fixture?: string | null) {
     const journeyId = `it-${name}-${randomUUID().slice(0, 8)}`;
     const input = journeyInput(journeyId, name, outcome);
     input.attachments = await requiredAttachments(attachments, input.exams);
@@ -105,12 +106,10 @@ describe('patient journey on the dev server with the sandbox', () => {
     });
     const result = await handle.result();
     const snapshot = await handle.query(snapshotQuery);
-    if (process.env.RECORD_HISTORIES) {
+    if (process.env.RECORD_HISTORIES && fixture !== null) {
       const history = await handle.fetchHistory();
-      writeFileSync(
-        path.join(HISTORIES, `${name}${outcome ? `-${outcome.toLowerCase().replace(/\W+/g, '-')}` : ''}.json`),
-        historyToJSON(history),
-      );
+      const file = fixture ?? `${name}${outcome ? `-${outcome.toLowerCase().replace(/\W+/g, '-')}` : ''}`;
+      writeFileSync(path.join(HISTORIES, `${file}.json`), historyToJSON(history));
     }
     return { journeyId, result, snapshot, handle };
   }
@@ -166,7 +165,7 @@ describe('patient journey on the dev server with the sandbox', () => {
 
     it('completes a journey of every scenario, every callback applied', async () => {
       const names: ScenarioName[] = ['gfe', 'partner_pharmacy', 'urgent_care', 'custom_pharmacy'];
-      const runs = await Promise.all(names.map((name) => runJourney(name)));
+      const runs = await Promise.all(names.map((name) => runJourney(name, undefined, null)));
       for (const { result, snapshot } of runs) {
         expect(result.stage).toBe('completed');
         expect(result.exams.every((e) => e.status === 'Approved')).toBe(true);
@@ -178,6 +177,36 @@ describe('patient journey on the dev server with the sandbox', () => {
       const partner = runs[1]!.result.exams[0]!;
       expect(partner.prescriptions.length).toBeGreaterThan(0);
       expect(partner.prescriptions.every((rx) => rx.tracking?.trackingNumber)).toBe(true);
+    });
+  });
+
+  // The sandbox's delivery faults on top: each callback twice, and an exam's events held back and sent newest first
+  // (event 3 of the last drug, of the first, event 2, event 1), so callbacks without ids arrive before what they need.
+  describe.each(ALTERNATIVE_LAYOUTS)('when the sandbox sends the %s layout twice each, newest first', (layout) => {
+    beforeAll(() => sandbox.setFaults({ callbackLayout: layout, duplicateCallbacks: 2, outOfOrderCallbacks: true }));
+    afterAll(() => sandbox.setFaults({}));
+
+    it('completes a journey of every scenario, each shipment on its own prescription, nothing held', async () => {
+      const names: ScenarioName[] = ['gfe', 'partner_pharmacy', 'urgent_care', 'custom_pharmacy'];
+      // Histories of the journeys in every alternative layout at once are kept for the replay test.
+      const runs = await Promise.all(
+        names.map((name) => runJourney(name, undefined, layout === 'all-alternatives' ? `${name}-${layout}` : null)),
+      );
+      for (const { result, snapshot } of runs) {
+        expect(result.stage).toBe('completed');
+        expect(result.attention).toEqual([]);
+        expect(snapshot.events.filter((e) => !['applied', 'duplicate'].includes(e.disposition))).toEqual([]);
+        const exam = result.exams[0]!;
+        const atSandbox = sandbox.store.patientExam(exam.patientExamId)!.prescriptions;
+        expect(exam.prescriptions.map((rx) => rx.prescriptionId).sort()).toEqual(
+          atSandbox.map((rx) => rx.prescription_id).sort(),
+        );
+        if (result.scenario !== 'partner_pharmacy') continue;
+        for (const rx of atSandbox) {
+          const got = exam.prescriptions.find((x) => x.prescriptionId === rx.prescription_id);
+          expect([rx.prescription_id, got?.tracking?.trackingNumber]).toEqual([rx.prescription_id, rx.tracking_number]);
+        }
+      }
     });
   });
 
