@@ -134,6 +134,18 @@ export const JourneyState = z
     deadlines: z.array(z.looseObject({ at: z.string(), action: z.string() })).optional(),
     attention: z.array(z.looseObject({ code: z.string(), message: z.string() })).optional(),
     lastError: z.looseObject({ kind: z.string(), operation: z.string(), message: z.string() }).nullable().optional(),
+    actions: z
+      .array(
+        z.looseObject({
+          at: z.string().describe('When it was done'),
+          action: z.enum(['retry', 'abandon', 'cancel', 'resend']),
+          actor: z.string().describe("The operator's name or ticket; `clinic` for the clinic API's own calls"),
+          note: z.string().optional().describe('Why, in the actor’s words'),
+          detail: z.string().describe('What it acted on: the attention settled, the patient exams cancelled or resent'),
+        }),
+      )
+      .optional()
+      .describe('Every action taken on the journey from outside, in order'),
   })
   .meta({ id: 'JourneyState' });
 

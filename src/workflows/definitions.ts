@@ -34,7 +34,7 @@ export interface CallbackSignal {
 export const callbackReceived = defineSignal<[CallbackSignal]>('callbackReceived');
 export const snapshotQuery = defineQuery<JourneySnapshot>('snapshot');
 
-export interface CancelRequest {
+export interface CancelRequest extends OperatorRequest {
   /** Cancel only this patient exam; every cancellable one when absent. */
   patientExamId?: number;
   reason?: string;
@@ -43,7 +43,7 @@ export interface CancelResult {
   cancelled: number[];
   alreadyFinal: { patientExamId: number; status: string }[];
 }
-export interface ResendRequest {
+export interface ResendRequest extends OperatorRequest {
   patientExamId?: number;
 }
 export interface ResendResult {

@@ -201,6 +201,18 @@ export function isUnread(cb: JourneyCallback | UnreadCallback): cb is UnreadCall
   return (cb as { unread?: unknown }).unread === true;
 }
 
+/** An action taken on the journey from outside (an operator, or the clinic through its API): who, when, what, why. */
+export interface OperatorAction {
+  at: string;
+  action: 'retry' | 'abandon' | 'cancel' | 'resend';
+  /** An operator's name or ticket, or `clinic` for the clinic API's own calls; never patient data. */
+  actor: string;
+  /** Why, in the actor's words (no patient data). */
+  note?: string;
+  /** What the action acted on: the attention it settled, the patient exams it cancelled or resent. */
+  detail: string;
+}
+
 export interface JourneyState {
   journeyId: string;
   clinicId: string;
@@ -222,6 +234,8 @@ export interface JourneyState {
   attention: Attention[];
   outcome: 'cancelled' | 'abandoned' | 'failed' | null;
   lastError: ErrorFacts | null;
+  /** Every action taken on the journey from outside, in order. */
+  actions: OperatorAction[];
   /**
    * How callbacks lacking ids are resolved. 1: as journeys started before rule 2 (their histories replay with it).
    * 2: an event 3 is paired with its prescription by rx number first, and an exam whose drugs come one per event 2
@@ -261,7 +275,8 @@ export type JourneyEvent =
   | { type: 'error_recorded'; at: string; error: ErrorFacts }
   | { type: 'journey_failed'; at: string; error: ErrorFacts }
   | { type: 'journey_cancelled'; at: string }
-  | { type: 'journey_abandoned'; at: string };
+  | { type: 'journey_abandoned'; at: string }
+  | { type: 'action_recorded'; at: string; action: OperatorAction };
 
 const FINAL_VERDICTS: readonly ExamStatus[] = ['Approved', 'Rejected', 'Deferred to Medical Director', 'NA', 'Missed'];
 const VERDICTS: readonly string[] = FINAL_VERDICTS;
@@ -287,6 +302,7 @@ export function initialState(input: JourneyInput, at: string, callbackRules: 1 |
     attention: [],
     outcome: null,
     lastError: null,
+    actions: [],
     callbackRules,
     version: 0,
   };
@@ -835,6 +851,8 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
       return { ...state, outcome: 'cancelled', attention: [] };
     case 'journey_abandoned':
       return { ...state, outcome: 'abandoned', attention: [] };
+    case 'action_recorded':
+      return { ...state, actions: [...state.actions, ev.action] };
   }
 }
 
@@ -1021,6 +1039,7 @@ export interface JourneySnapshot {
   events: ReceivedEvent[];
   attention: Attention[];
   lastError: ErrorFacts | null;
+  actions: OperatorAction[];
 }
 
 export function snapshot(state: JourneyState): JourneySnapshot {
@@ -1070,6 +1089,7 @@ export function snapshot(state: JourneyState): JourneySnapshot {
     events: state.received,
     attention: state.attention,
     lastError: state.lastError,
+    actions: state.actions,
   };
 }
 

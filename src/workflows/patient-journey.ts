@@ -29,6 +29,7 @@ import {
   type AddAttachmentRequest,
   type CancelRequest,
   type CancelResult,
+  type OperatorRequest,
   type ResendRequest,
   type SubmitAnswersRequest,
 } from './definitions';
@@ -52,6 +53,7 @@ import {
   type JourneyEvent,
   type JourneyState,
   type JourneySummary,
+  type OperatorAction,
 } from './journey-state';
 
 // Retry what was not sent and what the server failed on; everything else is decided by the workflow.
@@ -222,12 +224,30 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
 
   const reinvitePending = () => state.exams.some((e) => examPhase(state, e) === 'awaiting_reinvite');
 
+  /** Records an action taken from outside: who (an operator, or the clinic when no actor is named), what, why. */
+  const recordAction = (
+    action: OperatorAction['action'],
+    req: OperatorRequest,
+    detail: string,
+    defaultActor: string,
+  ) => {
+    const actor = req.actor?.trim() || defaultActor;
+    const note = req.note?.trim();
+    dispatch({
+      type: 'action_recorded',
+      at: nowIso(),
+      action: { at: nowIso(), action, actor, ...(note ? { note } : {}), detail },
+    });
+  };
+  const ids = (xs: number[]) => (xs.length > 0 ? xs.join(', ') : 'none');
+
   setHandler(
     cancelUpdate,
     async (req): Promise<CancelResult> => {
       await condition(() => !state.inviteInFlight);
       if (state.meetings.length === 0) {
         // Nothing was invited (or the invite is in doubt and parked): the journey just ends.
+        recordAction('cancel', req, 'ended the journey before any invite was created', 'clinic');
         dispatch({ type: 'journey_cancelled', at: nowIso() });
         return { cancelled: [], alreadyFinal: [] };
       }
@@ -251,6 +271,12 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       if (result.cancelled.length > 0 && state.attention.length > 0 && state.attention.every(settled)) {
         dispatch({ type: 'attention_resolved', at: nowIso() });
       }
+      recordAction(
+        'cancel',
+        { ...req, note: req.note ?? req.reason },
+        `cancelled patient exams: ${ids(result.cancelled)}; already final: ${ids(result.alreadyFinal.map((f) => f.patientExamId))}`,
+        'clinic',
+      );
       // No invite is out but a re-invite is due (after Missed/NA): ending the journey is what stops it.
       if (req.patientExamId === undefined && reinvitePending()) dispatch({ type: 'journey_cancelled', at: nowIso() });
       return result;
@@ -287,6 +313,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
           ...(meetingUuid ? { meetingUuid } : {}),
         });
       }
+      recordAction('resend', req, `resent the invite of patient exams: ${ids(targets)}`, 'clinic');
       return { resent: targets };
     },
     {
@@ -340,6 +367,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     retryUpdate,
     (req) => {
       log.info('operator retry', { actor: req.actor ?? 'unknown' });
+      recordAction('retry', req, `retried: ${state.attention.map((a) => a.code).join(', ')}`, 'operator');
       dispatch({ type: 'attention_resolved', at: nowIso() });
       return { stage: stageOf(state) };
     },
@@ -349,6 +377,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     abandonUpdate,
     (req) => {
       log.info('operator abandon', { actor: req.actor ?? 'unknown' });
+      recordAction('abandon', req, `abandoned while: ${state.attention.map((a) => a.code).join(', ')}`, 'operator');
       dispatch({ type: 'journey_abandoned', at: nowIso() });
       return { stage: stageOf(state) };
     },

@@ -249,10 +249,15 @@ describe('incident operations in bulk', () => {
       );
       const abandon = await post(`/admin/journeys/${parked}/abandon`, { ...body, operationId: 'op-2' });
       expect(abandon.json()).toMatchObject({ outcome: 'done', result: { stage: 'abandoned' } });
-      await eventually(
+      const ended = await eventually(
         () => journeyOf(parked!),
         (j) => j.workflowStatus === 'COMPLETED',
       );
+      // Both actions are in the journey: who, when, what, why (the retried request once).
+      expect(ended.journey.actions).toEqual([
+        expect.objectContaining({ action: 'retry', actor: 'oncall-test', note: 'INC-1 retry after outage' }),
+        expect.objectContaining({ action: 'abandon', actor: 'oncall-test', note: 'INC-1 retry after outage' }),
+      ]);
       // The journey has ended: the same operation still gets its answer, another one the journey's refusal.
       const retriedAbandon = await post(`/admin/journeys/${parked}/abandon`, { ...body, operationId: 'op-2' });
       expect(retriedAbandon.json()).toMatchObject({ outcome: 'done', result: { stage: 'abandoned' } });

@@ -55,6 +55,15 @@ describe('cancel', () => {
       const result = await j.handle.result();
       expect(result.stage).toBe('cancelled');
       expect(result.exams).toEqual([expect.objectContaining({ patientExamId: id, status: 'cancelled' })]);
+      // The clinic's cancel is recorded with its reason (the clinic API names no actor).
+      expect(result.actions).toEqual([
+        expect.objectContaining({
+          action: 'cancel',
+          actor: 'clinic',
+          note: 'patient called',
+          detail: `cancelled patient exams: ${id}; already final: none`,
+        }),
+      ]);
       expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
       expect(j.fake.exams.get(id)!.state).toBe('cancelled');
       expect(j.fake.count('exam_invite')).toBe(1);

@@ -62,12 +62,22 @@ describe('an invite that may or may not have been created', () => {
     const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
     await withJourney(h, { fake }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
-      await expect(j.handle.executeUpdate(abandonUpdate, { args: [{ actor: 'ops-2' }] })).resolves.toEqual({
-        stage: 'abandoned',
-      });
+      await expect(
+        j.handle.executeUpdate(abandonUpdate, { args: [{ actor: 'ops-2', note: 'INC-42: service outage' }] }),
+      ).resolves.toEqual({ stage: 'abandoned' });
       const result = await j.handle.result();
       expect(result.stage).toBe('abandoned');
       expect(result.attention).toEqual([]);
+      // Who, when, what and why, in the journey.
+      expect(result.actions).toEqual([
+        {
+          at: expect.any(String),
+          action: 'abandon',
+          actor: 'ops-2',
+          note: 'INC-42: service outage',
+          detail: 'abandoned while: invite_ambiguous',
+        },
+      ]);
       expect(j.fake.count('exam_invite')).toBe(1);
       expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'abandoned', NeedsAttention: false });
     });
@@ -81,6 +91,9 @@ describe('an invite that may or may not have been created', () => {
       const s = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
       expect(j.fake.count('exam_invite')).toBe(2);
       expect(s.attention).toEqual([]);
+      expect(s.actions).toEqual([
+        expect.objectContaining({ action: 'retry', actor: 'ops-2', detail: expect.stringMatching(/^retried: \w+/) }),
+      ]);
 
       await j.consultation(s.exams[0]!.patientExamId, 'Approved');
       expect((await j.handle.result()).stage).toBe('completed');

@@ -41,10 +41,25 @@ describe('while the patient has not been seen', () => {
       const s = await j.waitFor('invited', (x) => x.stage === 'awaiting_consultation');
       const [a, b] = s.exams.map((e) => e.patientExamId) as [number, number];
       await expect(j.handle.executeUpdate(resendUpdate, { args: [{}] })).resolves.toEqual({ resent: [a] });
-      await expect(j.handle.executeUpdate(resendUpdate, { args: [{ patientExamId: b }] })).resolves.toEqual({
-        resent: [b],
-      });
+      await expect(
+        j.handle.executeUpdate(resendUpdate, { args: [{ patientExamId: b, actor: 'ops-5', note: 'patient asked' }] }),
+      ).resolves.toEqual({ resent: [b] });
       expect(j.fake.patientExamIdsOf('exam_invite_resend')).toEqual([a, b]);
+      expect((await j.snapshot()).actions).toEqual([
+        {
+          at: expect.any(String),
+          action: 'resend',
+          actor: 'clinic',
+          detail: `resent the invite of patient exams: ${a}`,
+        },
+        {
+          at: expect.any(String),
+          action: 'resend',
+          actor: 'ops-5',
+          note: 'patient asked',
+          detail: `resent the invite of patient exams: ${b}`,
+        },
+      ]);
     });
   });
 
