@@ -62,7 +62,7 @@ export function toInviteInput(input: JourneyInput, examIds: number[], webhookUrl
     dob: p.dob,
     phone_number: p.phoneNumber,
     // Checked again by the client's schema before anything is sent.
-    tele_state: p.teleState as ExamInviteInput['tele_state'],
+    tele_state: p.teleState,
     webhook_url: webhookUrl,
     ...(p.gender !== undefined ? { gender: p.gender } : {}),
     ...(p.dmvLicenseNumber ? { dmv_license_number: p.dmvLicenseNumber } : {}),
@@ -76,7 +76,7 @@ export function toInviteInput(input: JourneyInput, examIds: number[], webhookUrl
           address_line_1: home.line1,
           ...(home.line2 ? { address_line_2: home.line2 } : {}),
           city: home.city,
-          state: home.state as ExamInviteInput['tele_state'],
+          state: home.state,
           zip_code: home.zipCode,
         }
       : p.teleState === 'TE'

@@ -77,6 +77,7 @@ export const JOURNEY_STAGES = [
   'inviting',
   'preparing',
   'awaiting_consultation',
+  'awaiting_final_verdict',
   'awaiting_reinvite',
   'awaiting_prescription',
   'awaiting_tracking',

@@ -155,13 +155,18 @@ export class ExamLifecycle {
 
   // ------------------------------------------------------------------------------------------------ transitions
 
-  /** pending -> Approved | Rejected | Deferred to Medical Director | NA, then event 1. */
+  /**
+   * pending -> Approved | Rejected | Deferred to Medical Director | NA, then event 1. A deferred exam gets its final
+   * verdict the same way (the medical director's): Approved, Rejected or NA, with event 1 again.
+   */
   async giveVerdict(
     record: PatientExamRecord,
     verdict: Verdict,
     options: { reason?: string; providerName?: string } = {},
   ): Promise<void> {
-    if (record.status !== 'pending') throw new LifecycleError(409, statusMessage(record.status));
+    const finalOfDeferred =
+      record.status === 'Deferred to Medical Director' && verdict !== 'Deferred to Medical Director';
+    if (record.status !== 'pending' && !finalOfDeferred) throw new LifecycleError(409, statusMessage(record.status));
     const meeting = this.deps.store.meetingOf(record);
     const clinic = this.deps.store.clinicById(record.clinic_id);
     record.status = verdict;

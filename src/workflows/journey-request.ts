@@ -136,6 +136,8 @@ export const JourneyTimings = z.strictObject({
   /** After Missed or NA: re-invite this many times (0: never) after the cool-down. */
   reinviteMaxAttempts: z.number().int().min(0).max(5),
   reinviteCoolDownMs: Duration,
+  /** Deferred to Medical Director: the final verdict expected within this; then the clinic is told, a person acts. */
+  finalVerdictDeadlineMs: Duration.optional(),
   /** Event 2 expected this long after approval; then overdue, waiting on to the hard limit. */
   prescriptionDeadlineMs: Duration,
   prescriptionHardLimitMs: Duration,
@@ -150,6 +152,7 @@ export const DEFAULT_TIMINGS: JourneyTimings = {
   consultationDeadlineMs: 7 * MS.day,
   reinviteMaxAttempts: 0,
   reinviteCoolDownMs: 30 * MS.minute,
+  finalVerdictDeadlineMs: 3 * MS.day,
   prescriptionDeadlineMs: 3 * MS.day,
   prescriptionHardLimitMs: 14 * MS.day,
   trackingDeadlineMs: 10 * MS.day,

@@ -11,6 +11,7 @@ export type JourneyStage =
   | 'inviting'
   | 'preparing'
   | 'awaiting_consultation'
+  | 'awaiting_final_verdict'
   | 'awaiting_reinvite'
   | 'awaiting_prescription'
   | 'awaiting_tracking'
@@ -119,7 +120,13 @@ export interface ErrorFacts {
 }
 
 export type AttentionCode =
-  'invite_ambiguous' | 'account_setup' | 'unauthorized' | 'service_unavailable' | 'verdict_lost' | 'callback_held';
+  | 'invite_ambiguous'
+  | 'account_setup'
+  | 'unauthorized'
+  | 'service_unavailable'
+  | 'verdict_lost'
+  | 'callback_held'
+  | 'final_verdict_overdue';
 
 export interface Attention {
   code: AttentionCode;
@@ -159,6 +166,8 @@ export interface PatientExamState {
   reinvitedAs: number | null;
   reinviteAttempt: number;
   cancelledAt: string | null;
+  /** Deferred to the medical director: the final verdict's wait runs from here (the deferral, or the last retry). */
+  finalVerdictWaitFrom?: string;
 }
 
 export interface MeetingState {
@@ -242,6 +251,11 @@ export interface JourneyState {
    * waits for the drug a shipment or an unknown prescription_id points to instead of ignoring or holding it.
    */
   callbackRules: 1 | 2;
+  /**
+   * Deferred to Medical Director is a wait for the final verdict, with its own deadline (false: final, as for
+   * journeys started before; their histories replay with it).
+   */
+  deferredWaits: boolean;
   /** Bumped by every event: the workflow waits for it to move. */
   version: number;
 }
@@ -281,7 +295,12 @@ export type JourneyEvent =
 const FINAL_VERDICTS: readonly ExamStatus[] = ['Approved', 'Rejected', 'Deferred to Medical Director', 'NA', 'Missed'];
 const VERDICTS: readonly string[] = FINAL_VERDICTS;
 
-export function initialState(input: JourneyInput, at: string, callbackRules: 1 | 2 = 2): JourneyState {
+export function initialState(
+  input: JourneyInput,
+  at: string,
+  callbackRules: 1 | 2 = 2,
+  deferredWaits = true,
+): JourneyState {
   return {
     journeyId: input.journeyId,
     clinicId: input.clinicId,
@@ -304,6 +323,7 @@ export function initialState(input: JourneyInput, at: string, callbackRules: 1 |
     lastError: null,
     actions: [],
     callbackRules,
+    deferredWaits,
     version: 0,
   };
 }
@@ -811,7 +831,9 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
     case 'answers_submitted':
       return updateExam(state, ev.patientExamId, (e) => ({ ...e, answersSubmitted: e.answersSubmitted + ev.count }));
     case 'callback':
-      return receiveCallback(state, { deliveryId: ev.deliveryId, at: ev.at, callback: ev.callback });
+      return settleFinalVerdictWaits(
+        receiveCallback(state, { deliveryId: ev.deliveryId, at: ev.at, callback: ev.callback }),
+      );
     case 'reminder_sent':
       return {
         ...state,
@@ -841,8 +863,17 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
       return updateExam(state, ev.patientExamId, (e) => ({ ...e, gaveUpWaiting: ev.what }));
     case 'attention_needed':
       return { ...state, attention: [...state.attention, { ...ev.attention, since: ev.at }] };
-    case 'attention_resolved':
-      return state.attention.length ? { ...state, attention: [] } : state;
+    case 'attention_resolved': {
+      if (!state.attention.length) return state;
+      // A retry of an overdue final verdict waits again, a whole deadline from now.
+      const waitAgain = new Set(
+        state.attention.filter((a) => a.code === 'final_verdict_overdue').map((a) => a.patientExamId),
+      );
+      const exams = waitAgain.size
+        ? state.exams.map((e) => (waitAgain.has(e.patientExamId) ? { ...e, finalVerdictWaitFrom: ev.at } : e))
+        : state.exams;
+      return { ...state, exams, attention: [] };
+    }
     case 'error_recorded':
       return { ...state, lastError: ev.error };
     case 'journey_failed':
@@ -856,13 +887,30 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
   }
 }
 
+/** A final verdict that came for a deferred exam settles the attention its overdue wait raised. */
+function settleFinalVerdictWaits(state: JourneyState): JourneyState {
+  const settled = (a: Attention) =>
+    a.code === 'final_verdict_overdue' &&
+    findExam(state, a.patientExamId ?? -1)?.status !== 'Deferred to Medical Director';
+  return state.attention.some(settled) ? { ...state, attention: state.attention.filter((a) => !settled(a)) } : state;
+}
+
+/** The final verdict's deadline when the journey's input has none (an API older than it started the journey). */
+export const FINAL_VERDICT_DEADLINE_DEFAULT_MS = 3 * 86_400_000;
+
 // ---- derived views ----------------------------------------------------------------------------------------------
 
 export type ExamPhase =
-  'awaiting_consultation' | 'awaiting_reinvite' | 'awaiting_prescription' | 'awaiting_tracking' | 'final';
+  | 'awaiting_consultation'
+  | 'awaiting_final_verdict'
+  | 'awaiting_reinvite'
+  | 'awaiting_prescription'
+  | 'awaiting_tracking'
+  | 'final';
 
 export function examPhase(state: JourneyState, e: PatientExamState): ExamPhase {
   if (e.status === 'pending') return 'awaiting_consultation';
+  if (e.status === 'Deferred to Medical Director' && state.deferredWaits) return 'awaiting_final_verdict';
   if ((e.status === 'Missed' || e.status === 'NA') && e.reinvitedAs === null && reinviteDue(state, e) !== null) {
     return 'awaiting_reinvite';
   }
@@ -892,6 +940,7 @@ function reinviteDue(state: JourneyState, e: PatientExamState): number | null {
 
 const PHASE_ORDER: ExamPhase[] = [
   'awaiting_consultation',
+  'awaiting_final_verdict',
   'awaiting_reinvite',
   'awaiting_prescription',
   'awaiting_tracking',
@@ -927,6 +976,7 @@ export type DueAction =
   | { type: 'reinvite'; patientExamId: number; examId: number }
   | { type: 'prescription_overdue'; patientExamId: number }
   | { type: 'tracking_overdue'; patientExamId: number }
+  | { type: 'final_verdict_overdue'; patientExamId: number }
   | { type: 'give_up'; patientExamId: number; what: 'prescription' | 'tracking' };
 
 interface Scheduled {
@@ -957,7 +1007,15 @@ export function schedule(state: JourneyState): Scheduled[] {
   }
   for (const e of state.exams) {
     const phase = examPhase(state, e);
-    if (phase === 'awaiting_reinvite') {
+    if (phase === 'awaiting_final_verdict') {
+      const from = e.finalVerdictWaitFrom ?? e.verdictAt;
+      if (from) {
+        out.push({
+          at: Date.parse(from) + (t.finalVerdictDeadlineMs ?? FINAL_VERDICT_DEADLINE_DEFAULT_MS),
+          action: { type: 'final_verdict_overdue', patientExamId: e.patientExamId },
+        });
+      }
+    } else if (phase === 'awaiting_reinvite') {
       out.push({
         at: reinviteDue(state, e)!,
         action: { type: 'reinvite', patientExamId: e.patientExamId, examId: e.examId },

@@ -50,6 +50,7 @@ import {
   type Attention,
   type DueAction,
   type ErrorFacts,
+  FINAL_VERDICT_DEADLINE_DEFAULT_MS,
   type JourneyEvent,
   type JourneyState,
   type JourneySummary,
@@ -138,12 +139,14 @@ const nowIso = () => new Date().toISOString();
 
 /** Callbacks lacking ids resolved by rx number and by drug (journey-state's `callbackRules` 2). */
 const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
+/** Deferred to Medical Director waits for the final verdict, with its own deadline (journey-state's `deferredWaits`). */
+const DEFERRED_WAITS = 'deferred-verdict-waits';
 /** Clinic notifications one after the other: each waits for the previous one's delivery or its final failure. */
 const NOTIFICATIONS_IN_SEQUENCE = 'notifications-in-sequence';
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
-  let state: JourneyState = initialState(input, nowIso(), patched(CALLBACK_RULES_2) ? 2 : 1);
+  let state: JourneyState = initialState(input, nowIso(), patched(CALLBACK_RULES_2) ? 2 : 1, patched(DEFERRED_WAITS));
   let publishedAttrs = '';
   let publishedDigest = '';
   let sequence = 0;
@@ -583,6 +586,26 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       case 'give_up':
         dispatch({ type: 'gave_up_waiting', at, patientExamId: action.patientExamId, what: action.what });
         return;
+      case 'final_verdict_overdue': {
+        // The clinic hears of it through the notification of the stage (needs_attention, with this attention).
+        const exam = findExam(state, action.patientExamId);
+        const hours = Math.round(
+          (input.timings.finalVerdictDeadlineMs ?? FINAL_VERDICT_DEADLINE_DEFAULT_MS) / 3_600_000,
+        );
+        dispatch({
+          type: 'attention_needed',
+          at,
+          attention: {
+            code: 'final_verdict_overdue',
+            message:
+              `patient exam ${action.patientExamId} was deferred to the medical director and no final verdict came ` +
+              `within ${hours} h; retry to wait another ${hours} h, or abandon (the exam stays on the journey)`,
+            patientExamId: action.patientExamId,
+            facts: { patientExamId: action.patientExamId, deferredAt: exam?.verdictAt ?? null },
+          },
+        });
+        return;
+      }
     }
   }
 

@@ -210,6 +210,42 @@ describe('patient journey on the dev server with the sandbox', () => {
     });
   });
 
+  it('waits on a deferral for the medical director, whose final verdict completes the journey', async () => {
+    // Outside test mode the sandbox's provider waits for its control surface.
+    const journeyId = `it-deferred-${randomUUID().slice(0, 8)}`;
+    const input = journeyInput(journeyId, 'gfe');
+    input.patient = { ...input.patient, teleState: 'CA' };
+    const handle = await env.client.workflow.start(patientJourney, {
+      taskQueue: TASK_QUEUE,
+      workflowId: journeyWorkflowId(journeyId),
+      args: [input],
+    });
+    const stageIs = async (stage: string) => {
+      const until = Date.now() + 20_000;
+      for (;;) {
+        const s = await handle.query(snapshotQuery);
+        if (s.stage === stage) return s;
+        if (Date.now() > until) throw new Error(`stage ${s.stage}, not ${stage}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const id = (await stageIs('awaiting_consultation')).exams[0]!.patientExamId;
+    const verdict = (status: string) =>
+      fetch(`${sandbox.baseUrl}/_sandbox/patient-exams/${id}/verdict`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ status }),
+      });
+    expect((await verdict('Deferred to Medical Director')).status).toBe(200);
+    const waiting = await stageIs('awaiting_final_verdict');
+    expect(waiting.exams[0]).toMatchObject({ status: 'Deferred to Medical Director', phase: 'awaiting_final_verdict' });
+    expect((await verdict('Approved')).status).toBe(200);
+    const result = await handle.result();
+    expect(result.stage).toBe('completed');
+    expect(result.exams[0]).toMatchObject({ status: 'Approved', verdictSource: 'callback' });
+    expect(received.filter((r) => r.journeyId === journeyId).map((r) => r.event)).toEqual([1, 1]);
+  });
+
   it('ends a rejected prescription journey on event 1', async () => {
     const { journeyId, result } = await runJourney('partner_pharmacy', 'Prescription Reject');
     expect(result.stage).toBe('completed');

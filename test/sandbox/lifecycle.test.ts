@@ -324,7 +324,15 @@ describe('state machine driven through the control surface', () => {
     expectEvent1(e1);
     expect(e1).toMatchObject({ exam_status: status, reason: 'Reviewed by the sandbox.' });
     expect(e1.provider_name).toBe(status === 'NA' ? null : 'Dr. Riley Sandbox, MD');
-    expect((await control(ids[0]!, 'verdict', { status: 'Approved' })).status).toBe(409);
+    if (status === 'Deferred to Medical Director') {
+      // The medical director's final verdict: event 1 again; after it, the verdict stands.
+      const final = await control(ids[0]!, 'verdict', { status: 'Approved' });
+      expect(final.status).toBe(200);
+      expect(final.body).toMatchObject({ status: 'Approved', events_emitted: [1, 1] });
+      expect(receiver.events(ids[0]).map((e) => e.exam_status)).toEqual([status, 'Approved']);
+      expect((await control(ids[0]!, 'verdict', { status: 'Deferred to Medical Director' })).status).toBe(409);
+    }
+    expect((await control(ids[0]!, 'verdict', { status: 'Rejected' })).status).toBe(409);
   });
 
   it('Approved prescription exam -> confirm (event 2, Pharmacy Confirmed) -> ship (event 3)', async () => {

@@ -251,15 +251,67 @@ describe('journey reducer: delivery quirks', () => {
     expect(after.exams).toEqual(s.exams);
   });
 
-  it('lets a deferred exam receive its final verdict', () => {
+  it('waits for the final verdict of a deferred exam, which then completes it', () => {
     let s = invited({ type: 'gfe' }, [GFE]);
     s = reduce(s, cb(ev1(100, 'Deferred to Medical Director')));
-    expect(stageOf(s)).toBe('completed');
-    s = reduce(s, cb(ev1(100, 'Approved')));
+    expect(stageOf(s)).toBe('awaiting_final_verdict');
+    s = reduce(s, cb(ev1(100, 'Approved'), 2 * HOUR));
     expect(s.exams[0]!.status).toBe('Approved');
+    expect(stageOf(s)).toBe('completed');
     s = reduce(s, cb(ev1(100, 'Rejected')));
     expect(s.exams[0]!.status).toBe('Approved');
     expect(s.received.at(-1)!.note).toBe('verdict already Approved');
+  });
+});
+
+describe('journey reducer: deferred to the medical director', () => {
+  const deferred = () => reduce(invited({ type: 'gfe' }, [GFE]), cb(ev1(100, 'Deferred to Medical Director')));
+  const overdue = (s: ReturnType<typeof deferred>, ms: number): ReturnType<typeof deferred> =>
+    reduce(s, {
+      type: 'attention_needed',
+      at: at(ms),
+      attention: { code: 'final_verdict_overdue', message: 'm', patientExamId: 100, facts: {} },
+    });
+
+  it('has its own deadline from the deferral; a retry waits a whole deadline again', () => {
+    let s = deferred();
+    expect(nextDeadline(s)).toBe(T0 + HOUR + 3 * DAY);
+    expect(dueActions(s, T0 + HOUR + 3 * DAY)).toEqual([{ type: 'final_verdict_overdue', patientExamId: 100 }]);
+    s = overdue(s, HOUR + 3 * DAY);
+    expect(stageOf(s)).toBe('needs_attention');
+    expect(nextDeadline(s)).toBeNull();
+    s = reduce(s, { type: 'attention_resolved', at: at(5 * DAY) });
+    expect(stageOf(s)).toBe('awaiting_final_verdict');
+    expect(nextDeadline(s)).toBe(T0 + 8 * DAY);
+  });
+
+  it('is settled by a final verdict that comes while it is parked; the deadline is configurable', () => {
+    let s = overdue(deferred(), HOUR + 3 * DAY);
+    s = reduce(s, cb(ev1(100, 'Rejected'), 4 * DAY));
+    expect(s.attention).toEqual([]);
+    expect(stageOf(s)).toBe('completed');
+    const quick = reduce(
+      invited({ type: 'gfe' }, [GFE], { ...DEFAULT_TIMINGS, finalVerdictDeadlineMs: 6 * HOUR }),
+      cb(ev1(100, 'Deferred to Medical Director')),
+    );
+    expect(nextDeadline(quick)).toBe(T0 + 7 * HOUR);
+  });
+
+  it('is final for journeys started before the wait existed (their histories replay so)', () => {
+    const old = initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), 2, false);
+    const s = run(old, [
+      { type: 'catalog_checked', at: at(), exams: [GFE] },
+      { type: 'invite_started', at: at() },
+      {
+        type: 'invite_created',
+        at: at(),
+        meetingUuid: 'm-1',
+        meetingUrl: 'https://x',
+        patientExams: [{ patientExamId: 100, examId: GFE.examId, examTitle: GFE.title }],
+      },
+      cb(ev1(100, 'Deferred to Medical Director')),
+    ]);
+    expect(stageOf(s)).toBe('completed');
   });
 });
 

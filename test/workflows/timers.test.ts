@@ -1,6 +1,6 @@
 // Every timer of the journey on the time-skipping server: reminders, the consultation deadline (expiry and the lost
 // verdict it uncovers), the re-invite after Missed/NA, and the prescription and tracking deadlines.
-import { retryUpdate } from '../../src/workflows/definitions';
+import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
 import { FakeExamService, GFE_EXAM, RX_EXAM, serviceError } from '../support/fake-exam-service';
 import {
   DAY,
@@ -286,6 +286,56 @@ describe('tracking deadline', () => {
       expect(result.stage).toBe('completed');
       expect(result.exams[0]).toMatchObject({ trackingOverdue: true, gaveUpWaiting: 'tracking' });
       expect(result.exams[0]!.prescriptions.map((rx) => rx.tracking?.trackingNumber ?? null)).toEqual(['1Z7001', null]);
+    });
+  });
+});
+
+describe('deferred to the medical director', () => {
+  it('waits for the final verdict; parks at its deadline; a retry waits again and the verdict completes it', async () => {
+    await withJourney(h, { input: journeyInput('gfe') }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.consultation(id, 'Deferred to Medical Director');
+      const waiting = await j.waitFor('awaiting the final verdict', (s) => s.stage === 'awaiting_final_verdict');
+      expect(waiting.deadlines).toEqual([
+        {
+          at: new Date(Date.parse(waiting.exams[0]!.verdictAt!) + 3 * DAY).toISOString(),
+          action: 'final_verdict_overdue',
+          patientExamId: id,
+        },
+      ]);
+      await waitForSearchAttributes(j.handle, 'awaiting_final_verdict');
+
+      await j.env.sleep(3 * DAY + HOUR);
+      const parked = await j.waitFor('parked', (s) => s.stage === 'needs_attention');
+      expect(parked.attention).toEqual([expect.objectContaining({ code: 'final_verdict_overdue', patientExamId: id })]);
+      expect(parked.exams[0]!.status).toBe('Deferred to Medical Director');
+
+      await j.handle.executeUpdate(retryUpdate, {
+        args: [{ actor: 'ops-7', note: 'MD review takes longer this week' }],
+      });
+      const again = await j.waitFor('waiting again', (s) => s.stage === 'awaiting_final_verdict');
+      expect(Date.parse(again.deadlines[0]!.at)).toBeGreaterThan(Date.parse(parked.attention[0]!.since) + 2 * DAY);
+
+      await j.consultation(id, 'Approved');
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams[0]!.status).toBe('Approved');
+    });
+  });
+
+  it('keeps the deferred exam on the journey when an operator abandons it', async () => {
+    await withJourney(h, { input: journeyInput('gfe') }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.consultation(id, 'Deferred to Medical Director');
+      await j.waitFor('awaiting the final verdict', (s) => s.stage === 'awaiting_final_verdict');
+      await j.env.sleep(3 * DAY + HOUR);
+      await j.waitFor('parked', (s) => s.stage === 'needs_attention');
+      await j.handle.executeUpdate(abandonUpdate, { args: [{ actor: 'ops-7', note: 'clinic will follow up' }] });
+      const result = await j.handle.result();
+      expect(result.stage).toBe('abandoned');
+      expect(result.exams).toEqual([
+        expect.objectContaining({ patientExamId: id, status: 'Deferred to Medical Director' }),
+      ]);
     });
   });
 });
