@@ -163,6 +163,27 @@ describe('the fault suite judge', () => {
     expect(r.callbacks.deadLettersByReason).toEqual({ journey_finished: 1 });
   });
 
+  it('counts a delivery once when the inbox forwarded it again after the journey ended (the same delivery id)', () => {
+    const snap = snapshot();
+    const first = snap.events.find((e) => e.event === 1)!;
+    const again = (id: string, deliveryId: string): DeadLetterInfo => ({
+      id,
+      journeyId: J,
+      reason: 'journey_finished',
+      event: 1,
+      patientExamId: PE,
+      deliveryId,
+      rawBody: JSON.stringify(bodies[0]!.payload),
+    });
+    const r = judged({ snap, deadLetters: [again('dl-1', first.deliveryId), again('dl-2', first.deliveryId)] });
+    expect(r.problems).toEqual([]);
+    expect(r.callbacks.deadLetteredAgain).toBe(2);
+    // Another delivery id is another delivery: more than reached the API.
+    expect(judged({ snap, deadLetters: [again('dl-3', 'api-unknown')] }).problems).toEqual([
+      `journey ${J} (partner_pharmacy, Prescription Approve): callback ${PE}:1 recorded 3x but at most 2 attempts reached the API`,
+    ]);
+  });
+
   it('still reports a lost callback', () => {
     const snap = snapshot({
       events: events().filter(

@@ -114,7 +114,7 @@ export function reportTable(r: SuiteReport): string {
     ['callback attempts answered 400 (a callback the API could not read)', String(cb.answered400)],
     [
       'kept as dead letters, by reason (only journey_finished, late copies, may occur)',
-      `${cb.deadLettered} (${list(cb.deadLettersByReason)})`,
+      `${cb.deadLettered} (${list(cb.deadLettersByReason)}); of them ${cb.deadLetteredAgain} a delivery the journey had already recorded (forwarded again by the API's inbox after a crash)`,
     ],
     ['expected events (by scenario/outcome) applied exactly once', `${cb.appliedExactlyOnce} of ${cb.expected}`],
     ['**Problems**', String(r.problems.length)],

@@ -283,6 +283,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
         recorded: {},
         deadLettered: 0,
         deadLettersByReason: {},
+        deadLetteredAgain: 0,
         expected: 0,
         appliedExactlyOnce: 0,
       },

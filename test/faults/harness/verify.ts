@@ -39,6 +39,8 @@ export interface DeadLetterInfo {
   event?: number;
   patientExamId?: number;
   prescriptionId?: number;
+  /** The API's id of the HTTP delivery, as it signalled it to the journey. */
+  deliveryId?: string;
   /** The callback's body as the API kept it: matched to the sandbox's delivery it came from. */
   rawBody?: string;
 }
@@ -140,6 +142,7 @@ export async function deadLetters(apiUrl: string): Promise<DeadLetterInfo[]> {
         ...(letter.event !== undefined ? { event: letter.event } : {}),
         ...(letter.patientExamId !== undefined ? { patientExamId: letter.patientExamId } : {}),
         ...(prescriptionId !== undefined ? { prescriptionId } : {}),
+        ...(letter.deliveryId !== undefined ? { deliveryId: letter.deliveryId } : {}),
         ...(rawBody !== undefined ? { rawBody } : {}),
       });
     }
@@ -223,6 +226,11 @@ export interface CallbackTotals {
   deadLettered: number;
   /** Dead letters by reason: only `journey_finished` may occur (no callback is dead-lettered for its layout). */
   deadLettersByReason: Record<string, number>;
+  /**
+   * Of the dead letters, those of a delivery the journey had recorded already, or dead-lettered already (the same
+   * delivery id): the API's inbox forwards at least once, and forwarded it again after a crash once the journey ended.
+   */
+  deadLetteredAgain: number;
   /** Expected events (by scenario/outcome) of the completed journeys, and how many were applied exactly once. */
   expected: number;
   appliedExactlyOnce: number;
@@ -257,6 +265,7 @@ export function judge(input: {
     recorded: {},
     deadLettered: 0,
     deadLettersByReason: {},
+    deadLetteredAgain: 0,
     expected: 0,
     appliedExactlyOnce: 0,
   };
@@ -380,8 +389,15 @@ export function judge(input: {
         );
       }
     }
+    // A delivery is counted once, however often the inbox forwarded it: recorded, then dead-lettered on a later try.
+    const deliveryIds = new Set(snap.events.map((e) => e.deliveryId));
     const letters = lettersByJourney.get(j.journeyId) ?? [];
     for (const l of letters) {
+      if (l.deliveryId !== undefined && deliveryIds.has(l.deliveryId)) {
+        totals.deadLetteredAgain++;
+        continue;
+      }
+      if (l.deliveryId !== undefined) deliveryIds.add(l.deliveryId);
       const key = keyOfLetter(l);
       recorded.set(key, (recorded.get(key) ?? 0) + 1);
     }
