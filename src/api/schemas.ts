@@ -147,6 +147,17 @@ export const JourneyState = z
       )
       .optional()
       .describe('Every action taken on the journey from outside, in order'),
+    resolvedAttention: z
+      .array(
+        z.looseObject({
+          code: z.string(),
+          since: z.string(),
+          resolvedAt: z.string(),
+          why: z.string().describe('What settled it, e.g. a callback that proved an invite in doubt was created'),
+        }),
+      )
+      .optional()
+      .describe('Attention settled by evidence rather than by an operator'),
   })
   .meta({ id: 'JourneyState' });
 

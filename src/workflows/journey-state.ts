@@ -171,12 +171,24 @@ export interface PatientExamState {
 }
 
 export interface MeetingState {
+  /** Empty for a meeting known only from evidence (a callback for an invite whose creation was in doubt). */
   meetingUuid: string;
   meetingUrl: string;
   createdAt: string;
   patientExamIds: number[];
   remindersSent: number;
   expiryHandled: boolean;
+  /** Known from evidence: the exams the invite in doubt asked for (their patient exams adopted as callbacks name them). */
+  evidenceOf?: number[];
+}
+
+/** An attention that ended without an operator: what settled it. */
+export interface ResolvedAttention {
+  code: AttentionCode;
+  since: string;
+  resolvedAt: string;
+  why: string;
+  patientExamId?: number;
 }
 
 /** `held`: recorded for a person (the reason is in `note` and in the journey's attention), not applied. */
@@ -256,6 +268,16 @@ export interface JourneyState {
    * journeys started before; their histories replay with it).
    */
   deferredWaits: boolean;
+  /**
+   * A callback on the journey's own URL naming a patient exam it does not know, while its invite is in doubt, proves
+   * the invite was created: the patient exam is adopted, the attention settled, the invite never sent again (false:
+   * such callbacks are foreign, as for journeys started before; their histories replay with it).
+   */
+  adoptsEvidence: boolean;
+  /** The exams of the last invite attempt that ended in doubt (ambiguous), until evidence or a new attempt. */
+  ambiguousInvite: number[] | null;
+  /** Attention settled by evidence rather than by an operator. */
+  resolvedAttention: ResolvedAttention[];
   /** Bumped by every event: the workflow waits for it to move. */
   version: number;
 }
@@ -271,7 +293,7 @@ export type JourneyEvent =
       patientExams: { patientExamId: number; examId: number; examTitle: string }[];
       reinviteOf?: number;
     }
-  | { type: 'invite_not_created'; at: string }
+  | { type: 'invite_not_created'; at: string; ambiguousExams?: number[] }
   | { type: 'preparation_started'; at: string }
   | { type: 'preparation_finished'; at: string }
   | { type: 'attachment_uploaded'; at: string; patientExamId: number; kind: string }
@@ -300,6 +322,7 @@ export function initialState(
   at: string,
   callbackRules: 1 | 2 = 2,
   deferredWaits = true,
+  adoptsEvidence = true,
 ): JourneyState {
   return {
     journeyId: input.journeyId,
@@ -324,6 +347,9 @@ export function initialState(
     actions: [],
     callbackRules,
     deferredWaits,
+    adoptsEvidence,
+    ambiguousInvite: null,
+    resolvedAttention: [],
     version: 0,
   };
 }
@@ -701,6 +727,121 @@ function namesUnknownExam(state: JourneyState, cb: JourneyCallback): boolean {
   return cb.patientExamId !== undefined && !findExam(state, cb.patientExamId);
 }
 
+/** A patient exam the service created, waiting for its consultation. */
+function newExam(
+  state: JourneyState,
+  pe: { patientExamId: number; examId: number; examTitle: string },
+  meetingUuid: string,
+  replaced?: PatientExamState,
+): PatientExamState {
+  const rxType = state.catalog?.find((c) => c.examId === pe.examId)?.rxType ?? 1;
+  return {
+    patientExamId: pe.patientExamId,
+    examId: pe.examId,
+    examTitle: pe.examTitle,
+    rxType,
+    fulfilment: fulfilmentOf(state.scenario, rxType),
+    meetingUuid,
+    status: 'pending',
+    rxStatus: null,
+    verdictAt: null,
+    verdictSource: null,
+    examUrl: null,
+    reason: null,
+    providerName: null,
+    prescriptionConfirmedAt: null,
+    prescriptions: [],
+    prescriptionOverdue: false,
+    trackingOverdue: false,
+    gaveUpWaiting: null,
+    attachmentsUploaded: [],
+    answersSubmitted: 0,
+    reinviteOf: replaced?.patientExamId ?? null,
+    reinvitedAs: null,
+    reinviteAttempt: replaced ? replaced.reinviteAttempt + 1 : 0,
+    cancelledAt: null,
+  };
+}
+
+/**
+ * The exams a callback naming an unknown patient exam may prove created: those of the invite in doubt, or those of a
+ * meeting known from evidence that still lack their patient exam. Undefined when the callback proves nothing.
+ */
+function evidenceFor(
+  state: JourneyState,
+  cb: JourneyCallback,
+): { examIds: number[]; meeting?: MeetingState } | undefined {
+  if (!state.adoptsEvidence || !namesUnknownExam(state, cb)) return undefined;
+  if (state.ambiguousInvite) return { examIds: state.ambiguousInvite };
+  for (const m of state.meetings) {
+    if (!m.evidenceOf) continue;
+    const have = new Set(m.patientExamIds.map((id) => findExam(state, id)?.examId));
+    const missing = m.evidenceOf.filter((id) => !have.has(id));
+    if (missing.length > 0) return { examIds: missing, meeting: m };
+  }
+  return undefined;
+}
+
+/**
+ * Adopts the patient exam a callback names: the invite in doubt was created (the journey's URL went to the service in
+ * that invite only). Its exam is the one the callback names, or the only one the invite asked for; otherwise the
+ * callback is for a person. The attention the doubt raised is settled, with why.
+ */
+function adopt(state: JourneyState, cb: JourneyCallback, at: string): { state: JourneyState } | { why: string } {
+  const evidence = evidenceFor(state, cb)!;
+  const named = cb.event === 3 ? undefined : cb.examId;
+  const examId =
+    named !== undefined && evidence.examIds.includes(named)
+      ? named
+      : evidence.examIds.length === 1 && (named === undefined || !state.examIds.includes(named))
+        ? evidence.examIds[0]
+        : undefined;
+  if (examId === undefined) {
+    return {
+      why: `proves the invite in doubt was created, but not which of its exams (${evidence.examIds.join(', ')}) patient exam ${cb.patientExamId} is`,
+    };
+  }
+  const title = state.catalog?.find((c) => c.examId === examId)?.title ?? `exam ${examId}`;
+  const exam = newExam(state, { patientExamId: cb.patientExamId!, examId, examTitle: title }, '');
+  const meetings = evidence.meeting
+    ? state.meetings.map((m) =>
+        m === evidence.meeting ? { ...m, patientExamIds: [...m.patientExamIds, exam.patientExamId] } : m,
+      )
+    : [
+        ...state.meetings,
+        {
+          meetingUuid: '',
+          meetingUrl: '',
+          createdAt: at,
+          patientExamIds: [exam.patientExamId],
+          remindersSent: 0,
+          expiryHandled: false,
+          evidenceOf: evidence.examIds,
+        },
+      ];
+  const why = `a callback on the journey's own URL named patient exam ${exam.patientExamId} (exam ${examId}): the invite was created`;
+  const settled = state.attention.filter((a) => a.code === 'invite_ambiguous');
+  return {
+    state: {
+      ...state,
+      exams: [...state.exams, exam],
+      meetings,
+      ambiguousInvite: null,
+      attention: state.attention.filter((a) => a.code !== 'invite_ambiguous'),
+      resolvedAttention: [
+        ...state.resolvedAttention,
+        ...settled.map((a) => ({
+          code: a.code,
+          since: a.since,
+          resolvedAt: at,
+          why,
+          patientExamId: exam.patientExamId,
+        })),
+      ],
+    },
+  };
+}
+
 /** Applies buffered callbacks whose predecessors have now arrived, until nothing moves. */
 function drainPending(state: JourneyState): JourneyState {
   let s = state;
@@ -717,9 +858,16 @@ function drainPending(state: JourneyState): JourneyState {
       break;
     }
   }
-  // Once no invite is on the wire, a callback for a patient exam we never created is not ours.
+  // Once no invite is on the wire, a callback for a patient exam we never created is not ours, unless it proves an
+  // invite in doubt was created.
   if (!s.inviteInFlight) {
     for (const p of s.pending.filter((q) => namesUnknownExam(s, q.callback))) {
+      if (!namesUnknownExam(s, p.callback)) continue;
+      if (evidenceFor(s, p.callback)) {
+        const a = adopt(s, p.callback, p.at);
+        s = 'state' in a ? drainPending(a.state) : hold({ ...s, pending: s.pending.filter((q) => q !== p) }, p, a.why);
+        continue;
+      }
       s = record(
         { ...s, pending: s.pending.filter((q) => q !== p) },
         p,
@@ -743,7 +891,12 @@ function receiveCallback(state: JourneyState, p: { deliveryId: string; at: strin
     const owner = cb.event === 3 ? shipmentOwner(state, cb) : undefined;
     return record(state, p, 'duplicate', undefined, owner);
   }
-  const s = { ...state, seen: [...state.seen, key] };
+  let s = { ...state, seen: [...state.seen, key] };
+  if (!s.inviteInFlight && evidenceFor(s, cb)) {
+    const a = adopt(s, cb, p.at);
+    if ('why' in a) return hold(s, p, a.why);
+    s = a.state;
+  }
   const r = applyCallback(s, pending);
   if (r.kind === 'applied') return drainPending(record(r.state, p, 'applied', undefined, r.resolved));
   if (r.kind === 'reject') return record(s, p, 'ignored', r.why);
@@ -764,40 +917,21 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
     case 'catalog_checked':
       return { ...state, catalog: ev.exams };
     case 'invite_started':
-      return { ...state, inviteInFlight: true, inviteAttempts: state.inviteAttempts + 1 };
+      return {
+        ...state,
+        inviteInFlight: true,
+        inviteAttempts: state.inviteAttempts + 1,
+        ...(state.ambiguousInvite ? { ambiguousInvite: null } : {}),
+      };
     case 'invite_not_created':
-      return drainPending({ ...state, inviteInFlight: false });
+      return drainPending({
+        ...state,
+        inviteInFlight: false,
+        ...(state.adoptsEvidence && ev.ambiguousExams ? { ambiguousInvite: ev.ambiguousExams } : {}),
+      });
     case 'invite_created': {
       const replaced = ev.reinviteOf !== undefined ? findExam(state, ev.reinviteOf) : undefined;
-      const exams = ev.patientExams.map((pe): PatientExamState => {
-        const rxType = state.catalog?.find((c) => c.examId === pe.examId)?.rxType ?? 1;
-        return {
-          patientExamId: pe.patientExamId,
-          examId: pe.examId,
-          examTitle: pe.examTitle,
-          rxType,
-          fulfilment: fulfilmentOf(state.scenario, rxType),
-          meetingUuid: ev.meetingUuid,
-          status: 'pending',
-          rxStatus: null,
-          verdictAt: null,
-          verdictSource: null,
-          examUrl: null,
-          reason: null,
-          providerName: null,
-          prescriptionConfirmedAt: null,
-          prescriptions: [],
-          prescriptionOverdue: false,
-          trackingOverdue: false,
-          gaveUpWaiting: null,
-          attachmentsUploaded: [],
-          answersSubmitted: 0,
-          reinviteOf: replaced?.patientExamId ?? null,
-          reinvitedAs: null,
-          reinviteAttempt: replaced ? replaced.reinviteAttempt + 1 : 0,
-          cancelledAt: null,
-        };
-      });
+      const exams = ev.patientExams.map((pe) => newExam(state, pe, ev.meetingUuid, replaced));
       let s: JourneyState = {
         ...state,
         inviteInFlight: false,
@@ -994,7 +1128,8 @@ export function schedule(state: JourneyState): Scheduled[] {
     if (pending.length === 0 || m.expiryHandled) continue;
     const created = Date.parse(m.createdAt);
     const nextReminder = t.remindersMs[m.remindersSent];
-    if (nextReminder !== undefined && nextReminder < t.consultationDeadlineMs) {
+    // (A meeting known only from evidence has no uuid to resend with: its expiry still runs.)
+    if (nextReminder !== undefined && nextReminder < t.consultationDeadlineMs && m.meetingUuid !== '') {
       out.push({
         at: created + nextReminder,
         action: { type: 'send_reminder', meetingUuid: m.meetingUuid, patientExamId: pending[0]! },
@@ -1098,6 +1233,8 @@ export interface JourneySnapshot {
   attention: Attention[];
   lastError: ErrorFacts | null;
   actions: OperatorAction[];
+  /** Attention settled by evidence rather than by an operator, with why. */
+  resolvedAttention: ResolvedAttention[];
 }
 
 export function snapshot(state: JourneyState): JourneySnapshot {
@@ -1148,6 +1285,7 @@ export function snapshot(state: JourneyState): JourneySnapshot {
     attention: state.attention,
     lastError: state.lastError,
     actions: state.actions,
+    resolvedAttention: state.resolvedAttention,
   };
 }
 

@@ -141,12 +141,20 @@ const nowIso = () => new Date().toISOString();
 const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
 /** Deferred to Medical Director waits for the final verdict, with its own deadline (journey-state's `deferredWaits`). */
 const DEFERRED_WAITS = 'deferred-verdict-waits';
+/** A callback that proves an invite in doubt was created is adopted (journey-state's `adoptsEvidence`). */
+const INVITE_EVIDENCE = 'invite-evidence-adopted';
 /** Clinic notifications one after the other: each waits for the previous one's delivery or its final failure. */
 const NOTIFICATIONS_IN_SEQUENCE = 'notifications-in-sequence';
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
-  let state: JourneyState = initialState(input, nowIso(), patched(CALLBACK_RULES_2) ? 2 : 1, patched(DEFERRED_WAITS));
+  let state: JourneyState = initialState(
+    input,
+    nowIso(),
+    patched(CALLBACK_RULES_2) ? 2 : 1,
+    patched(DEFERRED_WAITS),
+    patched(INVITE_EVIDENCE),
+  );
   let publishedAttrs = '';
   let publishedDigest = '';
   let sequence = 0;
@@ -462,25 +470,37 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
             await sleep(Math.min(2_000 * 2 ** (notSent - 1), 120_000));
             continue;
           }
-          dispatch({ type: 'invite_not_created', at: nowIso() });
+          const attention = inviteAttention(c, examIds);
+          const inDoubt = state.adoptsEvidence && attention.code === 'invite_ambiguous';
+          dispatch({ type: 'invite_not_created', at: nowIso(), ...(inDoubt ? { ambiguousExams: examIds } : {}) });
           dispatch({ type: 'error_recorded', at: nowIso(), error: errorFacts(c, nowIso()) });
           if (c.failureType === FailureType.validation || c.failureType === FailureType.bad_response) {
             dispatch({ type: 'journey_failed', at: nowIso(), error: errorFacts(c, nowIso()) });
             return false;
           }
-          dispatch({ type: 'attention_needed', at: nowIso(), attention: inviteAttention(c, examIds) });
+          // A callback that proved the invite created may already have come (it waited for the attempt's end).
+          if (inviteProven(examIds)) return true;
+          dispatch({ type: 'attention_needed', at: nowIso(), attention });
           break;
         }
       }
       if (!(await parkUntilOperator())) return false;
+      // Evidence settled the doubt: the invite exists; sending it again would make a second one.
+      if (inviteProven(examIds)) return true;
     }
+  }
+
+  /** Whether a callback proved an invite for these exams created (its patient exam adopted). */
+  function inviteProven(examIds: number[]): boolean {
+    return state.meetings.some((m) => m.evidenceOf?.some((id) => examIds.includes(id)));
   }
 
   async function prepare(patientExamIds: number[]) {
     dispatch({ type: 'preparation_started', at: nowIso() });
     for (const id of patientExamIds) {
       const exam = findExam(state, id);
-      if (!exam) continue;
+      // A patient exam known from a callback (the invite in doubt) has had its consultation: nothing to prepare.
+      if (!exam || exam.meetingUuid === '') continue;
       for (const a of (input.attachments ?? []).filter((x) => x.examId === exam.examId)) {
         try {
           await service.uploadAttachment({ clinicId: state.clinicId, patientExamId: id, attachment: a.attachment });

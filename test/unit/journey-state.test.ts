@@ -315,6 +315,46 @@ describe('journey reducer: deferred to the medical director', () => {
   });
 });
 
+const withExam = (c: JourneyCallback, examId: number) => ({ ...c, examId }) as JourneyCallback;
+
+describe('journey reducer: evidence of an invite in doubt', () => {
+  const inFlight = (adopts: boolean) =>
+    run(initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), 2, true, adopts), [
+      { type: 'catalog_checked', at: at(), exams: [GFE] },
+      { type: 'invite_started', at: at() },
+      cb(withExam(ev1(555), GFE.examId), 1_000),
+    ]);
+
+  it('adopts the patient exam a callback names when the attempt ends in doubt, and applies the callback', () => {
+    const s = reduce(inFlight(true), { type: 'invite_not_created', at: at(2_000), ambiguousExams: [GFE.examId] });
+    expect(s.exams).toEqual([expect.objectContaining({ patientExamId: 555, examId: GFE.examId, status: 'Approved' })]);
+    expect(s.meetings).toEqual([expect.objectContaining({ meetingUuid: '', evidenceOf: [GFE.examId] })]);
+    expect(s.received.map((r) => r.disposition)).toEqual(['applied']);
+    expect(stageOf(s)).toBe('completed');
+  });
+
+  it('leaves it foreign when the attempt surely failed, or for journeys started before the rule', () => {
+    const failed = reduce(inFlight(true), { type: 'invite_not_created', at: at(2_000) });
+    expect(failed.received.map((r) => r.disposition)).toEqual(['foreign']);
+    const before = reduce(inFlight(false), { type: 'invite_not_created', at: at(2_000), ambiguousExams: [GFE.examId] });
+    expect(before.exams).toEqual([]);
+    expect(before.received.map((r) => r.disposition)).toEqual(['foreign']);
+  });
+
+  it('holds for a person a callback that cannot say which exam of a stacked invite it is', () => {
+    const s0 = run(initialState(input({ type: 'gfe' }, [GFE.examId, 12], DEFAULT_TIMINGS), at()), [
+      { type: 'catalog_checked', at: at(), exams: [GFE, { examId: 12, title: 'GFE 2', rxType: 1 }] },
+      { type: 'invite_started', at: at() },
+      { type: 'invite_not_created', at: at(), ambiguousExams: [GFE.examId, 12] },
+    ]);
+    const s = reduce(s0, cb(withExam(ev1(556), 99), 1_000));
+    expect(s.exams).toEqual([]);
+    expect(s.received.at(-1)).toMatchObject({ disposition: 'held' });
+    const named = reduce(s0, cb(withExam(ev1(557), 12), 1_000));
+    expect(named.exams).toEqual([expect.objectContaining({ patientExamId: 557, examId: 12 })]);
+  });
+});
+
 describe('journey reducer: timers', () => {
   it('schedules reminders at 24 h and 72 h, then the 7-day expiry', () => {
     let s = invited({ type: 'gfe' }, [GFE]);

@@ -12,6 +12,7 @@ import {
 } from '../support/fake-exam-service';
 import {
   journeyInput,
+  PRESCRIPTIONS,
   PHI_VALUES,
   refusal,
   searchAttributesOf,
@@ -55,6 +56,72 @@ describe('an invite that may or may not have been created', () => {
       await j.env.sleep(3 * 24 * 60 * MINUTE);
       expect(j.fake.count('exam_invite')).toBe(1);
       expect((await j.snapshot()).stage).toBe('needs_attention');
+    });
+  });
+
+  it('is proven created by a callback on its own URL: the patient exam is adopted, the invite never sent again', async () => {
+    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    await withJourney(h, { fake }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      // The service did create it: its provider's verdict comes to the URL only that invite carried.
+      await j.deliver({
+        event: 1,
+        patientExamId: 777_001,
+        examId: GFE_EXAM.id,
+        examStatus: 'Approved',
+        rxStatus: null,
+        examUrl: 'https://records.example.test/r.pdf',
+        providerName: 'Dr. Provider',
+        reason: 'consultation finished',
+      });
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams).toEqual([
+        expect.objectContaining({ patientExamId: 777_001, examId: GFE_EXAM.id, status: 'Approved' }),
+      ]);
+      expect(result.attention).toEqual([]);
+      expect(result.resolvedAttention).toEqual([
+        expect.objectContaining({
+          code: 'invite_ambiguous',
+          patientExamId: 777_001,
+          why: expect.stringMatching(/named patient exam 777001 .*the invite was created/),
+        }),
+      ]);
+      expect(j.fake.count('exam_invite')).toBe(1);
+    });
+  });
+
+  it('adopts a prescription exam whose event 2 comes first, then applies its event 1 and 2 in order', async () => {
+    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    await withJourney(h, { fake, input: journeyInput('urgent_care') }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      await j.deliver({
+        event: 2,
+        patientExamId: 777_002,
+        examId: RX_EXAM.id,
+        rxStatus: 'Pharmacy Confirmed',
+        prescribedOrderSetId: null,
+        prescriptions: [PRESCRIPTIONS[0]!],
+      });
+      const adopted = await j.waitFor('adopted', (x) => x.exams.length === 1);
+      expect(adopted.stage).toBe('awaiting_consultation');
+      expect(adopted.events).toEqual([expect.objectContaining({ event: 2, disposition: 'buffered' })]);
+      // The doubt is settled: a retry, which would send a second invite, is refused.
+      expect(await refusal(j.handle.executeUpdate(retryUpdate, { args: [{}] }))).toMatch(/does not need attention/);
+      await j.deliver({
+        event: 1,
+        patientExamId: 777_002,
+        examId: RX_EXAM.id,
+        examStatus: 'Approved',
+        rxStatus: null,
+        examUrl: 'https://records.example.test/r.pdf',
+        providerName: 'Dr. Provider',
+        reason: 'ok',
+      });
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams[0]).toMatchObject({ status: 'Approved', rxStatus: 'Pharmacy Confirmed' });
+      expect(j.fake.count('exam_invite')).toBe(1);
     });
   });
 
