@@ -406,13 +406,14 @@ describe('journeys fed with the other layouts', () => {
   });
 
   it.each([
-    ['Deferred', 'Deferred to Medical Director'],
-    ['N/A', 'NA'],
-    ['rejected', 'Rejected'],
-  ])('GFE: verdict %j ends the exam as %s', (spelling, verdict) => {
+    ['Deferred', 'Deferred to Medical Director', 'awaiting_final_verdict'],
+    ['N/A', 'NA', 'completed'],
+    ['rejected', 'Rejected', 'completed'],
+  ])('GFE: verdict %j is read as %s (stage %s)', (spelling, verdict, stage) => {
     const s = deliver(invited({ type: 'gfe' }, GFE, 9103), consultation(9103, spelling));
     expect(snapshot(s).exams[0]!.status).toBe(verdict);
-    expect(stageOf(s)).toBe('completed');
+    // A deferral waits for the medical director's final verdict.
+    expect(stageOf(s)).toBe(stage);
   });
 
   it('an unreadable callback is held for a person: recorded with the reason, the journey needs attention', () => {
