@@ -1,17 +1,19 @@
 // The floor of a durable acknowledgement on this machine: what one durable write costs each store, measured on its
-// own (one write at a time, the stack idle). Files: the inbox's write (src/attachments/store.ts writeFileDurably:
-// temp file, fsync, rename, folder fsync) of a callback-sized file in the API's data folder. PostgreSQL: one
+// own (one write at a time, the stack idle). Files: the inbox's write (src/inbox/segment-log.ts: one callback-sized
+// record, a positioned write to a preallocated segment opened O_DSYNC) in the API's data folder. PostgreSQL: one
 // single-row INSERT committed (the WAL flushed, synchronous_commit on) on the bench's server.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { writeFileDurably } from '../../src/attachments/store';
+import { SegmentLog } from '../../src/inbox/segment-log';
 import type { InboxStore } from './stack';
 import { summarize, type Summary } from './stats';
 
 export interface WriteProbe {
   store: InboxStore;
+  /** What the files probe wrote: a log record (since the segment log), or a whole file (runs before it). */
+  method?: 'log' | 'batch-file';
   n: number;
   latencyMs: Summary;
 }
@@ -26,13 +28,18 @@ export async function durableWriteProbe(
   if (store === 'files') {
     const dir = path.join(o.dataDir, 'write-probe');
     await mkdir(dir, { recursive: true });
+    const log = new SegmentLog({ dir, segmentBytes: 16 << 20 });
+    const record = Buffer.from(body);
     try {
+      // The first write prepares the segment (zero-filled ahead of need, as the inbox does): not measured.
+      await log.write([record]);
       for (let i = 0; i < n; i++) {
         const t = performance.now();
-        await writeFileDurably(path.join(dir, `probe-${i}.json`), body);
+        await log.write([record]);
         times.push(performance.now() - t);
       }
     } finally {
+      await log.close();
       await rm(dir, { recursive: true, force: true });
     }
   } else {
@@ -55,5 +62,5 @@ export async function durableWriteProbe(
       await client.end();
     }
   }
-  return { store, n, latencyMs: summarize(times) };
+  return { store, n, ...(store === 'files' ? { method: 'log' as const } : {}), latencyMs: summarize(times) };
 }
