@@ -6,13 +6,14 @@
 // The process keeps the waiting entries in memory (read back from the log at start) and claims them for its own
 // forwarder. One process owns the folder: API replicas on several hosts share the PostgreSQL inbox instead.
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileDurably } from '../attachments/store';
 import { type RecordSealer, type SealedJson } from '../codec/at-rest';
 import type { CallbackSignal } from '../workflows/definitions';
 import { GroupCommit } from './group-commit';
-import { SegmentLog, type Segment } from './segment-log';
+import { readFrames, SegmentLog, type Segment } from './segment-log';
 import {
   DEAD_LETTER_ID,
   newDeadLetterId,
@@ -67,6 +68,44 @@ function unavailable(err: unknown): InboxUnavailableError {
 }
 
 const message = (err: unknown) => (err instanceof Error ? err.message : 'unknown error');
+
+/**
+ * How many callbacks wait in an inbox folder, read from its log without opening any record (ids are in the clear):
+ * appended and never settled, plus those of batch files of the previous version. For tools that look at a folder a
+ * running process owns (the fault suite); the process itself keeps the count in memory.
+ */
+export function waitingInFolder(dir: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  const appended = new Set<string>();
+  const settled = new Set<string>();
+  let legacy = 0;
+  for (const name of names.sort()) {
+    if (BATCH_FILE.test(name)) legacy += 1;
+    if (!/^seg_[0-9]{15}\.log$/.test(name)) continue;
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(path.join(dir, name));
+    } catch {
+      continue; // deleted meanwhile: everything in it was settled
+    }
+    for (const r of readFrames(bytes).records) {
+      try {
+        const record = JSON.parse(r.payload.toString('utf8')) as LogRecord;
+        for (const id of record.ids) (record.t === 's' ? settled : appended).add(id);
+      } catch {
+        // not a record of this version
+      }
+    }
+  }
+  let waiting = legacy;
+  for (const id of appended) if (!settled.has(id)) waiting += 1;
+  return waiting;
+}
 
 export interface FileInboxOptions {
   dir: string;

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RecordSealer } from '../../src/codec/at-rest';
-import { FileInbox } from '../../src/inbox/files';
+import { FileInbox, waitingInFolder } from '../../src/inbox/files';
 import { frame, readFrames } from '../../src/inbox/segment-log';
 import { KEY_A, KEY_B, signalFor } from './support';
 
@@ -172,6 +172,21 @@ describe('file inbox', () => {
     expect((await restarted.stats()).depth).toBe(2);
     await claim!.settle([], []);
     await restarted.close();
+  });
+
+  it('tells tools outside the process how many callbacks wait, from the log alone', async () => {
+    const dir = path.join(root, 'inbox');
+    expect(waitingInFolder(dir)).toBe(0);
+    const inbox = await open();
+    await Promise.all(Array.from({ length: 5 }, (_x, i) => inbox.append(`w-${i % 2}`, signalFor())));
+    expect(waitingInFolder(dir)).toBe(5);
+    const claim = await inbox.claim(1, 10);
+    await claim!.settle(
+      claim!.entries.map((e) => e.id),
+      [],
+    );
+    expect(waitingInFolder(dir)).toBe(5 - claim!.entries.length);
+    await inbox.close();
   });
 
   it('imports the batch files of the previous version and removes them', async () => {

@@ -165,7 +165,7 @@ export class ProcessFaults {
     const note =
       [
         meanwhile && typeof meanwhile !== 'function' ? meanwhile.note : undefined,
-        kind === 'api_restart' && waiting > 0 ? `${waiting} inbox writes still waiting` : undefined,
+        kind === 'api_restart' && waiting > 0 ? `${waiting} callbacks still waiting in the inbox` : undefined,
       ]
         .filter(Boolean)
         .join(', ') || undefined;

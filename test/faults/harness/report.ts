@@ -85,7 +85,7 @@ export function reportTable(r: SuiteReport): string {
       'callback attempts refused (API down), retried by the sandbox',
       `${cb.refusedAttempts} (other failed attempts: ${cb.otherFailedAttempts})`,
     ],
-    ['most inbox writes waiting at once in the callback inbox of the API (Temporal away)', String(r.maxInboxFiles)],
+    ['most callbacks waiting at once in the callback inbox of the API (Temporal away)', String(r.maxInboxFiles)],
     ['unplanned crashes (restarted by the supervisor)', String(r.crashes.length)],
     ['**Outcomes**', ''],
     ['after the run, before any operator', list(r.stagesAfterRun)],

@@ -3,13 +3,14 @@
 // Every process is started by this module and stopped by its PID; nothing is looked up or killed by name.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readdirSync, writeFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../../../src/config';
 import { DEMO_API_KEY } from '../../../src/sandbox/seed';
 import { dataConverterOf } from '../../../src/temporal';
+import { waitingInFolder } from '../../../src/inbox/files';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../../src/workflows/definitions';
 import { installedTool } from '../../support/temporal-env';
 
@@ -393,12 +394,9 @@ export class FaultStack {
    * Inbox writes still holding callbacks acknowledged by the API and not yet signalled (batch files in the inbox
    * folder: each holds one or more callbacks, sealed; 0 when every acknowledged callback reached its journey).
    */
+  /** Callbacks waiting in the API's inbox (read from its log: appended, not yet settled). */
   inboxFiles(): number {
-    try {
-      return readdirSync(path.join(this.dataDir, 'inbox')).filter((n) => /^b_[0-9_]+\.json$/.test(n)).length;
-    } catch {
-      return 0;
-    }
+    return waitingInFolder(path.join(this.dataDir, 'inbox'));
   }
 
   /** Stops everything in order (API and worker first), each by its PID. */
