@@ -246,6 +246,33 @@ describe('patient journey on the dev server with the sandbox', () => {
     expect(received.filter((r) => r.journeyId === journeyId).map((r) => r.event)).toEqual([1, 1]);
   });
 
+  it('adopts the exam of an invite whose answer was lost when its callback comes: one invite, completed', async () => {
+    const faults = (body: object) =>
+      fetch(`${sandbox.baseUrl}/_sandbox/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    // The sandbox creates the invite, then drops the connection: the journey cannot know it exists.
+    expect((await faults({ dropAfterInviteRate: 1 })).status).toBe(200);
+    let outcome: Awaited<ReturnType<typeof runJourney>>;
+    try {
+      outcome = await runJourney('gfe', undefined, null);
+    } finally {
+      await faults({ dropAfterInviteRate: 0 });
+    }
+    const { journeyId, result } = outcome;
+    expect(result.stage).toBe('completed');
+    expect(result.exams).toEqual([expect.objectContaining({ status: 'Approved', verdictSource: 'callback' })]);
+    expect(result.resolvedAttention).toEqual([expect.objectContaining({ code: 'invite_ambiguous' })]);
+    // The service holds exactly the one patient exam the journey adopted.
+    const listed = (await (await fetch(`${sandbox.baseUrl}/_sandbox/patient-exams`)).json()) as {
+      patient_exams: { patient_exam_id: number; webhook_url: string | null }[];
+    };
+    const mine = listed.patient_exams.filter((p) => p.webhook_url?.endsWith(`/${encodeURIComponent(journeyId)}`));
+    expect(mine.map((p) => p.patient_exam_id)).toEqual([result.exams[0]!.patientExamId]);
+  });
+
   it('ends a rejected prescription journey on event 1', async () => {
     const { journeyId, result } = await runJourney('partner_pharmacy', 'Prescription Reject');
     expect(result.stage).toBe('completed');
