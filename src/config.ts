@@ -235,10 +235,12 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'JOURNEY_TRACKING_DEADLINE_MS',
   'JOURNEY_TRACKING_HARD_LIMIT_MS',
   'JOURNEY_FINAL_VERDICT_DEADLINE_MS',
+  'JOURNEY_MORE_DRUGS_GRACE_MS',
   'LOG_LEVEL',
 ];
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
+const MORE_DRUGS_GRACE_MS = DEFAULT_TIMINGS.moreDrugsGraceMs ?? 15 * 60_000;
 
 /** The codec section alone: the codec server needs nothing else. */
 function codecSettings(env: Env) {
@@ -394,6 +396,7 @@ export function loadConfig(env: Env = process.env): Config {
         ),
         reinviteCoolDownMs: timing('JOURNEY_REINVITE_COOL_DOWN_MS', DEFAULT_TIMINGS.reinviteCoolDownMs),
         finalVerdictDeadlineMs: timing('JOURNEY_FINAL_VERDICT_DEADLINE_MS', FINAL_VERDICT_DEADLINE_MS),
+        moreDrugsGraceMs: timing('JOURNEY_MORE_DRUGS_GRACE_MS', MORE_DRUGS_GRACE_MS),
         prescriptionDeadlineMs: timing('JOURNEY_PRESCRIPTION_DEADLINE_MS', DEFAULT_TIMINGS.prescriptionDeadlineMs),
         prescriptionHardLimitMs: timing('JOURNEY_PRESCRIPTION_HARD_LIMIT_MS', DEFAULT_TIMINGS.prescriptionHardLimitMs),
         trackingDeadlineMs: timing('JOURNEY_TRACKING_DEADLINE_MS', DEFAULT_TIMINGS.trackingDeadlineMs),

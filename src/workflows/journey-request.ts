@@ -141,6 +141,8 @@ export const JourneyTimings = z.strictObject({
   /** Event 2 expected this long after approval; then overdue, waiting on to the hard limit. */
   prescriptionDeadlineMs: Duration,
   prescriptionHardLimitMs: Duration,
+  /** Drugs one per event 2 (a callback layout): after the last, wait this long for more before the exam is final. */
+  moreDrugsGraceMs: Duration.optional(),
   /** Event 3 expected this long after event 2 (partner pharmacy); then overdue, waiting on to the hard limit. */
   trackingDeadlineMs: Duration,
   trackingHardLimitMs: Duration,
@@ -155,6 +157,7 @@ export const DEFAULT_TIMINGS: JourneyTimings = {
   finalVerdictDeadlineMs: 3 * MS.day,
   prescriptionDeadlineMs: 3 * MS.day,
   prescriptionHardLimitMs: 14 * MS.day,
+  moreDrugsGraceMs: 15 * MS.minute,
   trackingDeadlineMs: 10 * MS.day,
   trackingHardLimitMs: 30 * MS.day,
 };

@@ -168,6 +168,9 @@ export interface PatientExamState {
   cancelledAt: string | null;
   /** Deferred to the medical director: the final verdict's wait runs from here (the deferral, or the last retry). */
   finalVerdictWaitFrom?: string;
+  /** Drugs one per event 2: when the last one came, and whether the wait for more has ended. */
+  lastDrugAt?: string;
+  drugsSettled?: boolean;
 }
 
 export interface MeetingState {
@@ -274,6 +277,11 @@ export interface JourneyState {
    * such callbacks are foreign, as for journeys started before; their histories replay with it).
    */
   adoptsEvidence: boolean;
+  /**
+   * Drugs one per event 2: the exam waits a grace period after the last drug before it is final, so a drug whose
+   * callback an outage delayed still joins it (false: final at once, as for journeys started before).
+   */
+  drugsGrace: boolean;
   /** The exams of the last invite attempt that ended in doubt (ambiguous), until evidence or a new attempt. */
   ambiguousInvite: number[] | null;
   /** Attention settled by evidence rather than by an operator. */
@@ -312,7 +320,8 @@ export type JourneyEvent =
   | { type: 'journey_failed'; at: string; error: ErrorFacts }
   | { type: 'journey_cancelled'; at: string }
   | { type: 'journey_abandoned'; at: string }
-  | { type: 'action_recorded'; at: string; action: OperatorAction };
+  | { type: 'action_recorded'; at: string; action: OperatorAction }
+  | { type: 'drugs_settled'; at: string; patientExamId: number };
 
 const FINAL_VERDICTS: readonly ExamStatus[] = ['Approved', 'Rejected', 'Deferred to Medical Director', 'NA', 'Missed'];
 const VERDICTS: readonly string[] = FINAL_VERDICTS;
@@ -323,6 +332,7 @@ export function initialState(
   callbackRules: 1 | 2 = 2,
   deferredWaits = true,
   adoptsEvidence = true,
+  drugsGrace = true,
 ): JourneyState {
   return {
     journeyId: input.journeyId,
@@ -348,6 +358,7 @@ export function initialState(
     callbackRules,
     deferredWaits,
     adoptsEvidence,
+    drugsGrace,
     ambiguousInvite: null,
     resolvedAttention: [],
     version: 0,
@@ -538,6 +549,7 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
       const grown = updateExam(state, exam.patientExamId, (e) => ({
         ...e,
         oneDrugPerEvent2: true,
+        lastDrugAt: p.at,
         prescriptions: [...e.prescriptions, ...added.map((rx) => ({ ...rx, tracking: null }))],
       }));
       return {
@@ -552,7 +564,7 @@ function applyCallback(state: JourneyState, p: PendingCallback): Applied {
         rxStatus: cb.rxStatus ?? 'Pharmacy Confirmed',
         prescriptionConfirmedAt: p.at,
         prescriptions: cb.prescriptions.map((rx) => ({ ...rx, tracking: null })),
-        ...(cb.partial ? { oneDrugPerEvent2: true } : {}),
+        ...(cb.partial ? { oneDrugPerEvent2: true, lastDrugAt: p.at } : {}),
       })),
     };
   }
@@ -1018,6 +1030,8 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
       return { ...state, outcome: 'abandoned', attention: [] };
     case 'action_recorded':
       return { ...state, actions: [...state.actions, ev.action] };
+    case 'drugs_settled':
+      return updateExam(state, ev.patientExamId, (e) => ({ ...e, drugsSettled: true }));
   }
 }
 
@@ -1055,8 +1069,17 @@ export function examPhase(state: JourneyState, e: PatientExamState): ExamPhase {
     return 'awaiting_prescription';
   }
   if (e.fulfilment === 'partner' && e.prescriptions.some((rx) => rx.tracking === null)) return 'awaiting_tracking';
+  if (moreDrugsMayCome(state, e)) return 'awaiting_prescription';
   return 'final';
 }
+
+/** Drugs one per event 2, and the grace after the last one has not run out: another drug may still come. */
+function moreDrugsMayCome(state: JourneyState, e: PatientExamState): boolean {
+  return state.drugsGrace && e.oneDrugPerEvent2 === true && e.lastDrugAt !== undefined && e.drugsSettled !== true;
+}
+
+/** How long an exam whose drugs come one per event 2 waits for more after the last (when its input has none). */
+export const MORE_DRUGS_GRACE_DEFAULT_MS = 15 * 60_000;
 
 /** Whether an event 3 that may be this exam's is buffered (it waits for the event 2 of its drug). */
 function awaitsDrug(state: JourneyState, e: PatientExamState): boolean {
@@ -1111,6 +1134,7 @@ export type DueAction =
   | { type: 'prescription_overdue'; patientExamId: number }
   | { type: 'tracking_overdue'; patientExamId: number }
   | { type: 'final_verdict_overdue'; patientExamId: number }
+  | { type: 'drugs_settled'; patientExamId: number }
   | { type: 'give_up'; patientExamId: number; what: 'prescription' | 'tracking' };
 
 interface Scheduled {
@@ -1154,6 +1178,11 @@ export function schedule(state: JourneyState): Scheduled[] {
       out.push({
         at: reinviteDue(state, e)!,
         action: { type: 'reinvite', patientExamId: e.patientExamId, examId: e.examId },
+      });
+    } else if (phase === 'awaiting_prescription' && e.prescriptionConfirmedAt && moreDrugsMayCome(state, e)) {
+      out.push({
+        at: Date.parse(e.lastDrugAt!) + (t.moreDrugsGraceMs ?? MORE_DRUGS_GRACE_DEFAULT_MS),
+        action: { type: 'drugs_settled', patientExamId: e.patientExamId },
       });
     } else if (phase === 'awaiting_prescription' && e.verdictAt) {
       out.push(...waitFor('prescription', e, Date.parse(e.verdictAt), t));

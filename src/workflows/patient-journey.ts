@@ -143,6 +143,8 @@ const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
 const DEFERRED_WAITS = 'deferred-verdict-waits';
 /** A callback that proves an invite in doubt was created is adopted (journey-state's `adoptsEvidence`). */
 const INVITE_EVIDENCE = 'invite-evidence-adopted';
+/** Drugs one per event 2 wait a grace period for more before the exam is final (journey-state's `drugsGrace`). */
+const DRUGS_GRACE = 'flat-drugs-grace';
 /** Clinic notifications one after the other: each waits for the previous one's delivery or its final failure. */
 const NOTIFICATIONS_IN_SEQUENCE = 'notifications-in-sequence';
 
@@ -154,6 +156,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     patched(CALLBACK_RULES_2) ? 2 : 1,
     patched(DEFERRED_WAITS),
     patched(INVITE_EVIDENCE),
+    patched(DRUGS_GRACE),
   );
   let publishedAttrs = '';
   let publishedDigest = '';
@@ -605,6 +608,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
         return;
       case 'give_up':
         dispatch({ type: 'gave_up_waiting', at, patientExamId: action.patientExamId, what: action.what });
+        return;
+      case 'drugs_settled':
+        dispatch({ type: 'drugs_settled', at, patientExamId: action.patientExamId });
         return;
       case 'final_verdict_overdue': {
         // The clinic hears of it through the notification of the stage (needs_attention, with this attention).

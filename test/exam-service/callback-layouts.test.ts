@@ -6,8 +6,10 @@ import { normalizeVerdict } from '../../src/exam-service/callback-layouts';
 import { EXAM_STATUSES } from '../../src/exam-service/schemas';
 import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/workflows/journey-request';
 import {
+  dueActions,
   initialState,
   isUnread,
+  nextDeadline,
   reduce,
   snapshot,
   stageOf,
@@ -266,12 +268,28 @@ function invited(scenario: Scenario, exam: typeof RX | typeof GFE, pe: number): 
 }
 
 let delivery = 0;
-function deliver(state: JourneyState, ...bodies: unknown[]): JourneyState {
+function deliverOnly(state: JourneyState, ...bodies: unknown[]): JourneyState {
   return bodies.reduce<JourneyState>(
     (s, body) =>
       reduce(s, { type: 'callback', at: at(++delivery * 1000), deliveryId: `d${delivery}`, callback: read(body) }),
     state,
   );
+}
+
+/** The workflow's timer after drugs one per event 2: the grace for more runs out. */
+function settleDrugs(state: JourneyState): JourneyState {
+  let s = state;
+  for (const a of dueActions(s, Number.MAX_SAFE_INTEGER)) {
+    if (a.type === 'drugs_settled') {
+      s = reduce(s, { type: 'drugs_settled', at: at(++delivery * 1000), patientExamId: a.patientExamId });
+    }
+  }
+  return s;
+}
+
+/** The callbacks in order, then the time passes that nothing more comes. */
+function deliver(state: JourneyState, ...bodies: unknown[]): JourneyState {
+  return settleDrugs(deliverOnly(state, ...bodies));
 }
 
 const partner: Scenario = { type: 'partner_pharmacy', pharmacyId: 501, orderSetId: '8101' };
@@ -395,9 +413,15 @@ describe('journeys fed with the other layouts', () => {
     ]);
   });
 
-  it('custom pharmacy: flat event 2 completes the journey', () => {
+  it('custom pharmacy: flat event 2 completes the journey once the grace for more drugs has run out', () => {
     let s = invited(custom, RX, 9102);
-    s = deliver(s, { ...consultation(9102, 'Approved'), event: '1' }, flatPrescription(9102, 5401, 'Drug C'));
+    s = deliverOnly(s, { ...consultation(9102, 'Approved'), event: '1' }, flatPrescription(9102, 5401, 'Drug C'));
+    // Another drug may still come (one per event 2): the exam waits 15 minutes after the last.
+    expect(stageOf(s)).toBe('awaiting_prescription');
+    expect(nextDeadline(s)).toBe(Date.parse(s.updatedAt) + 15 * 60_000);
+    const late = deliverOnly(s, flatPrescription(9102, 5402, 'Drug D'));
+    expect(snapshot(late).exams[0]!.prescriptions.map((rx) => rx.prescriptionId)).toEqual([5401, 5402]);
+    s = settleDrugs(s);
     expect(stageOf(s)).toBe('completed');
     expect(snapshot(s).exams[0]).toMatchObject({
       rxStatus: 'Pharmacy Confirmed',

@@ -7,6 +7,7 @@ import type { Sandbox } from '../../src/sandbox';
 import { CALLBACK_LAYOUTS, type CallbackLayout } from '../../src/sandbox/events';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
 import {
+  dueActions,
   initialState,
   isFinished,
   reduce,
@@ -114,6 +115,11 @@ function deliver(state: JourneyState, bursts: Record<string, unknown>[][]): Jour
       n++;
       s = reduce(s, { type: 'callback', at: at(n * 1000), deliveryId: `d${n}`, callback: r.callback });
     }
+  }
+  // Drugs one per event 2: the grace for more runs out (the workflow's timer) and the exam is final.
+  for (const a of dueActions(s, Number.MAX_SAFE_INTEGER)) {
+    if (a.type === 'drugs_settled')
+      s = reduce(s, { type: 'drugs_settled', at: at((n + 1) * 1000), patientExamId: a.patientExamId });
   }
   return s;
 }

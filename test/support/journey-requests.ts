@@ -83,6 +83,7 @@ export function journeyInput(
     },
     ...scenarioOf(name),
     additionalData: JSON.stringify({ clinicRef: journeyId }),
-    timings: DEFAULT_TIMINGS,
+    // Drugs one per event 2 (the flat layout) come within moments here: a short wait for more.
+    timings: { ...DEFAULT_TIMINGS, moreDrugsGraceMs: 2_000 },
   };
 }

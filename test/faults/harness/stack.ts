@@ -259,6 +259,8 @@ export class FaultStack {
       API_RATE_LIMIT_PER_MINUTE: '100000',
       // The forwarder's longest pause while Temporal is away (existing setting; default 30 s).
       SPOOL_MAX_BACKOFF_MS: '2000',
+      // Drugs one per event 2 may be split by an outage (the sandbox retries for minutes): wait a minute for more.
+      JOURNEY_MORE_DRUGS_GRACE_MS: '60000',
       LOG_LEVEL: 'warn',
     };
 
