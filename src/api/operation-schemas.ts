@@ -3,7 +3,7 @@
 // on each journey with its own concurrency, rate, progress and interruption.
 import { z } from 'zod';
 import { MAX_QUERY_LENGTH, queryProblem } from './journey-query';
-import { JourneyIdParam, WorkflowStatus } from './schemas';
+import { JourneyIdParam, JourneySummaryItem } from './schemas';
 
 export const OPERATOR_ACTIONS = ['retry', 'abandon', 'cancel', 'resend'] as const;
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
@@ -71,17 +71,9 @@ export const JourneySearchQuery = z
     }
   });
 
-export const AdminJourneyItem = z.object({
-  journeyId: z.string(),
+/** A journey as the clinic's list shows it, without the clinic-API link, with its clinic and attention codes. */
+export const AdminJourneyItem = JourneySummaryItem.omit({ links: true }).extend({
   clinicId: z.string().nullable(),
-  stage: z.string().nullable(),
-  scenario: z.string().nullable(),
-  examStatus: z.array(z.string()),
-  rxStatus: z.array(z.string()),
-  needsAttention: z.boolean().nullable(),
-  workflowStatus: WorkflowStatus,
-  startedAt: z.string(),
-  closedAt: z.string().nullable(),
   attention: z
     .array(z.string())
     .nullable()
