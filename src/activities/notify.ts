@@ -1,6 +1,5 @@
-// Clinic notifications signed the Standard Webhooks way: webhook-id, webhook-timestamp and
-// webhook-signature = "v1," + base64(HMAC-SHA256(secret, `${id}.${timestamp}.${body}`)).
-import { createHmac } from 'node:crypto';
+// Clinic notifications signed with the Standard Webhooks library: webhook-id, webhook-timestamp, webhook-signature.
+import { Webhook } from 'standardwebhooks';
 import { request } from 'undici';
 import type { ExamNotification } from './types';
 
@@ -10,25 +9,23 @@ export type NotificationSender = (
   notification: ExamNotification,
 ) => Promise<{ status: number }>;
 
-/** The secret as Standard Webhooks gives it (`whsec_` + base64), or any raw string. */
-export function secretBytes(secret: string): Buffer {
-  return secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret);
-}
-
-export function signNotification(secret: string, id: string, timestamp: number, body: string): string {
-  const mac = createHmac('sha256', secretBytes(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
-  return `v1,${mac}`;
+/** The signer of a clinic's secret as Standard Webhooks gives it (`whsec_` + base64), or of any raw string. */
+export function notificationSigner(secret: string): Webhook {
+  return secret.startsWith('whsec_')
+    ? new Webhook(secret)
+    : new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' });
 }
 
 export function notificationHeaders(secret: string, notification: ExamNotification, body: string, nowMs = Date.now()) {
   // Stable per journey and sequence, so the clinic can deduplicate our retries.
   const id = `msg_${notification.journeyId}_${notification.sequence}`;
-  const timestamp = Math.floor(nowMs / 1000);
+  // Whole seconds, as the header carries them: the signature covers the timestamp the clinic reads.
+  const timestamp = new Date(Math.floor(nowMs / 1000) * 1000);
   return {
     'content-type': 'application/json',
     'webhook-id': id,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': signNotification(secret, id, timestamp, body),
+    'webhook-timestamp': String(timestamp.getTime() / 1000),
+    'webhook-signature': notificationSigner(secret).sign(id, timestamp, body),
   };
 }
 
