@@ -20,7 +20,7 @@ import type { AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
 import { clinicAuth } from './auth';
 import { RecordSealer } from '../codec/at-rest';
-import { createInbox, InboxForwarder, sealerKeys, type CallbackInbox } from '../inbox';
+import { createInbox, InboxForwarder, sealerKeys, type CallbackInbox, type InboxForwarderOptions } from '../inbox';
 import type { ApiContext, RouteOptions } from './context';
 import { ClinicExamService, type ExamServiceFor } from './exam-service';
 import { JourneyGateway } from './journeys';
@@ -44,6 +44,8 @@ export interface ApiDeps {
   inbox?: CallbackInbox;
   clock?: () => Date;
   logger?: FastifyServerOptions['logger'];
+  /** How the forwarder sends a signal (server.ts: from a thread of its own); by default with `temporal`, inline. */
+  signal?: InboxForwarderOptions['signal'];
   /** The inbox forwarder starts with the app unless false (tests drive it themselves). */
   startForwarder?: boolean;
   /** First wait of the forwarder after a failed attempt; doubles up to config.forwarder.maxBackoffMs. */
@@ -80,6 +82,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   const forwarder = new InboxForwarder({
     inbox,
     temporal: deps.temporal,
+    ...(deps.signal ? { signal: deps.signal } : {}),
     signalTimeoutMs: config.forwarder.signalTimeoutMs,
     concurrency: config.forwarder.concurrency,
     maxBackoffMs: config.forwarder.maxBackoffMs,
@@ -122,8 +125,8 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
 
   app.addHook('onResponse', async (request, reply) => {
     metrics.httpRequests.inc({
-      route: request.routeOptions.url ?? 'unmatched',
       method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
       status: String(reply.statusCode),
     });
   });

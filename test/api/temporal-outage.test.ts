@@ -3,6 +3,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { buildApp, type ApiApp } from '../../src/api/app';
+import { seriesValue } from '../../src/api/metrics';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { DevServerProcess } from '../support/dev-server-process';
 import {
@@ -135,11 +136,13 @@ describe('Temporal outage', () => {
       if (n === 2) await new Promise((r) => setTimeout(r, 2_500));
     }
     expect((await app.journeyApi.inbox.stats()).depth).toBe(during.length);
-    expect(app.journeyApi.metrics.callbacks.get({ event: '2', outcome: 'accepted' })).toBe(urgent.length);
+    expect(await seriesValue(app.journeyApi.metrics.callbacks, { event: '2', outcome: 'accepted' })).toBe(
+      urgent.length,
+    );
 
     await server.startAgain();
     expect(await app.journeyApi.forwarder.drained(60_000)).toBe(true);
-    expect(app.journeyApi.metrics.forwarded.get()).toBeGreaterThanOrEqual(during.length);
+    expect(await seriesValue(app.journeyApi.metrics.forwarded)).toBeGreaterThanOrEqual(during.length);
     expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
 
     const finished = await eventually(

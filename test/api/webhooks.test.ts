@@ -5,6 +5,7 @@ import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { buildApp, type ApiApp } from '../../src/api/app';
+import { seriesValue } from '../../src/api/metrics';
 import type { Config } from '../../src/config';
 import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS, SearchAttr } from '../../src/workflows/definitions';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
@@ -180,7 +181,7 @@ describe('webhook receiver with Temporal', () => {
       // Answered from the inbox, not after the 300 ms signal (a wide margin: this machine is shared).
       expect(performance.now() - t).toBeLessThan(250);
       expect(res.statusCode).toBe(200);
-      expect(lateApp.journeyApi.metrics.callbacks.get({ event: '1', outcome: 'accepted' })).toBe(1);
+      expect(await seriesValue(lateApp.journeyApi.metrics.callbacks, { event: '1', outcome: 'accepted' })).toBe(1);
       expect(await lateApp.journeyApi.forwarder.drained(10_000)).toBe(true);
       expect((await lateApp.journeyApi.inbox.stats()).depth).toBe(0);
       const done = await eventually(
@@ -190,7 +191,7 @@ describe('webhook receiver with Temporal', () => {
       expect(done.journey.events).toEqual([
         expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
       ]);
-      expect(lateApp.journeyApi.metrics.forwarded.get()).toBe(1);
+      expect(await seriesValue(lateApp.journeyApi.metrics.forwarded)).toBe(1);
     } finally {
       await lateApp.close();
       lateDirs.cleanup();
@@ -240,7 +241,7 @@ describe('webhook receiver with Temporal', () => {
       expect(done.journey.events).toEqual([
         expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
       ]);
-      expect(back.journeyApi.metrics.forwarded.get()).toBe(1);
+      expect(await seriesValue(back.journeyApi.metrics.forwarded)).toBe(1);
     } finally {
       await back.close();
     }

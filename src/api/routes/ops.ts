@@ -2,11 +2,26 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteOptions } from '../context';
+import { restrictToJourneys } from '../journey-query';
 import { Problem, problemBody, sendProblem } from '../problem';
 
 const READY_DEADLINE_MS = 2_000;
+/** How long a scrape waits for Temporal to count the journeys that need attention. */
+const ATTENTION_COUNT_DEADLINE_MS = 1_000;
+const NEEDING_ATTENTION = restrictToJourneys('NeedsAttention = true', { runningOnly: true });
 
 export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+  async function countNeedingAttention(): Promise<number> {
+    const { temporal } = ctx;
+    const r = await temporal.connection.withDeadline(Date.now() + ATTENTION_COUNT_DEADLINE_MS, () =>
+      temporal.workflowService.countWorkflowExecutions({
+        namespace: temporal.options.namespace,
+        query: NEEDING_ATTENTION,
+      }),
+    );
+    return Number(r.count ?? 0);
+  }
+
   app.get(
     '/healthz',
     {
@@ -72,20 +87,22 @@ export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, 
     '/metrics',
     { schema: { tags: ['operations'], summary: 'Prometheus metrics (text format 0.0.4)' } },
     async (request, reply) => {
+      const [stats, attention] = await Promise.allSettled([ctx.inbox.stats(), countNeedingAttention()]);
       // The inbox's gauges as of this scrape; a store that cannot be read keeps the last figures (and /readyz says).
-      try {
-        const stats = await ctx.inbox.stats();
+      if (stats.status === 'fulfilled') {
         Object.assign(ctx.metrics.inbox, {
-          depth: stats.depth,
-          oldestAgeSeconds: stats.oldestReceivedAt
-            ? Math.max(0, (ctx.now().getTime() - stats.oldestReceivedAt.getTime()) / 1000)
+          depth: stats.value.depth,
+          oldestAgeSeconds: stats.value.oldestReceivedAt
+            ? Math.max(0, (ctx.now().getTime() - stats.value.oldestReceivedAt.getTime()) / 1000)
             : 0,
-          deadLetters: stats.deadLetters,
+          deadLetters: stats.value.deadLetters,
         });
-      } catch (err) {
-        request.log.warn({ err }, 'inbox figures could not be read for /metrics');
+      } else {
+        request.log.warn({ err: stats.reason }, 'inbox figures could not be read for /metrics');
       }
-      return reply.type('text/plain; version=0.0.4; charset=utf-8').send(ctx.metrics.registry.render());
+      // Unknown (NaN) rather than a stale count when Temporal's visibility store does not answer in time.
+      ctx.metrics.inbox.journeysNeedingAttention = attention.status === 'fulfilled' ? attention.value : Number.NaN;
+      return reply.type(ctx.metrics.contentType).send(await ctx.metrics.render());
     },
   );
   done();
