@@ -55,7 +55,9 @@ provider approves, rejects or answers N/A and calls back on its own, to the API'
 
 **What must hold** (checked from the outside, after the run):
 
-- every journey ends in its correct final state for its scenario and outcome (exam status, prescriptions, tracking),
+- every journey ends in its correct final state for its scenario and outcome (exam status, prescriptions, tracking);
+  every fifth good faith exam is invited outside test mode and deferred to the medical director by the suite (through
+  the sandbox's control surface), who approves it 5 s later: the journey waits for that final verdict and completes,
   or parks in \`needs_attention\` with code \`invite_ambiguous\`: the invite may have been sent (a 500, a dropped
   connection, a worker killed mid-invite) and the engine never re-sends it on its own;
 - never two invites for one journey: the sandbox's control surface lists every patient exam with its \`webhook_url\`,
@@ -63,7 +65,7 @@ provider approves, rejects or answers N/A and calls back on its own, to the API'
 - no callback lost: every callback the sandbox delivered with a 200 (its deliveries log) is in the journey's events
   (\`GET /v1/journeys/{id}\`, applied or recorded as a duplicate) or, when it came after the journey had finished, a
   dead letter of that journey; and nothing is recorded more often than it could have arrived;
-- every expected event (by scenario and outcome: event 1; event 2 after an approved prescription, once per drug when
+- every expected event (by scenario and outcome: event 1, twice for a deferral; event 2 after an approved prescription, once per drug when
   the layout sends it so; event 3 per prescription of a partner pharmacy, with the tracking number the sandbox shipped
   for that prescription) is applied exactly once; callbacks are counted by the sandbox's own ids (its deliveries log
   says which patient exam and prescription each one is about), whatever ids their layout carried;

@@ -127,12 +127,18 @@ function snapshot(overrides: Partial<JourneySnapshot> = {}): JourneySnapshot {
 }
 
 function judged(
-  input: { snap?: JourneySnapshot; deliveries?: SandboxDelivery[]; deadLetters?: DeadLetterInfo[] } = {},
+  input: {
+    snap?: JourneySnapshot;
+    deliveries?: SandboxDelivery[];
+    deadLetters?: DeadLetterInfo[];
+    journey?: StartedJourney;
+    exam?: SandboxPatientExam;
+  } = {},
 ) {
   return judge({
-    journeys: [journey],
+    journeys: [input.journey ?? journey],
     snapshots: new Map([[J, input.snap ?? snapshot()]]),
-    exams: [exam],
+    exams: [input.exam ?? exam],
     deliveries: input.deliveries ?? deliveries(),
     deadLetters: input.deadLetters ?? [],
     decisions: [],
@@ -255,5 +261,42 @@ describe('the fault suite judge', () => {
         `journey ${J} (partner_pharmacy, Prescription Approve): unexpected event ${PE}:2:${RX[0]} applied`,
       ]),
     );
+  });
+
+  it('expects a deferral and the medical director’s final verdict: event 1 applied twice, a copy still once', () => {
+    const deferred: StartedJourney = { ...journey, plan: { ...journey.plan, scenario: 'gfe', outcome: 'Deferred' } };
+    const gfe: SandboxPatientExam = {
+      ...exam,
+      exam_id: 8101,
+      rx_status: null,
+      prescriptions: [],
+      events_emitted: [1, 1],
+    };
+    const verdicts = [{ exam_status: 'Deferred to Medical Director' }, { exam_status: 'Approved' }];
+    const sent = verdicts.flatMap((v, i) =>
+      [1, 2].map((copy) => ({
+        ...deliveries()[0]!,
+        delivery_id: i * 2 + copy,
+        copy,
+        payload: { event: 1, patient_exam_id: PE, ...v },
+      })),
+    );
+    const recorded = (applied: number) =>
+      snapshot({
+        exams: [{ patientExamId: PE, status: 'Approved', rxStatus: null, prescriptions: [] }],
+        events: [
+          ev({ event: 1, disposition: 'applied' }),
+          ev({ event: 1, disposition: 'duplicate' }),
+          ev({ event: 1, disposition: applied === 2 ? 'applied' : 'duplicate' }),
+          ev({ event: 1, disposition: 'duplicate' }),
+        ],
+      });
+    const ok = judged({ journey: deferred, exam: gfe, deliveries: sent, snap: recorded(2) });
+    expect(ok.problems).toEqual([]);
+    expect(ok.callbacks).toMatchObject({ expected: 2, appliedExactlyOnce: 2 });
+    // The final verdict taken for a copy of the deferral: the journey never applied it.
+    expect(judged({ journey: deferred, exam: gfe, deliveries: sent, snap: recorded(1) }).problems).toEqual([
+      `journey ${J} (gfe, Deferred): expected event ${PE}:1 applied 1x, not 2x`,
+    ]);
   });
 });

@@ -23,6 +23,7 @@ import {
 } from '../../src/workflows/definitions';
 import { startDevServer } from '../support/temporal-env';
 import { journeyInput, requiredAttachments, type ScenarioName } from '../support/journey-requests';
+import type { JourneyInput } from '../../src/workflows/journey-request';
 import { LocalFolderAttachmentStore } from '../../src/attachments/store';
 
 const TASK_QUEUE = 'journeys-integration';
@@ -33,10 +34,14 @@ describe('patient journey on the dev server with the sandbox', () => {
   let sandbox: Sandbox;
   let receiver: Server;
   let receiverUrl: string;
+  let notificationsUrl: string;
   let worker: Worker;
   let running: Promise<void>;
   let closeWorker: () => Promise<void>;
   const received: { journeyId: string; event: number }[] = [];
+  /** Clinic notifications in arrival order, with what the receiver answered (its first answer to each journey's
+   * notification 1 is a 503). */
+  const notifications: { journeyId: string; sequence: number; stage: string; status: number; signed: boolean }[] = [];
   const dataDir = path.join(tmpdir(), `journeys-it-${process.pid}`);
   const attachments = new LocalFolderAttachmentStore(path.join(dataDir, 'attachments'));
 
@@ -48,6 +53,15 @@ describe('patient journey on the dev server with the sandbox', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const journeyId = decodeURIComponent(req.url!.split('/').pop()!);
+        if (req.url!.startsWith('/notifications/')) {
+          const n = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { sequence: number; stage: string };
+          const first = n.sequence === 1 && !notifications.some((x) => x.journeyId === journeyId && x.sequence === 1);
+          const status = first ? 503 : 204;
+          const signed = typeof req.headers['webhook-signature'] === 'string';
+          notifications.push({ journeyId, sequence: n.sequence, stage: n.stage, status, signed });
+          res.writeHead(status).end();
+          return;
+        }
         // Read as the API's webhook reads it: every layout the service is known to send.
         const parsed = readCallback(Buffer.concat(chunks).toString('utf8'));
         res.writeHead(parsed.ok ? 200 : 400).end();
@@ -66,6 +80,7 @@ describe('patient journey on the dev server with the sandbox', () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks`;
+    notificationsUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notifications`;
 
     const config = loadConfig({
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
@@ -73,7 +88,13 @@ describe('patient journey on the dev server with the sandbox', () => {
       WEBHOOK_SECRET: 'integration-test-webhook-secret',
       // Recorded histories stay readable for the replay test; phi-encryption.test.ts runs the codec end to end.
       PAYLOAD_ENCRYPTION_DISABLED: 'true',
-      CLINICS_JSON: JSON.stringify([{ clinicId: 'demo-clinic', examServiceApiKey: DEMO_API_KEY }]),
+      CLINICS_JSON: JSON.stringify([
+        {
+          clinicId: 'demo-clinic',
+          examServiceApiKey: DEMO_API_KEY,
+          notificationSecret: `whsec_${Buffer.alloc(24, 7).toString('base64')}`,
+        },
+      ]),
       DATA_DIR: dataDir,
     });
     const created = await createWorker(config, {
@@ -95,9 +116,15 @@ describe('patient journey on the dev server with the sandbox', () => {
   });
 
   /** Runs a journey to its end; `fixture` names its recorded history (RECORD_HISTORIES), null records none. */
-  async function runJourney(name: ScenarioName, outcome?: string, fixture?: string | null) {
+  async function runJourney(
+    name: ScenarioName,
+    outcome?: string,
+    fixture?: string | null,
+    adapt: (input: JourneyInput) => void = () => undefined,
+  ) {
     const journeyId = `it-${name}-${randomUUID().slice(0, 8)}`;
     const input = journeyInput(journeyId, name, outcome);
+    adapt(input);
     input.attachments = await requiredAttachments(attachments, input.exams);
     const handle = await env.client.workflow.start(patientJourney, {
       taskQueue: TASK_QUEUE,
@@ -122,6 +149,27 @@ describe('patient journey on the dev server with the sandbox', () => {
     ]);
     expect(snapshot.events.map((e) => [e.event, e.disposition])).toEqual([[1, 'applied']]);
     expect(received.filter((r) => r.journeyId === journeyId).map((r) => r.event)).toEqual([1]);
+  });
+
+  it('delivers the clinic’s notifications in sequence, a later one only after the earlier one was taken', async () => {
+    const { journeyId, result } = await runJourney('partner_pharmacy', undefined, null, (input) => {
+      input.notificationUrl = `${notificationsUrl}/${encodeURIComponent(input.journeyId)}`;
+    });
+    expect(result.stage).toBe('completed');
+    const until = Date.now() + 30_000;
+    const mine = () => notifications.filter((n) => n.journeyId === journeyId);
+    while (!mine().some((n) => n.stage === 'completed') && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
+    const arrivals = mine();
+    // Notification 1 was refused once and retried; nothing overtook it, and the stage never went backwards.
+    expect(arrivals[0]).toMatchObject({ sequence: 1, stage: 'validating', status: 503 });
+    const taken = arrivals.slice(1);
+    expect(taken.every((n) => n.status === 204 && n.signed)).toBe(true);
+    expect(taken.map((n) => n.sequence)).toEqual(taken.map((_n, i) => i + 1));
+    expect(taken.map((n) => n.stage)).toEqual(
+      expect.arrayContaining(['validating', 'inviting', 'awaiting_consultation', 'awaiting_prescription', 'completed']),
+    );
+    expect(taken.at(-1)?.stage).toBe('completed');
   });
 
   it('completes a partner-pharmacy journey through events 1, 2 and 3', async () => {

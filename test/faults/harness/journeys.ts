@@ -4,7 +4,11 @@
 import { journeyInput, scenarioOf, type ScenarioName } from '../../support/journey-requests';
 import { CLINIC_TOKEN } from './stack';
 
-export type Outcome = 'Approve' | 'Prescription Approve' | 'Reject' | 'Prescription Reject' | 'N/A';
+/**
+ * The test provider's keywords, and `Deferred`: an invite outside test mode whose provider defers to the medical
+ * director, who approves a few seconds later (both by the run's medical director, through the sandbox's control surface).
+ */
+export type Outcome = 'Approve' | 'Prescription Approve' | 'Reject' | 'Prescription Reject' | 'N/A' | 'Deferred';
 export const SCENARIOS: readonly ScenarioName[] = ['gfe', 'partner_pharmacy', 'urgent_care', 'custom_pharmacy'];
 
 /** Seeded random source of the suite (fault times, start times), so a seed replays the same plan. */
@@ -62,11 +66,13 @@ export function planJourneys(count: number, startWindowMs: number, rng: Rng, run
           : rx && Math.floor(i / SCENARIOS.length / OUTCOME_PATTERN.length) % 2 === 0
             ? 'Prescription Reject'
             : 'Reject';
+    // Every fifth good faith exam is deferred to the medical director before its final verdict.
+    const deferred = scenario === 'gfe' && Math.floor(i / SCENARIOS.length) % 5 === 2;
     plans.push({
       index: i,
       idempotencyKey: `faults-${runId}-${String(i).padStart(4, '0')}`,
       scenario,
-      outcome,
+      outcome: deferred ? 'Deferred' : outcome,
       startAfterMs: Math.round(rng.between(0, startWindowMs)),
       twin: i % 6 === 5,
     });
@@ -83,13 +89,22 @@ export interface Expected {
   prescriptions: number;
   /** Event 3 per prescription (partner pharmacy only). */
   event3: boolean;
+  /** Event 1 per verdict: two when the first one deferred to the medical director. */
+  verdicts: number;
 }
 
 export function expectedOf(scenario: ScenarioName, outcome: Outcome): Expected {
-  const status = outcome.endsWith('Approve') ? 'Approved' : outcome === 'N/A' ? 'NA' : 'Rejected';
+  const deferred = outcome === 'Deferred';
+  const status = outcome.endsWith('Approve') || deferred ? 'Approved' : outcome === 'N/A' ? 'NA' : 'Rejected';
   const rx = scenario !== 'gfe' && status === 'Approved';
   const prescriptions = !rx ? 0 : scenario === 'custom_pharmacy' ? 1 : 2;
-  return { status, event2: rx, prescriptions, event3: rx && scenario === 'partner_pharmacy' };
+  return {
+    status,
+    event2: rx,
+    prescriptions,
+    event3: rx && scenario === 'partner_pharmacy',
+    verdicts: deferred ? 2 : 1,
+  };
 }
 
 // ---- HTTP ----------------------------------------------------------------------------------------------------------
@@ -201,7 +216,12 @@ async function start(apiUrl: string, plan: PlannedJourney, until: number, out: S
     }
   }
   const body = {
-    patient: { ...input.patient, email: `patient-${plan.idempotencyKey}@example.test` },
+    patient: {
+      ...input.patient,
+      email: `patient-${plan.idempotencyKey}@example.test`,
+      // Outside test mode the sandbox's provider waits for the run's medical director.
+      ...(plan.outcome === 'Deferred' ? { teleState: 'CA' } : {}),
+    },
     scenario: input.scenario,
     exams,
     additionalData: JSON.stringify({ suite: 'faults', key: plan.idempotencyKey }),

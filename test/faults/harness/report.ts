@@ -99,6 +99,10 @@ export function reportTable(r: SuiteReport): string {
         ? 'none needed'
         : `${list(decisions)}, in ${rounds} round(s); the ${retried.size} journeys retried ended: ${retriedEnds}`,
     ],
+    [
+      'deferred to the medical director, then approved (verdicts given through the sandbox)',
+      `${r.director.journeys} journeys: ${r.director.deferrals} deferrals, ${r.director.finalVerdicts} final verdicts`,
+    ],
     ['final stage', list(r.finalStages)],
     ['exam status of the completed journeys', list(r.examStatuses)],
     [

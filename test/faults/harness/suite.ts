@@ -6,6 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import os from 'node:os';
 import path from 'node:path';
 import { abandonUpdate, journeyWorkflowId, retryUpdate } from '../../../src/workflows/definitions';
+import { MedicalDirector } from './director';
 import { ProcessFaults, type InjectedProcessFault, type ProcessFaultPlan } from './faults';
 import { http, planJourneys, Rng, startJourney, type StartedJourney } from './journeys';
 import { FaultStack, pickPorts, type StackPorts } from './stack';
@@ -71,6 +72,8 @@ export interface SuiteReport {
   processFaults: InjectedProcessFault[];
   crashes: { name: string; atMs: number }[];
   maxInboxFiles: number;
+  /** Verdicts the run's medical director gave through the sandbox's control surface. */
+  director: { journeys: number; deferrals: number; finalVerdicts: number };
   sandboxInjected: { errors: Record<string, number>; delayed: number; droppedInvites: number };
   callbackFaults: {
     duplicateCopies: number;
@@ -113,6 +116,8 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
 
   let journeys: StartedJourney[] = [];
   let faults: ProcessFaults | undefined;
+  let director: MedicalDirector | undefined;
+  let directing: Promise<void> | undefined;
   const decisions: OperatorDecision[] = [];
   let stagesAfterRun: Record<string, number> = {};
   let report: SuiteReport | undefined;
@@ -130,12 +135,15 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
     const t0 = Date.now();
     faults = new ProcessFaults(stack, rng, t0, log);
     const supervisor = faults.supervise();
+    director = new MedicalDirector(stack.sandboxUrl, 5_000);
+    directing = director.run();
     const plans = planJourneys(options.journeys, options.startWindowMs, rng, `${options.seed}-${t0.toString(36)}`);
     const startDeadline = Math.max(options.startWindowMs, options.faultWindowMs) + options.settleTimeoutMs;
     const starts = plans.map(async (plan) => {
       await sleep(Math.max(0, t0 + plan.startAfterMs - Date.now()));
       const started = await startJourney(stack.apiUrl, plan, startDeadline);
       if (started.journeyId) faults?.journeyStarted();
+      if (started.journeyId && plan.outcome === 'Deferred') director?.follow(started.journeyId);
       return started;
     });
     const progress = setInterval(() => log(`${progressLine(stack, faults!, t0)}`), 15_000);
@@ -232,6 +240,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       processFaults: faults.injected,
       crashes: faults.crashes,
       maxInboxFiles: faults.maxInboxFiles,
+      director: { journeys: director.following, ...director.given },
       sandboxInjected: injected,
       callbackFaults: callbackFaultCounts(deliveries, options.sandboxFaults.callbackDelayMs),
       stagesAfterRun,
@@ -251,6 +260,8 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
     problems.push(`the run stopped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   } finally {
     faults?.stop();
+    director?.stop();
+    await directing;
     await stack.stop();
   }
   const durationMs = Date.now() - began;
@@ -265,6 +276,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       processFaults: faults?.injected ?? [],
       crashes: faults?.crashes ?? [],
       maxInboxFiles: faults?.maxInboxFiles ?? 0,
+      director: { journeys: director?.following ?? 0, deferrals: 0, finalVerdicts: 0, ...director?.given },
       sandboxInjected: { errors: {}, delayed: 0, droppedInvites: 0 },
       callbackFaults: { duplicateCopies: 0, outOfOrderExams: 0, delayedDeliveries: 0, layouts: {} },
       stagesAfterRun,

@@ -431,7 +431,7 @@ export function judge(input: {
       }
       if (exam.status !== expected.status) problems.push(`${label}: exam ${exam.status}, expected ${expected.status}`);
       const pe = exam.patientExamId;
-      const expectedKeys = [callbackKey(pe, 1)];
+      const expectedKeys = Array.from({ length: expected.verdicts }, () => callbackKey(pe, 1));
       // Event 2 once, or once per drug when the sandbox sent it so (the flat layout).
       const perDrug = input.deliveries.some(
         (d) => d.patient_exam_id === pe && d.event === 2 && d.prescription_id !== undefined,
@@ -473,12 +473,15 @@ export function judge(input: {
           problems.push(`${label}: event ${keyOfEvent(e)} left ${e.disposition}${e.note ? ` (${e.note})` : ''}`);
         }
       }
+      // A deferral's event 1 and the medical director's are two expected events under one key.
+      const wanted = new Map<string, number>();
+      for (const key of expectedKeys) wanted.set(key, (wanted.get(key) ?? 0) + 1);
       totals.expected += expectedKeys.length;
-      for (const key of expectedKeys) {
+      for (const [key, want] of wanted) {
         const n = applied.get(key) ?? 0;
-        if (n === 1) totals.appliedExactlyOnce++;
-        else problems.push(`${label}: expected event ${key} applied ${n}x, not once`);
-        if ((sent.get(key) ?? 0) === 0) problems.push(`${label}: the sandbox never delivered ${key}`);
+        if (n === want) totals.appliedExactlyOnce += want;
+        else problems.push(`${label}: expected event ${key} applied ${n}x, not ${want === 1 ? 'once' : `${want}x`}`);
+        if ((sent.get(key) ?? 0) < want) problems.push(`${label}: the sandbox delivered ${key} fewer than ${want}x`);
       }
       for (const key of applied.keys()) {
         if (!expectedKeys.includes(key)) problems.push(`${label}: unexpected event ${key} applied`);
