@@ -58,12 +58,13 @@ export const JourneySearchQuery = z
     attention: boolParam
       .default(false)
       .describe("each journey's attention codes, read from its snapshot (pageSize at most 100)"),
-    pageSize: z.coerce.number().int().min(1).max(1000).default(100),
+    pageSize: z.coerce.number().int().min(1).max(1000).default(100).describe('journeys per page'),
     nextPageToken: z
       .string()
       .regex(/^[A-Za-z0-9_.-]+$/, 'a token from a previous page')
       .max(4096)
-      .optional(),
+      .optional()
+      .describe("the previous page's nextPageToken"),
   })
   .superRefine((q, ctx) => {
     if (q.attention && q.pageSize > 100) {
@@ -73,7 +74,7 @@ export const JourneySearchQuery = z
 
 /** A journey as the clinic's list shows it, without the clinic-API link, with its clinic and attention codes. */
 export const AdminJourneyItem = JourneySummaryItem.omit({ links: true }).extend({
-  clinicId: z.string().nullable(),
+  clinicId: z.string().nullable().describe("The journey's clinic (search attribute)"),
   attention: z
     .array(z.string())
     .nullable()
@@ -89,35 +90,37 @@ export const JourneySearchResponse = z
       .int()
       .nullable()
       .describe('journeys matching across all pages (first page only; null on later pages)'),
-    journeys: z.array(AdminJourneyItem),
-    nextPageToken: z.string().nullable(),
+    journeys: z.array(AdminJourneyItem).describe('Newest first'),
+    nextPageToken: z.string().nullable().describe('Pass it to get the next page; null on the last'),
   })
   .meta({ id: 'AdminJourneySearch' });
 
 export const OperatorActionParams = z.object({
-  journeyId: JourneyIdParam,
-  action: z.enum(OPERATOR_ACTIONS),
+  journeyId: JourneyIdParam.describe('The journey'),
+  action: z.enum(OPERATOR_ACTIONS).describe('The workflow update to send'),
 });
 
-export const OperatorActionBody = z.strictObject({
-  actor: Actor,
-  note: Note,
-  clinicId: ClinicIdField.optional().describe("act only when the journey is this clinic's (404 otherwise)"),
-  operationId: z
-    .string()
-    .regex(/^[A-Za-z0-9._:-]{1,100}$/, 'letters, digits, ".", "_", ":" and "-", at most 100')
-    .optional()
-    .describe(
-      'the bulk operation this action belongs to: the same operation and action sent again to a journey (a retried ' +
-        "request) gets the first answer instead of the journey's refusal",
-    ),
-});
+export const OperatorActionBody = z
+  .strictObject({
+    actor: Actor,
+    note: Note,
+    clinicId: ClinicIdField.optional().describe("act only when the journey is this clinic's (404 otherwise)"),
+    operationId: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,100}$/, 'letters, digits, ".", "_", ":" and "-", at most 100')
+      .optional()
+      .describe(
+        'the bulk operation this action belongs to: the same operation and action sent again to a journey (a retried ' +
+          "request) gets the first answer instead of the journey's refusal",
+      ),
+  })
+  .meta({ examples: [{ actor: 'ops-ticket-1234', note: 'portal settings fixed by the clinic' }] });
 
 export const OperatorActionResponse = z
   .object({
-    journeyId: z.string(),
-    action: z.enum(OPERATOR_ACTIONS),
-    outcome: z.literal('done'),
+    journeyId: z.string().describe('The journey'),
+    action: z.enum(OPERATOR_ACTIONS).describe('The action taken'),
+    outcome: z.literal('done').describe('The journey took the action'),
     result: z.record(z.string(), z.unknown()).describe("the workflow update's answer, e.g. {stage: 'abandoned'}"),
   })
   .meta({ id: 'OperatorActionResult' });

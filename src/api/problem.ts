@@ -10,18 +10,18 @@ const TYPE_BASE = 'urn:patient-journeys:problem:';
 
 export const FieldError = z.object({
   field: z.string().describe('dotted path of the failing field, e.g. patient.dob or exams.0; "(body)" for the body'),
-  message: z.string(),
+  message: z.string().describe('What is wrong with it'),
 });
 export type FieldError = z.infer<typeof FieldError>;
 
 export const Problem = z
   .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    instance: z.string().optional(),
-    errors: z.array(FieldError).optional(),
+    type: z.string().describe('A URN naming the kind of problem, e.g. urn:patient-journeys:problem:validation'),
+    title: z.string().describe("The HTTP status's title"),
+    status: z.number().int().describe('The HTTP status'),
+    detail: z.string().describe('What went wrong, for a person'),
+    instance: z.string().optional().describe('The path of the request'),
+    errors: z.array(FieldError).optional().describe('Each field at fault, for input errors'),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details' });
 export type Problem = z.infer<typeof Problem>;

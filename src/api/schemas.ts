@@ -27,7 +27,24 @@ export const StartJourneyBody = z
       if (issue.code === 'custom') ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
     }
   })
-  .meta({ id: 'StartJourneyRequest' });
+  .meta({
+    id: 'StartJourneyRequest',
+    examples: [
+      {
+        patient: {
+          firstName: 'Test',
+          lastName: 'Approve',
+          email: 'patient@example.com',
+          dob: '1990-01-01',
+          phoneNumber: '4155550100',
+          teleState: 'TE',
+        },
+        exams: [201],
+        scenario: { type: 'partner_pharmacy', pharmacyId: 501, orderSetId: '8101' },
+        notificationUrl: 'https://clinic.example/journey-events',
+      },
+    ],
+  });
 export type StartJourneyBody = Omit<JourneyRequestType, 'clinicId' | 'journeyId'>;
 
 export const IdempotencyHeaders = z.looseObject({
@@ -42,15 +59,17 @@ export const IdempotencyHeaders = z.looseObject({
 export const JourneyIdParam = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'a journey id (letters, digits, "_" and "-")');
-export const JourneyParams = z.object({ journeyId: JourneyIdParam });
+export const JourneyParams = z.object({ journeyId: JourneyIdParam.describe('The journey') });
 
-export const JourneyLinks = z.object({
-  self: z.string(),
-  cancel: z.string(),
-  resend: z.string(),
-  answers: z.string(),
-  attachments: z.string(),
-});
+export const JourneyLinks = z
+  .object({
+    self: z.string().describe('GET: the journey'),
+    cancel: z.string().describe('POST: cancel the invite'),
+    resend: z.string().describe('POST: resend the invite'),
+    answers: z.string().describe('POST: submit screening answers'),
+    attachments: z.string().describe('POST: upload an attachment to a patient exam'),
+  })
+  .describe("The journey's own routes");
 
 export function journeyLinks(journeyId: string): z.infer<typeof JourneyLinks> {
   const self = `/v1/journeys/${journeyId}`;
@@ -65,9 +84,9 @@ export function journeyLinks(journeyId: string): z.infer<typeof JourneyLinks> {
 
 export const StartJourneyResponse = z
   .object({
-    journeyId: z.string(),
+    journeyId: z.string().describe('The journey, derived from the Idempotency-Key'),
     /** False when the Idempotency-Key had already started this journey. */
-    created: z.boolean(),
+    created: z.boolean().describe('False when the Idempotency-Key had already started this journey'),
     links: JourneyLinks,
   })
   .meta({ id: 'StartJourneyResponse' });
@@ -100,46 +119,87 @@ export const EXAM_STATUS_VALUES = [
 export const SCENARIO_TYPES = Scenario.options.map((o) => o.shape.type.value) as [string, ...string[]];
 
 const ReceivedEvent = z.looseObject({
-  deliveryId: z.string(),
-  event: z.number().int(),
-  patientExamId: z.number().int().nullable(),
-  prescriptionId: z.number().int().optional(),
-  receivedAt: z.string(),
-  disposition: z.enum(['applied', 'duplicate', 'buffered', 'foreign', 'ignored', 'held']),
-  note: z.string().optional(),
-  layout: z.string().optional(),
+  deliveryId: z.string().describe('The id the webhook gave the delivery'),
+  event: z.number().int().describe('1 consultation complete, 2 prescription confirmed, 3 package shipped'),
+  patientExamId: z.number().int().nullable().describe('The patient exam it is about; null when unreadable'),
+  prescriptionId: z.number().int().optional().describe('The prescription of an event 3'),
+  receivedAt: z.string().describe('When the webhook received it (ISO 8601)'),
+  disposition: z
+    .enum(['applied', 'duplicate', 'buffered', 'foreign', 'ignored', 'held'])
+    .describe('What the journey did with it'),
+  note: z.string().optional().describe('Why, when it was not applied'),
+  layout: z.string().optional().describe('The callback layout it was read in, when not the documented one'),
 });
 
 const ExamView = z.looseObject({
-  patientExamId: z.number().int(),
-  examId: z.number().int(),
-  examTitle: z.string(),
-  status: z.string(),
-  rxStatus: z.string().nullable(),
-  phase: z.string().optional(),
-  prescriptions: z.array(z.looseObject({ prescriptionId: z.number().int(), drugName: z.string() })),
+  patientExamId: z.number().int().describe("The service's id of this exam for this patient"),
+  examId: z.number().int().describe("The exam's id in the clinic's exam list"),
+  examTitle: z.string().describe("The exam's title"),
+  status: z.string().describe('pending, the verdict (Approved, Rejected, ...), cancelled or expired'),
+  rxStatus: z.string().nullable().describe('The prescription status, e.g. Pharmacy Confirmed; null before event 2'),
+  phase: z.string().optional().describe('What the exam waits for'),
+  prescriptions: z
+    .array(
+      z.looseObject({
+        prescriptionId: z.number().int().describe("The service's prescription id"),
+        drugName: z.string().describe('The drug'),
+      }),
+    )
+    .describe('The drugs of event 2'),
 });
 
 /** The journey as the workflow's snapshot query (or, when that is not possible, its result) tells it. */
 export const JourneyState = z
   .looseObject({
-    journeyId: z.string(),
-    clinicId: z.string(),
-    scenario: z.string(),
-    stage: z.enum(JOURNEY_STAGES),
-    startedAt: z.string().optional(),
-    updatedAt: z.string().optional(),
-    meetings: z.array(z.looseObject({ meetingUuid: z.string(), meetingUrl: z.string() })).optional(),
-    exams: z.array(ExamView).optional(),
-    events: z.array(ReceivedEvent).optional(),
-    deadlines: z.array(z.looseObject({ at: z.string(), action: z.string() })).optional(),
-    attention: z.array(z.looseObject({ code: z.string(), message: z.string() })).optional(),
-    lastError: z.looseObject({ kind: z.string(), operation: z.string(), message: z.string() }).nullable().optional(),
+    journeyId: z.string().describe('The journey'),
+    clinicId: z.string().describe('The clinic that started it'),
+    scenario: z.string().describe('gfe, partner_pharmacy, urgent_care or custom_pharmacy'),
+    stage: z.enum(JOURNEY_STAGES).describe('Where the journey is'),
+    startedAt: z.string().optional().describe('ISO 8601'),
+    updatedAt: z.string().optional().describe('ISO 8601, the last change'),
+    meetings: z
+      .array(
+        z.looseObject({
+          meetingUuid: z.string().describe("The invite's meeting at the service"),
+          meetingUrl: z.string().describe("The patient's link to the meeting"),
+        }),
+      )
+      .optional()
+      .describe('One per invite (a re-invite adds one)'),
+    exams: z.array(ExamView).optional().describe('Each patient exam of the invite'),
+    events: z.array(ReceivedEvent).optional().describe('Every callback received, in order of arrival'),
+    deadlines: z
+      .array(
+        z.looseObject({
+          at: z.string().describe('ISO 8601'),
+          action: z.string().describe('What happens then, e.g. consultation deadline'),
+        }),
+      )
+      .optional()
+      .describe('The running timers'),
+    attention: z
+      .array(
+        z.looseObject({
+          code: z.string().describe('e.g. invite_ambiguous, verdict_lost'),
+          message: z.string().describe('What a person should know, without patient data'),
+        }),
+      )
+      .optional()
+      .describe('Why the journey waits for a person'),
+    lastError: z
+      .looseObject({
+        kind: z.string().describe('How the error is classified, e.g. not_sent, ambiguous'),
+        operation: z.string().describe('The exam-service operation'),
+        message: z.string().describe('What went wrong'),
+      })
+      .nullable()
+      .optional()
+      .describe('The last exam-service error'),
     actions: z
       .array(
         z.looseObject({
           at: z.string().describe('When it was done'),
-          action: z.enum(['retry', 'abandon', 'cancel', 'resend']),
+          action: z.enum(['retry', 'abandon', 'cancel', 'resend']).describe('What was done'),
           actor: z.string().describe("The operator's name or ticket; `clinic` for the clinic API's own calls"),
           note: z.string().optional().describe('Why, in the actor’s words'),
           detail: z.string().describe('What it acted on: the attention settled, the patient exams cancelled or resent'),
@@ -150,38 +210,42 @@ export const JourneyState = z
     resolvedAttention: z
       .array(
         z.looseObject({
-          code: z.string(),
-          since: z.string(),
-          resolvedAt: z.string(),
+          code: z.string().describe('The attention code'),
+          since: z.string().describe('When the journey started waiting (ISO 8601)'),
+          resolvedAt: z.string().describe('When it was settled (ISO 8601)'),
           why: z.string().describe('What settled it, e.g. a callback that proved an invite in doubt was created'),
         }),
       )
       .optional()
       .describe('Attention settled by evidence rather than by an operator'),
   })
-  .meta({ id: 'JourneyState' });
+  .meta({ id: 'JourneyState', description: "The journey as the workflow's snapshot tells it" });
 
-export const WorkflowStatus = z.enum([
-  'RUNNING',
-  'COMPLETED',
-  'FAILED',
-  'CANCELLED',
-  'TERMINATED',
-  'CONTINUED_AS_NEW',
-  'TIMED_OUT',
-  'PAUSED',
-  'UNSPECIFIED',
-  'UNKNOWN',
-]);
+export const WorkflowStatus = z
+  .enum([
+    'RUNNING',
+    'COMPLETED',
+    'FAILED',
+    'CANCELLED',
+    'TERMINATED',
+    'CONTINUED_AS_NEW',
+    'TIMED_OUT',
+    'PAUSED',
+    'UNSPECIFIED',
+    'UNKNOWN',
+  ])
+  .describe("The Temporal workflow's status");
 
 export const JourneyView = z
   .object({
-    journeyId: z.string(),
+    journeyId: z.string().describe('The journey'),
     workflowStatus: WorkflowStatus,
-    startedAt: z.string(),
-    closedAt: z.string().nullable(),
+    startedAt: z.string().describe('ISO 8601'),
+    closedAt: z.string().nullable().describe('ISO 8601; null while it runs'),
     /** query: live snapshot; result: the finished journey's summary; visibility: search attributes only. */
-    source: z.enum(['query', 'result', 'visibility']),
+    source: z
+      .enum(['query', 'result', 'visibility'])
+      .describe("query: live snapshot; result: the finished journey's summary; visibility: search attributes only"),
     journey: JourneyState,
     links: JourneyLinks,
   })
@@ -190,44 +254,66 @@ export const JourneyView = z
 const boolParam = z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true');
 
 export const ListJourneysQuery = z.strictObject({
-  stage: z.enum(JOURNEY_STAGES).optional(),
-  scenario: z.enum(SCENARIO_TYPES).optional(),
+  stage: z.enum(JOURNEY_STAGES).optional().describe('journeys in this stage'),
+  scenario: z.enum(SCENARIO_TYPES).optional().describe('journeys of this scenario'),
   examStatus: z.enum(EXAM_STATUS_VALUES).optional().describe('journeys with at least one exam in this status'),
-  needsAttention: boolParam.optional(),
-  pageSize: z.coerce.number().int().min(1).max(100).default(20),
+  needsAttention: boolParam.optional().describe('journeys that wait for a person (or not)'),
+  pageSize: z.coerce.number().int().min(1).max(100).default(20).describe('journeys per page'),
   nextPageToken: z
     .string()
     .regex(/^[A-Za-z0-9_.-]+$/, 'a token from a previous page')
     .max(4096)
-    .optional(),
+    .optional()
+    .describe("the previous page's nextPageToken"),
 });
 
 export const JourneySummaryItem = z.object({
-  journeyId: z.string(),
-  stage: z.string().nullable(),
-  scenario: z.string().nullable(),
-  examStatus: z.array(z.string()),
-  rxStatus: z.array(z.string()),
-  needsAttention: z.boolean().nullable(),
+  journeyId: z.string().describe('The journey'),
+  stage: z.string().nullable().describe('Its stage (search attribute); null when not set yet'),
+  scenario: z.string().nullable().describe('Its scenario; null when not set yet'),
+  examStatus: z.array(z.string()).describe('The status of each patient exam'),
+  rxStatus: z.array(z.string()).describe('The prescription status of each prescription exam'),
+  needsAttention: z.boolean().nullable().describe('True while it waits for a person'),
   workflowStatus: WorkflowStatus,
-  startedAt: z.string(),
-  closedAt: z.string().nullable(),
-  links: z.object({ self: z.string() }),
+  startedAt: z.string().describe('ISO 8601'),
+  closedAt: z.string().nullable().describe('ISO 8601; null while it runs'),
+  links: z.object({ self: z.string().describe('GET: the journey') }).describe("The journey's route"),
 });
 
 export const ListJourneysResponse = z
-  .object({ journeys: z.array(JourneySummaryItem), nextPageToken: z.string().nullable() })
+  .object({
+    journeys: z.array(JourneySummaryItem).describe('Most recent first'),
+    nextPageToken: z.string().nullable().describe('Pass it to get the next page; null on the last'),
+  })
   .meta({ id: 'JourneyList' });
 
-export const CancelBody = z.strictObject({
-  patientExamId: z.number().int().positive().optional().describe('only this patient exam; every pending one if absent'),
-  reason: z.string().max(500).optional(),
-});
-export const ResendBody = z.strictObject({ patientExamId: z.number().int().positive().optional() });
-export const AnswersBody = z.strictObject({
-  patientExamId: z.number().int().positive(),
-  answers: z.array(PrefilledAnswer).min(1).max(200),
-});
+export const CancelBody = z
+  .strictObject({
+    patientExamId: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('only this patient exam; every pending one if absent'),
+    reason: z.string().max(500).optional().describe('Why, recorded in the journey (never patient data)'),
+  })
+  .meta({ examples: [{ patientExamId: 90001, reason: 'booked by mistake' }] });
+export const ResendBody = z
+  .strictObject({
+    patientExamId: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('only this patient exam; every pending one if absent'),
+  })
+  .meta({ examples: [{ patientExamId: 90001 }] });
+export const AnswersBody = z
+  .strictObject({
+    patientExamId: z.number().int().positive().describe('The patient exam the answers are for'),
+    answers: z.array(PrefilledAnswer).min(1).max(200).describe('Screening answers by question number'),
+  })
+  .meta({ examples: [{ patientExamId: 90001, answers: [{ no: 1, answer: 'No' }] }] });
 
 const ContentType = z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, 'a MIME type such as image/jpeg');
 const FileName = z
@@ -237,85 +323,114 @@ const FileName = z
   .regex(/^[^/\\\0]+$/, 'a file name without a path');
 
 /** An attachment sent as JSON; multipart/form-data with fields kind, patientExamId and one file works too. */
-export const AttachmentUploadJson = z.strictObject({
-  kind: z.string().min(1).max(100).describe('ID, Lab or another name from the exam'),
-  fileName: FileName,
-  contentType: ContentType,
-  contentBase64: z.base64('standard base64').min(1, 'must not be empty'),
-});
-export const JourneyAttachmentJson = AttachmentUploadJson.extend({ patientExamId: z.number().int().positive() });
+const attachmentExample = {
+  kind: 'ID',
+  fileName: 'id-front.jpg',
+  contentType: 'image/jpeg',
+  contentBase64: '/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAA==',
+};
+export const AttachmentUploadJson = z
+  .strictObject({
+    kind: z.string().min(1).max(100).describe('ID, Lab or another name from the exam'),
+    fileName: FileName.describe('The file name, without a path'),
+    contentType: ContentType.describe('MIME type, e.g. image/jpeg'),
+    contentBase64: z.base64('standard base64').min(1, 'must not be empty').describe('The file, standard base64'),
+  })
+  .meta({ examples: [attachmentExample] });
+export const JourneyAttachmentJson = AttachmentUploadJson.extend({
+  patientExamId: z.number().int().positive().describe('The patient exam it is for'),
+}).meta({ examples: [{ ...attachmentExample, patientExamId: 90001 }] });
 export const AttachmentMultipartFields = z.object({
   kind: z.string().min(1).max(100),
   patientExamId: z.coerce.number().int().positive(),
 });
 export const AttachmentMultipartFile = z.object({ fileName: FileName, contentType: ContentType });
 
-export const UpdateResponse = z.object({ journeyId: z.string(), result: z.record(z.string(), z.unknown()) });
+export const UpdateResponse = z.object({
+  journeyId: z.string().describe('The journey'),
+  result: z.record(z.string(), z.unknown()).describe("The workflow update's answer"),
+});
 export const AttachmentResponse = z.object({
-  journeyId: z.string().optional(),
-  attachment: AttachmentRef,
-  result: z.record(z.string(), z.unknown()).optional(),
+  journeyId: z.string().optional().describe('The journey, when uploaded to one'),
+  attachment: AttachmentRef.describe('The stored attachment; reference it in a start request'),
+  result: z.record(z.string(), z.unknown()).optional().describe("The workflow update's answer"),
 });
 
 // ---- catalog pass-through: camelCase, one layout whatever the service answered --------------------------------
 
 export const CatalogExams = z
   .object({
-    exams: z.array(
-      z.object({
-        examId: z.number().int(),
-        title: z.string(),
-        rxType: z.union([z.literal(1), z.literal(2)]),
-        price: z.string().nullable(),
-        attachmentsRequired: z.number().int(),
-        attachments: z.array(z.string()),
-      }),
-    ),
+    exams: z
+      .array(
+        z.object({
+          examId: z.number().int().describe('Pass it in `exams` of a start request'),
+          title: z.string().describe("The exam's name at the clinic"),
+          rxType: z.union([z.literal(1), z.literal(2)]).describe('1: no prescription (GFE); 2: prescription exam'),
+          price: z.string().nullable().describe('Preset price, a decimal string; null when none'),
+          attachmentsRequired: z.number().int().describe('2: the attachments below are required; 1: the ID only'),
+          attachments: z.array(z.string()).describe('Attachments required beyond the ID'),
+        }),
+      )
+      .describe("The clinic's exams at the service"),
   })
   .meta({ id: 'CatalogExams' });
 
 export const PartnerPharmacies = z.object({
   /** type: absent when the service gives none. */
-  pharmacies: z.array(z.object({ pharmacyId: z.number().int(), name: z.string(), type: z.string().optional() })),
+  pharmacies: z
+    .array(
+      z.object({
+        pharmacyId: z.number().int().describe('Pass it as scenario.pharmacyId'),
+        name: z.string().describe("The pharmacy's name"),
+        type: z.string().optional().describe('e.g. 503A; absent when the service gives none'),
+      }),
+    )
+    .describe('Partner (compounding) pharmacies'),
 });
 
-export const PharmacyParams = z.object({ pharmacyId: z.coerce.number().int().positive() });
+export const PharmacyParams = z.object({
+  pharmacyId: z.coerce.number().int().positive().describe('A partner pharmacy'),
+});
 export const TreatmentPackagesQuery = z.strictObject({
-  examId: z.coerce.number().int().positive(),
+  examId: z.coerce.number().int().positive().describe('A prescription exam'),
   /** The patient's state (packages can differ by state); passed to the service when given. */
-  state: z.enum(US_STATE_CODES).optional(),
+  state: z.enum(US_STATE_CODES).optional().describe("The patient's state (packages can differ by state)"),
 });
 /** What the service described; orderSetId or examPosId is always there (the journey's scenario takes either). */
 export const TreatmentPackages = z.object({
-  treatmentPackages: z.array(
-    z.object({
-      orderSetId: z.string().nullable(),
-      examPosId: z.number().int().nullable(),
-      title: z.string().optional(),
-      drugName: z.string().optional(),
-      strength: z.string().optional(),
-      size: z.string().optional(),
-      durationDays: z.number().int().optional(),
-      priceCents: z.number().int().nullable(),
-    }),
-  ),
+  treatmentPackages: z
+    .array(
+      z.object({
+        orderSetId: z.string().nullable().describe('Pass it as scenario.orderSetId; null when the service gave none'),
+        examPosId: z.number().int().nullable().describe('Legacy id, scenario.examPosId; null when none'),
+        title: z.string().optional().describe("The package's title"),
+        drugName: z.string().optional().describe('The drug'),
+        strength: z.string().optional().describe('e.g. 2.5 mg/mL'),
+        size: z.string().optional().describe('e.g. 2 mL vial'),
+        durationDays: z.number().int().optional().describe('Days of treatment'),
+        priceCents: z.number().int().nullable().describe('Price in cents; null when not given'),
+      }),
+    )
+    .describe("The pharmacy's packages for the exam"),
 });
 
 /** Form A (search, zipCode, ncpdpid) or form B (city, state, zipCode, pharmacyName): any of city/state/name is B. */
 export const PharmacySearchQuery = z
   .strictObject({
-    search: z.string().min(1).max(100).optional(),
-    ncpdpid: z.string().min(1).max(20).optional(),
+    search: z.string().min(1).max(100).optional().describe('form A: a fragment of the name'),
+    ncpdpid: z.string().min(1).max(20).optional().describe('form A: one pharmacy by NCPDP id'),
     zipCode: z
       .string()
       .regex(/^\d{5}$/, 'five digits')
-      .optional(),
-    city: z.string().min(1).max(100).optional(),
+      .optional()
+      .describe('either form: five-digit ZIP code'),
+    city: z.string().min(1).max(100).optional().describe('form B: city'),
     state: z
       .string()
       .regex(/^[A-Z]{2}$/, 'a capital two-letter abbreviation')
-      .optional(),
-    pharmacyName: z.string().min(1).max(100).optional(),
+      .optional()
+      .describe('form B: two-letter state'),
+    pharmacyName: z.string().min(1).max(100).optional().describe('form B: the name or part of it'),
   })
   .superRefine((q, ctx) => {
     if (Object.values(q).every((v) => v === undefined)) {
@@ -337,41 +452,48 @@ export const PharmacySearchQuery = z
 
 /** Ready to use as scenario.pharmacy of a journey request. */
 export const CustomPharmacies = z.object({
-  pharmacies: z.array(
-    z.object({
-      ncpdpid: z.string(),
-      name: z.string(),
-      /** The address fields are absent when the service gave none. */
-      addressLine1: z.string().optional(),
-      addressLine2: z.string().optional(),
-      city: z.string().optional(),
-      state: z.string().optional(),
-      zipCode: z.string().optional(),
-      phone: z.string().optional(),
-      type: z.string().optional(),
-    }),
-  ),
+  pharmacies: z
+    .array(
+      z.object({
+        ncpdpid: z.string().describe('NCPDP id: scenario.pharmacy.ncpdpid'),
+        name: z.string().describe("The pharmacy's name"),
+        /** The address fields are absent when the service gave none. */
+        addressLine1: z.string().optional().describe('Street address; absent when the service gave none'),
+        addressLine2: z.string().optional().describe('Second address line'),
+        city: z.string().optional().describe('City'),
+        state: z.string().optional().describe('Two-letter state'),
+        zipCode: z.string().optional().describe('ZIP code'),
+        phone: z.string().optional().describe('Phone number'),
+        type: z.string().optional().describe('e.g. Retail'),
+      }),
+    )
+    .describe('Matching pharmacies'),
 });
 
 // ---- operations and admin ----------------------------------------------------------------------------------------
 
 export const DeadLetterSummary = z.object({
-  id: z.string(),
-  journeyId: z.string(),
-  reason: z.string(),
-  detail: z.string(),
-  issues: z.array(z.string()).optional(),
-  event: z.number().int().optional(),
-  patientExamId: z.number().int().optional(),
-  deliveryId: z.string().optional(),
-  receivedAt: z.string(),
-  deadLetteredAt: z.string(),
-  replays: z.number().int(),
-  lastReplayAt: z.string().optional(),
-  bodyBytes: z.number().int().optional(),
+  id: z.string().describe('The dead letter'),
+  journeyId: z.string().describe('The journey whose webhook URL received it'),
+  reason: z.string().describe('Why no journey took it, e.g. unparseable, journey_finished'),
+  detail: z.string().describe('The reason in words'),
+  issues: z.array(z.string()).optional().describe('What could not be read'),
+  event: z.number().int().optional().describe('The event number, when readable'),
+  patientExamId: z.number().int().optional().describe('The patient exam, when readable'),
+  deliveryId: z.string().optional().describe('The delivery, when the webhook gave it one'),
+  receivedAt: z.string().describe('When the webhook received it (ISO 8601)'),
+  deadLetteredAt: z.string().describe('When it became a dead letter (ISO 8601)'),
+  replays: z.number().int().describe('Replays tried so far'),
+  lastReplayAt: z.string().optional().describe('The last replay (ISO 8601)'),
+  bodyBytes: z.number().int().optional().describe('Size of the body as received'),
 });
-export const DeadLetterDetail = DeadLetterSummary.extend({ rawBody: z.string() });
-export const DeadLetterList = z.object({ deadLetters: z.array(DeadLetterSummary), next: z.string().nullable() });
+export const DeadLetterDetail = DeadLetterSummary.extend({
+  rawBody: z.string().describe('The body as received'),
+});
+export const DeadLetterList = z.object({
+  deadLetters: z.array(DeadLetterSummary).describe('Oldest first'),
+  next: z.string().nullable().describe('Pass it as `after` for the next page; null on the last'),
+});
 export const DEAD_LETTER_REASONS = [
   'unparseable',
   'oversized',
@@ -383,17 +505,19 @@ export const DEAD_LETTER_REASONS = [
 // Every reason the inbox can keep a letter for is one a list can filter on.
 const _everyReason: Exclude<DeadLetterReason, (typeof DEAD_LETTER_REASONS)[number]> extends never ? true : never = true;
 export const DeadLetterListQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  after: z.string().max(100).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100).describe('letters per page'),
+  after: z.string().max(100).optional().describe("the previous page's `next`"),
   reason: z.enum(DEAD_LETTER_REASONS).optional().describe('only letters kept for this reason'),
   since: z.iso
     .datetime({ offset: true, error: 'an ISO 8601 date-time, e.g. 2026-11-23T10:00:00Z' })
     .optional()
     .describe('only callbacks received at or after this time'),
 });
-export const DeadLetterParams = z.object({ id: z.string().min(1).max(100) });
+export const DeadLetterParams = z.object({ id: z.string().min(1).max(100).describe('A dead letter') });
 export const ReplayResponse = z.object({
-  id: z.string(),
+  id: z.string().describe('The dead letter'),
   /** signalled: the journey took it now; queued: Temporal did not answer, the inbox's forwarder will send it. */
-  outcome: z.enum(['signalled', 'queued']),
+  outcome: z
+    .enum(['signalled', 'queued'])
+    .describe("signalled: the journey took it now; queued: the inbox's forwarder will send it"),
 });

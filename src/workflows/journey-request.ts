@@ -41,88 +41,133 @@ const stringifiedJson = z
   }, 'must be stringified JSON (e.g. JSON.stringify of an object); the exam service takes nothing else');
 
 export const Address = z.strictObject({
-  line1: z.string().min(1).max(200),
-  line2: z.string().max(200).optional(),
-  city: z.string().min(1).max(100),
+  line1: z.string().min(1).max(200).describe('Street and number'),
+  line2: z.string().max(200).optional().describe('Apartment, suite or unit'),
+  city: z.string().min(1).max(100).describe('City'),
   /** TE (test mode) only together with the patient's teleState TE. */
-  state: teleState,
-  zipCode: z.string().regex(/^\d{5}(-\d{4})?$/, 'five-digit ZIP code'),
+  state: teleState.describe("Two-letter state; TE (test mode) only together with the patient's teleState TE"),
+  zipCode: z
+    .string()
+    .regex(/^\d{5}(-\d{4})?$/, 'five-digit ZIP code')
+    .describe('Five-digit ZIP code, optionally ZIP+4'),
 });
 export type Address = z.infer<typeof Address>;
 
 export const Patient = z.strictObject({
-  firstName: z.string().min(1).max(100),
-  lastName: z.string().min(1).max(100),
-  email: z.email().max(254),
-  dob: calendarDate,
-  phoneNumber: z.string().regex(/^(\+1)?\d{10}$/, '+1 and 10 digits, or 10 digits'),
+  firstName: z.string().min(1).max(100).describe('In test mode `Test`'),
+  lastName: z.string().min(1).max(100).describe('In test mode the outcome keyword, e.g. `Approve`'),
+  email: z.email().max(254).describe('Where the service sends the invite; it also identifies the patient there'),
+  dob: calendarDate.describe('Date of birth, YYYY-MM-DD'),
+  phoneNumber: z
+    .string()
+    .regex(/^(\+1)?\d{10}$/, '+1 and 10 digits, or 10 digits')
+    .describe('Ten digits, optionally after +1; the invite is also sent here as a text'),
   /** Two-letter state the patient is in for the consultation; DC for Washington D.C.; TE for test mode. */
-  teleState,
-  gender: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
-  dmvLicenseNumber: z.string().max(50).optional(),
+  teleState: teleState.describe(
+    'Two-letter state the patient is in for the consultation (it chooses the provider); DC; TE for test mode',
+  ),
+  gender: z
+    .union([z.literal(1), z.literal(2), z.literal(3)])
+    .optional()
+    .describe('1 male, 2 female, 3 prefers not to say'),
+  dmvLicenseNumber: z.string().max(50).optional().describe("The patient's driving licence number"),
 });
 export type Patient = z.infer<typeof Patient>;
 
 export const CustomPharmacy = z.strictObject({
-  ncpdpid: z.string().min(1).max(20),
-  name: z.string().min(1).max(200).optional(),
-  addressLine1: z.string().max(200).optional(),
-  addressLine2: z.string().max(200).optional(),
-  city: z.string().max(100).optional(),
-  state: usState.optional(),
-  zipCode: z.string().max(10).optional(),
-  phone: z.string().max(20).optional(),
-  type: z.string().max(50).optional(),
+  ncpdpid: z.string().min(1).max(20).describe("The pharmacy's NCPDP id, from GET /v1/catalog/pharmacies/search"),
+  name: z.string().min(1).max(200).optional().describe("The pharmacy's name"),
+  addressLine1: z.string().max(200).optional().describe('Street address'),
+  addressLine2: z.string().max(200).optional().describe('Second address line'),
+  city: z.string().max(100).optional().describe('City'),
+  state: usState.optional().describe('Two-letter state'),
+  zipCode: z.string().max(10).optional().describe('ZIP code'),
+  phone: z.string().max(20).optional().describe('Phone number'),
+  type: z.string().max(50).optional().describe('Pharmacy type as the search gave it, e.g. Retail'),
 });
 export type CustomPharmacy = z.infer<typeof CustomPharmacy>;
 
 const customPharmacyScenario = {
-  pharmacy: CustomPharmacy,
+  pharmacy: CustomPharmacy.describe('The retail pharmacy the prescription goes to'),
   /** 1: the pharmacy is preselected here; 2: the patient picks it in the meeting. */
-  patientChoice: z.union([z.literal(1), z.literal(2)]).optional(),
+  patientChoice: z
+    .union([z.literal(1), z.literal(2)])
+    .optional()
+    .describe('1: the pharmacy is preselected here; 2: the patient picks it in the meeting'),
   /** Who the pharmacy bills: the clinic (with its billing identifier) or the patient. */
   billing: z
     .discriminatedUnion('billedTo', [
-      z.strictObject({ billedTo: z.literal('clinic'), clinicBillingId: z.string().min(1).max(100) }),
-      z.strictObject({ billedTo: z.literal('patient') }),
+      z.strictObject({
+        billedTo: z.literal('clinic').describe('The pharmacy bills the clinic'),
+        clinicBillingId: z.string().min(1).max(100).describe("The clinic's identifier at the pharmacy"),
+      }),
+      z.strictObject({ billedTo: z.literal('patient').describe('The pharmacy bills the patient') }),
     ])
-    .optional(),
-  deliveryMethod: z.enum(['pickup', 'ship']).optional(),
+    .optional()
+    .describe('Who the pharmacy bills'),
+  deliveryMethod: z.enum(['pickup', 'ship']).optional().describe('Picked up at the pharmacy or shipped'),
   /** Skip the patient's pharmacy confirmation screen; needs every pharmacy field. */
-  skipConfirmation: z.boolean().optional(),
+  skipConfirmation: z
+    .boolean()
+    .optional()
+    .describe("Skip the patient's pharmacy confirmation screen; needs every pharmacy field"),
 };
 
 export const Scenario = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('gfe') }),
+  z.strictObject({ type: z.literal('gfe').describe('Good faith exam: event 1 only') }),
   z.strictObject({
-    type: z.literal('partner_pharmacy'),
-    pharmacyId: z.number().int().positive(),
-    orderSetId: z.string().min(1).max(64).optional(),
+    type: z.literal('partner_pharmacy').describe('A package from a partner pharmacy, shipped: events 1, 2 and 3'),
+    pharmacyId: z.number().int().positive().describe('From GET /v1/catalog/partner-pharmacies'),
+    orderSetId: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe('The treatment package; the provider chooses when absent'),
     /** Legacy alias of orderSetId, still accepted by the service. */
-    examPosId: z.number().int().positive().optional(),
-    providerPosSelection: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
+    examPosId: z.number().int().positive().optional().describe('Legacy alias of orderSetId'),
+    providerPosSelection: z
+      .union([z.literal(1), z.literal(2), z.literal(3)])
+      .optional()
+      .describe('What the provider chooses: 1 neither pharmacy nor package, 2 the package, 3 both'),
   }),
-  z.strictObject({ type: z.literal('urgent_care'), ...customPharmacyScenario }),
-  z.strictObject({ type: z.literal('custom_pharmacy'), ...customPharmacyScenario }),
+  z.strictObject({
+    type: z.literal('urgent_care').describe('Urgent care, the prescription sent to a retail pharmacy: events 1, 2'),
+    ...customPharmacyScenario,
+  }),
+  z.strictObject({
+    type: z.literal('custom_pharmacy').describe('A pharmacy the patient chooses: events 1, 2'),
+    ...customPharmacyScenario,
+  }),
 ]);
 export type Scenario = z.infer<typeof Scenario>;
 export type ScenarioType = Scenario['type'];
 
 export const PrefilledAnswer = z.strictObject({
-  no: z.number().int().positive(),
+  no: z.number().int().positive().describe("The question's position number in the exam's questions"),
   /** Filled in from the service's own question list when absent. */
-  question: z.string().min(1).max(2000).optional(),
-  answer: z.union([z.string().max(5000), z.array(z.string().max(5000)).max(50)]),
+  question: z
+    .string()
+    .min(1)
+    .max(2000)
+    .optional()
+    .describe("The question's text; filled in from the service's question list when absent"),
+  answer: z
+    .union([z.string().max(5000), z.array(z.string().max(5000)).max(50)])
+    .describe('The answer text, or the chosen responses of a multiple-choice question'),
 });
 export type PrefilledAnswer = z.infer<typeof PrefilledAnswer>;
 
 /** A claim check: the bytes live in the attachment store, the workflow history holds only this reference. */
 export const AttachmentRef = z.object({
-  ref: z.string().regex(/^att_[A-Za-z0-9_-]{8,64}$/, 'an attachment reference from the attachment store'),
-  kind: z.string().min(1).max(100),
-  fileName: z.string().min(1).max(200),
-  contentType: z.string().min(1).max(100),
-  size: z.number().int().nonnegative(),
+  ref: z
+    .string()
+    .regex(/^att_[A-Za-z0-9_-]{8,64}$/, 'an attachment reference from the attachment store')
+    .describe('The reference POST /v1/attachments answered'),
+  kind: z.string().min(1).max(100).describe('ID, Lab or another attachment name the exam asks for'),
+  fileName: z.string().min(1).max(200).describe('The file name as uploaded'),
+  contentType: z.string().min(1).max(100).describe('MIME type, e.g. image/jpeg'),
+  size: z.number().int().nonnegative().describe('Bytes'),
 });
 export type AttachmentRef = z.infer<typeof AttachmentRef>;
 
@@ -130,11 +175,11 @@ export const Duration = z.number().int().positive().describe('milliseconds');
 
 export const JourneyTimings = z.strictObject({
   /** Resend the invite at these offsets from the invite while no consultation happened. */
-  remindersMs: z.array(Duration).max(10),
+  remindersMs: z.array(Duration).max(10).describe('Resend the invite at these offsets (ms) from the invite'),
   /** Cancel the invite and expire the exam when no consultation happened within this. */
   consultationDeadlineMs: Duration,
   /** After Missed or NA: re-invite this many times (0: never) after the cool-down. */
-  reinviteMaxAttempts: z.number().int().min(0).max(5),
+  reinviteMaxAttempts: z.number().int().min(0).max(5).describe('Re-invites after Missed or NA (0: never)'),
   reinviteCoolDownMs: Duration,
   /** Deferred to Medical Director: the final verdict expected within this; then the clinic is told, a person acts. */
   finalVerdictDeadlineMs: Duration.optional(),
@@ -166,32 +211,51 @@ export const JourneyRequest = z
   .object({
     clinicId: id,
     journeyId: id,
-    patient: Patient,
-    homeAddress: Address.optional(),
-    shippingAddress: Address.optional(),
-    exams: z.array(z.number().int().positive()).min(1).max(20),
-    scenario: Scenario,
-    answers: z
-      .array(z.strictObject({ examId: z.number().int().positive(), answers: z.array(PrefilledAnswer).min(1).max(200) }))
+    patient: Patient.describe('Who is invited'),
+    homeAddress: Address.optional().describe("The patient's home address"),
+    shippingAddress: Address.optional().describe('Where a prescription is shipped'),
+    exams: z
+      .array(z.number().int().positive())
+      .min(1)
       .max(20)
-      .optional(),
+      .describe("Exam ids from the clinic's exam list; GFEs stack, at most one prescription exam"),
+    scenario: Scenario.describe('How a prescription is fulfilled, or `gfe`'),
+    answers: z
+      .array(
+        z.strictObject({
+          examId: z.number().int().positive().describe("One of the journey's exams"),
+          answers: z.array(PrefilledAnswer).min(1).max(200).describe('Screening answers for that exam'),
+        }),
+      )
+      .max(20)
+      .optional()
+      .describe('Pre-filled screening answers, submitted once the invite exists'),
     attachments: z
-      .array(z.strictObject({ examId: z.number().int().positive(), attachment: AttachmentRef.strict() }))
+      .array(
+        z.strictObject({
+          examId: z.number().int().positive().describe("One of the journey's exams"),
+          attachment: AttachmentRef.strict().describe('As POST /v1/attachments answered it'),
+        }),
+      )
       .max(50)
-      .optional(),
+      .optional()
+      .describe('Attachments uploaded to the patient exams once the invite exists'),
     redirects: z
       .strictObject({
-        approve: z.url().optional(),
-        reject: z.url().optional(),
-        na: z.url().optional(),
-        missed: z.url().optional(),
+        approve: z.url().optional().describe('After an Approved verdict'),
+        reject: z.url().optional().describe('After Rejected'),
+        na: z.url().optional().describe('After NA (no provider could complete the call)'),
+        missed: z.url().optional().describe('After Missed (no provider within the wait)'),
       })
-      .optional(),
+      .optional()
+      .describe('Where the patient is sent after the consultation'),
     /** The clinic's own data, echoed back by the service in every callback. */
-    additionalData: stringifiedJson.optional(),
+    additionalData: stringifiedJson
+      .optional()
+      .describe('Stringified JSON of the clinic, echoed back by the service in every callback'),
     /** Where the journey posts its state changes (Standard Webhooks signed). */
-    notificationUrl: z.url().optional(),
-    timings: JourneyTimings.partial().optional(),
+    notificationUrl: z.url().optional().describe('Where the journey posts its state changes, signed'),
+    timings: JourneyTimings.partial().optional().describe("Overrides of the deployment's timings"),
   })
   .superRefine((req, ctx) => {
     if (new Set(req.exams).size !== req.exams.length) {

@@ -29,8 +29,8 @@ function metricEvent(event: number): string {
 }
 
 export const WebhookAck = z.object({
-  received: z.literal(true),
-  deliveryId: z.string(),
+  received: z.literal(true).describe('The callback is durably stored'),
+  deliveryId: z.string().describe('The id given to this delivery (in the journey and the dead letters)'),
 });
 
 /** A callback is a few kilobytes; a body over this is not one, but it is kept (up to WEBHOOK_MAX_BODY_BYTES). */
