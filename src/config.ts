@@ -94,6 +94,10 @@ const ConfigSchema = z.object({
      * client retries within it), and the forwarder's probe finds Temporal back sooner than a long deadline runs out.
      */
     signalTimeoutMs: z.number().int().positive(),
+    /** Signals are sent from a thread of their own, so the webhook's event loop does not do their work. */
+    thread: z.boolean(),
+    /** That thread's nice value: under it when cores are short, the acknowledgements come first (Linux). */
+    threadNice: z.number().int().min(0).max(19),
   }),
   codec: z.object({
     /** Payload encryption keys, the first one active; every one decrypts (rotation). */
@@ -153,6 +157,13 @@ function clinicsFrom(env: Env): unknown {
 }
 
 /** A number setting: its default when unset, else a parse that names the variable (not its value) when it fails. */
+function flag(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback;
+  const parsed = bool.safeParse(value);
+  if (!parsed.success) throw new ConfigError([`${name}: expected true or false (also 1/0, yes/no)`]);
+  return parsed.data;
+}
+
 function num(schema: z.ZodType<number>, name: string, value: string | undefined, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const parsed = schema.safeParse(value);
@@ -359,6 +370,13 @@ export function loadConfig(env: Env = process.env): Config {
           5,
         ),
         signalTimeoutMs: num(ms, 'FORWARDER_SIGNAL_TIMEOUT_MS', env.FORWARDER_SIGNAL_TIMEOUT_MS, 3_000),
+        thread: flag('FORWARDER_THREAD', env.FORWARDER_THREAD, true),
+        threadNice: num(
+          z.coerce.number().int().min(0).max(19),
+          'FORWARDER_THREAD_NICE',
+          env.FORWARDER_THREAD_NICE,
+          5,
+        ),
       },
       codec: codecSettings(env),
       dataDir,

@@ -2,6 +2,7 @@
 // SIGINT/SIGTERM: stop accepting, let running requests and the spool forwarder's current item finish, close.
 import { loadConfig, type Config } from '../config';
 import { examServiceClients } from '../exam-service/clinic-clients';
+import { SignalThread } from '../inbox';
 import { lazyClient } from '../temporal';
 import { buildApp, type ApiApp } from './app';
 
@@ -9,9 +10,18 @@ export async function startApi(config: Config): Promise<{ app: ApiApp; close(): 
   // Lazy: the API starts (and spools callbacks) while Temporal is still down; /readyz tells when it is reachable.
   const temporal = lazyClient(config);
   const clients = examServiceClients(config);
+  // The forwarder's signals from a thread of their own: the event loop keeps to the webhook's acknowledgements.
+  const thread = config.forwarder.thread
+    ? new SignalThread(config, {
+        nice: config.forwarder.threadNice,
+        // Runs only once the app exists: a thread starts with the first signal.
+        onExit: (code) => app.log.warn({ code }, 'signal thread exited; started again on the next signal'),
+      })
+    : undefined;
   const app = await buildApp({
     config,
     temporal,
+    ...(thread ? { signal: thread.signal } : {}),
     // Clinics reach here from configuration only, so each has a client.
     examServiceFor: (clinic) => clients.forClinic(clinic.clinicId)!,
     logger: {
@@ -33,6 +43,7 @@ export async function startApi(config: Config): Promise<{ app: ApiApp; close(): 
     app,
     async close() {
       await app.close();
+      await thread?.close();
       await clients.close();
       await temporal.connection.close();
     },

@@ -32,7 +32,15 @@ export const GONE_DETAIL: Record<'journey_finished' | 'journey_not_found', strin
   journey_not_found: 'no journey with this id exists',
 };
 
-export type SignalOutcome = { ok: true } | { ok: false; gone?: 'journey_finished' | 'journey_not_found'; err: unknown };
+export type SignalOutcome =
+  | { ok: true }
+  | {
+      ok: false;
+      gone?: 'journey_finished' | 'journey_not_found';
+      /** Temporal did not answer (as opposed to refusing): classified where the error was raised. */
+      unreachable?: boolean;
+      err: unknown;
+    };
 
 /** One signal of a callback to its journey, bounded by a deadline. */
 export async function signalJourney(
@@ -60,6 +68,11 @@ export interface ForwarderMetrics {
 export interface InboxForwarderOptions {
   inbox: CallbackInbox;
   temporal: Client;
+  /**
+   * How a signal is sent: by default from this thread with `temporal`; the API sends them from a thread of its own
+   * (signaller.ts), so its event loop keeps to the webhook.
+   */
+  signal?: (journeyId: string, signal: CallbackSignal, timeoutMs: number) => Promise<SignalOutcome>;
   /** Deadline of one signal. */
   signalTimeoutMs: number;
   /** Signals in flight at once (one per journey): what this replica asks of Temporal at most. */
@@ -222,7 +235,9 @@ export class InboxForwarder {
           await this.#slot();
           let r: Awaited<ReturnType<typeof signalJourney>>;
           try {
-            r = await signalJourney(this.#o.temporal, entry.journeyId, entry.signal, this.#o.signalTimeoutMs);
+            r = this.#o.signal
+              ? await this.#o.signal(entry.journeyId, entry.signal, this.#o.signalTimeoutMs)
+              : await signalJourney(this.#o.temporal, entry.journeyId, entry.signal, this.#o.signalTimeoutMs);
           } finally {
             this.#inFlight--;
           }
@@ -236,7 +251,7 @@ export class InboxForwarder {
           } else {
             // Temporal did not take it (away, overloaded, or refused for a reason that may pass): this journey's
             // later entries wait behind it, and no new journey starts until the backoff.
-            const unreachable = temporalUnreachable(r.err);
+            const unreachable = r.unreachable ?? temporalUnreachable(r.err);
             this.#o.metrics?.failedAttempt(unreachable);
             if (!unreachable) this.#o.log.warn({ err: r.err, journeyId: entry.journeyId }, 'callback signal failed');
             retryLater = true;

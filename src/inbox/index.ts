@@ -9,6 +9,8 @@ export * from './types';
 export { FileInbox, FileDeadLetters } from './files';
 export { PostgresInbox, PostgresDeadLetters, migrate } from './postgres';
 export { InboxForwarder, signalJourney, temporalUnreachable, journeyGone } from './forwarder';
+export type { InboxForwarderOptions } from './forwarder';
+export { SignalThread } from './signaller';
 
 export interface InboxHooks {
   /** Size of each group-commit write (for the batch histogram). */
