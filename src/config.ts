@@ -1,7 +1,8 @@
 // One zod-validated configuration object, read once from the environment. Secrets come from the environment or
 // from files named by *_FILE variables, never from the repository.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { parseEncryptionKeys, type EncryptionKey } from './codec/encryption-codec';
 import { DEFAULT_TIMINGS, JourneyTimings } from './workflows/journey-request';
@@ -29,14 +30,15 @@ export const ClinicConfig = z.object({
 export type ClinicConfig = z.infer<typeof ClinicConfig>;
 
 const ConfigSchema = z.object({
+  /** The Temporal connection as the CLI resolves it: a temporal.toml profile, then the TEMPORAL_* variables. */
   temporal: z.object({
     address: z.string().min(1),
     namespace: z.string().min(1),
     taskQueue: z.string().min(1),
     apiKey: z.string().min(1).optional(),
-    tls: z.boolean(),
-    tlsCertPath: z.string().optional(),
-    tlsKeyPath: z.string().optional(),
+    /** As @temporalio/envconfig gives it (files named, read at connection); undefined: on with an API key only. */
+    tls: z.custom<ClientConfigTLS>().optional(),
+    grpcMeta: z.record(z.string(), z.string()).optional(),
   }),
   examService: z.object({
     baseUrl: z.url(),
@@ -171,6 +173,75 @@ function num(schema: z.ZodType<number>, name: string, value: string | undefined,
   return parsed.data;
 }
 
+/**
+ * The Temporal connection by @temporalio/envconfig, as the Temporal CLI reads it: the profile TEMPORAL_PROFILE (else
+ * `default`) of TEMPORAL_CONFIG_FILE (else the CLI's own temporal.toml), overridden by TEMPORAL_ADDRESS,
+ * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY and TEMPORAL_TLS_*. Earlier names still work: TEMPORAL_API_KEY_FILE,
+ * TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (the client certificate pair's paths), TEMPORAL_TLS=yes/no.
+ */
+function temporalSettings(env: Env) {
+  if (env.TEMPORAL_TLS !== undefined && !bool.safeParse(env.TEMPORAL_TLS).success) {
+    throw new ConfigError(['TEMPORAL_TLS: must be true or false']);
+  }
+  const standard: Record<string, string | undefined> = {
+    TEMPORAL_CONFIG_FILE: env.TEMPORAL_CONFIG_FILE,
+    TEMPORAL_PROFILE: env.TEMPORAL_PROFILE,
+    // Where the CLI keeps its temporal.toml when TEMPORAL_CONFIG_FILE is unset.
+    XDG_CONFIG_HOME: env.XDG_CONFIG_HOME,
+    HOME: env.HOME,
+    TEMPORAL_ADDRESS: env.TEMPORAL_ADDRESS,
+    TEMPORAL_NAMESPACE: env.TEMPORAL_NAMESPACE,
+    TEMPORAL_API_KEY: secret(env, 'TEMPORAL_API_KEY'),
+    TEMPORAL_TLS: env.TEMPORAL_TLS === undefined ? undefined : String(bool.parse(env.TEMPORAL_TLS)),
+    TEMPORAL_TLS_CLIENT_CERT_PATH: env.TEMPORAL_TLS_CLIENT_CERT_PATH ?? env.TEMPORAL_TLS_CERT,
+    TEMPORAL_TLS_CLIENT_CERT_DATA: env.TEMPORAL_TLS_CLIENT_CERT_DATA,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: env.TEMPORAL_TLS_CLIENT_KEY_PATH ?? env.TEMPORAL_TLS_KEY,
+    TEMPORAL_TLS_CLIENT_KEY_DATA: secret(env, 'TEMPORAL_TLS_CLIENT_KEY_DATA'),
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: env.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+    TEMPORAL_TLS_SERVER_CA_CERT_DATA: env.TEMPORAL_TLS_SERVER_CA_CERT_DATA,
+    TEMPORAL_TLS_SERVER_NAME: env.TEMPORAL_TLS_SERVER_NAME,
+  };
+  // The library takes a missing file for an empty one; a file named on purpose must be there.
+  if (standard.TEMPORAL_CONFIG_FILE && !existsSync(standard.TEMPORAL_CONFIG_FILE)) {
+    throw new ConfigError([`TEMPORAL_CONFIG_FILE: no file at ${standard.TEMPORAL_CONFIG_FILE}`]);
+  }
+  let profile;
+  try {
+    profile = loadClientConfigProfile({
+      overrideEnvVars: Object.fromEntries(
+        Object.entries(standard).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''),
+      ),
+    });
+  } catch (err) {
+    // Name the file and the profile, never echo the file: a TOML error quotes its line, which may hold an api_key.
+    const { line, code } = err as { line?: number; code?: string };
+    const where = standard.TEMPORAL_CONFIG_FILE
+      ? `TEMPORAL_CONFIG_FILE (${standard.TEMPORAL_CONFIG_FILE})`
+      : 'temporal.toml';
+    const why = /^Profile '.*' not found/.test((err as Error).message)
+      ? `has no profile ${standard.TEMPORAL_PROFILE}`
+      : code
+        ? `cannot be read (${code})`
+        : `is not valid TOML${line ? ` (line ${line})` : ''}`;
+    throw new ConfigError([`${where}: ${why}`]);
+  }
+  const tls = profile.tls;
+  if (tls && !tls.disabled && Boolean(tls.clientCert) !== Boolean(tls.clientKey)) {
+    throw new ConfigError([
+      'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY): ' +
+        'the client certificate and its key go together',
+    ]);
+  }
+  return {
+    address: profile.address ?? '127.0.0.1:7233',
+    namespace: profile.namespace ?? 'default',
+    taskQueue: env.TEMPORAL_TASK_QUEUE ?? TASK_QUEUE_DEFAULT,
+    apiKey: profile.apiKey || undefined,
+    tls,
+    grpcMeta: profile.grpcMeta,
+  };
+}
+
 export class ConfigError extends Error {
   constructor(readonly issues: string[]) {
     super(`invalid configuration:\n  ${issues.join('\n  ')}`);
@@ -192,6 +263,18 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'TEMPORAL_TLS',
   'TEMPORAL_TLS_CERT',
   'TEMPORAL_TLS_KEY',
+  'TEMPORAL_CONFIG_FILE',
+  'TEMPORAL_PROFILE',
+  'XDG_CONFIG_HOME',
+  'HOME',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_CERT_DATA',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_DATA',
+  'TEMPORAL_TLS_CLIENT_KEY_DATA_FILE',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+  'TEMPORAL_TLS_SERVER_NAME',
   'EXAM_SERVICE_BASE_URL',
   'EXAM_SERVICE_CONNECT_TIMEOUT_MS',
   'EXAM_SERVICE_REQUEST_TIMEOUT_MS',
@@ -314,15 +397,7 @@ export function loadConfig(env: Env = process.env): Config {
   try {
     const apiPort = num(port, 'API_PORT', env.API_PORT, 3000);
     raw = {
-      temporal: {
-        address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-        namespace: env.TEMPORAL_NAMESPACE ?? 'default',
-        taskQueue: env.TEMPORAL_TASK_QUEUE ?? TASK_QUEUE_DEFAULT,
-        apiKey: secret(env, 'TEMPORAL_API_KEY'),
-        tls: env.TEMPORAL_TLS !== undefined ? bool.parse(env.TEMPORAL_TLS) : Boolean(env.TEMPORAL_TLS_CERT),
-        tlsCertPath: env.TEMPORAL_TLS_CERT,
-        tlsKeyPath: env.TEMPORAL_TLS_KEY,
-      },
+      temporal: temporalSettings(env),
       examService: {
         baseUrl: env.EXAM_SERVICE_BASE_URL ?? 'http://127.0.0.1:4010',
         connectTimeoutMs: num(ms, 'EXAM_SERVICE_CONNECT_TIMEOUT_MS', env.EXAM_SERVICE_CONNECT_TIMEOUT_MS, 5_000),

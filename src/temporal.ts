@@ -1,23 +1,32 @@
 // Connections to Temporal shared by the worker, the API and the scripts: one place for address, namespace, TLS
 // (Temporal Cloud with mTLS or an API key) and the payload codec, so every client reads and writes the same way.
-import { readFileSync } from 'node:fs';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
+import { toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import { EncryptionCodec } from './codec/encryption-codec';
 import { ConfigError, type Config } from './config';
 
 type TemporalConfig = Config['temporal'];
 
-function tlsOf(t: TemporalConfig): ConnectionOptions['tls'] {
-  if (t.tlsCertPath && t.tlsKeyPath) {
-    return { clientCertPair: { crt: readFileSync(t.tlsCertPath), key: readFileSync(t.tlsKeyPath) } };
-  }
-  return t.tls || Boolean(t.apiKey);
-}
-
+/**
+ * The connection options @temporalio/envconfig makes of the resolved profile (the CLI's own rules: TLS on with an
+ * API key unless TLS is disabled; certificate files read here, at connection).
+ */
 export function connectionOptions(t: TemporalConfig): ConnectionOptions & NativeConnectionOptions {
-  return { address: t.address, tls: tlsOf(t), ...(t.apiKey ? { apiKey: t.apiKey } : {}) };
+  const { connectionOptions: o } = toClientOptions({
+    address: t.address,
+    namespace: t.namespace,
+    apiKey: t.apiKey,
+    tls: t.tls,
+    grpcMeta: t.grpcMeta,
+  });
+  return {
+    address: t.address,
+    ...(o.tls !== undefined ? { tls: o.tls } : {}),
+    ...(o.apiKey ? { apiKey: o.apiKey } : {}),
+    ...(o.metadata ? { metadata: o.metadata } : {}),
+  };
 }
 
 /**
