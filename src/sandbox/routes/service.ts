@@ -47,6 +47,7 @@ import {
   titleKind,
 } from '../seed';
 import type { CustomPharmacyChoice, Fulfilment, Meeting, PatientExamRecord, TestOutcome } from '../store';
+import { normaliseRealClientBody } from '../real-clients';
 import { badRequest, parseRequest, ServiceError, UNAUTHORIZED } from '../service-error';
 
 const MESSAGES = {
@@ -71,7 +72,8 @@ export function serviceRoutes(ctx: SandboxContext) {
       ((record ? ctx.store.meetingOf(record).service_layout : undefined) ?? ctx.faults.get().serviceLayout) === 'live';
 
     const operation = (name: ExamServiceOperation, handler: OperationHandler): void => {
-      app.post(`/api/${name}`, async (request, reply) => {
+      // Real clients call the paths with a trailing slash too (docs/exam-service.md).
+      const handle = async (request: FastifyRequest, reply: FastifyReply) => {
         const faults = ctx.faults.get();
         if (faults.latencyMs > 0) {
           ctx.faults.count('delayed');
@@ -81,7 +83,7 @@ export function serviceRoutes(ctx: SandboxContext) {
           ctx.faults.count('error', name);
           return reply.code(500).send({ http_code: 500, error_message: 'Internal server error.' });
         }
-        const body = readBody(request.body, (id) => live(ctx.store.patientExam(id)));
+        const body = normaliseRealClientBody(name, isRecord(request.body) ? request.body : {});
         const clinic = ctx.store.clinicByKey(body.api_key);
         if (!clinic) return reply.code(401).send(new ServiceError(401, UNAUTHORIZED).body());
         try {
@@ -92,7 +94,9 @@ export function serviceRoutes(ctx: SandboxContext) {
           if (err instanceof ServiceError) return reply.code(err.httpStatus).send(err.body());
           throw err;
         }
-      });
+      };
+      app.post(`/api/${name}`, handle);
+      app.post(`/api/${name}/`, handle);
     };
 
     operation('exam_list', ({ clinic }) => {
@@ -252,18 +256,8 @@ export function serviceRoutes(ctx: SandboxContext) {
     });
 
     operation('partner_pharmacy_treatment_packages', ({ body }) => {
-      // The live form names the ids in lists (a lone id accepted too); the document's fields win when both are given.
-      const first = (v: unknown) => (Array.isArray(v) ? (v as unknown[])[0] : v);
-      const req = parseRequest(
-        TreatmentPackagesRequest,
-        live()
-          ? {
-              ...body,
-              pharmacy_id: body.pharmacy_id ?? first(body.pharmacy_ids),
-              exam_id: body.exam_id ?? first(body.exam_ids),
-            }
-          : body,
-      );
+      // The live form (lists of ids) was read into pharmacy_id and exam_id by normaliseRealClientBody.
+      const req = parseRequest(TreatmentPackagesRequest, body);
       if (!SEED_PARTNER_PHARMACIES.some((p) => p.pharmacy_id === req.pharmacy_id)) {
         throw badRequest('pharmacy_id', 'pharmacy_id: not a partner pharmacy.');
       }
@@ -550,17 +544,6 @@ export function readTestOutcome(firstName: string, lastName: string): TestOutcom
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * The request body. In the live layout a patient_exam_id sent as a digit string (as some callers of the live service
- * send it) is read as the number.
- */
-function readBody(raw: unknown, liveFor: (patientExamId: number) => boolean): Record<string, unknown> {
-  const body = isRecord(raw) ? raw : {};
-  const id = body.patient_exam_id;
-  if (typeof id !== 'string' || !/^\d+$/.test(id) || !liveFor(Number(id))) return body;
-  return { ...body, patient_exam_id: Number(id) };
 }
 
 function patientExamOf(ctx: SandboxContext, clinic: SeedClinic, patientExamId: number): PatientExamRecord {
