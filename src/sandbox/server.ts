@@ -11,6 +11,7 @@ import { FaultControl, type SandboxFaults, type SandboxFaultsInput } from './fau
 import { ExamLifecycle } from './lifecycle';
 import { SandboxRandom } from './random';
 import { controlRoutes } from './routes/control';
+import { docsRoutes } from './routes/docs';
 import { pageRoutes } from './routes/pages';
 import { serviceRoutes } from './routes/service';
 import { SandboxStore } from './store';
@@ -93,6 +94,7 @@ export async function buildSandbox(options: SandboxOptions = {}): Promise<Sandbo
   await app.register(serviceRoutes(ctx));
   await app.register(controlRoutes(ctx));
   await app.register(pageRoutes(ctx));
+  await app.register(docsRoutes());
 
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address();
