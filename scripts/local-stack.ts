@@ -24,6 +24,10 @@ const ports = {
   api: Number(process.env.API_PORT ?? 3000),
   codec: Number(process.env.CODEC_PORT ?? 8888),
 };
+/** The worker's Prometheus page: WORKER_METRICS_ADDRESS as given (`off` for none), else 127.0.0.1:WORKER_METRICS_PORT. */
+const workerMetricsAddress =
+  process.env.WORKER_METRICS_ADDRESS ?? `127.0.0.1:${Number(process.env.WORKER_METRICS_PORT ?? 9464)}`;
+const workerMetricsOff = ['', 'off'].includes(workerMetricsAddress.trim().toLowerCase());
 /**
  * Another exam service for the demo clinic (a clinic's test account at the live service, or a sandbox run on its
  * own): the stack then starts no sandbox, and the key is the clinic's for that service.
@@ -68,6 +72,7 @@ function localConfig(): Record<string, string> {
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
     CODEC_PORT: String(ports.codec),
     CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
+    WORKER_METRICS_ADDRESS: workerMetricsAddress,
   };
 }
 
@@ -177,6 +182,8 @@ async function main() {
   say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
   say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
   say(`  codec server   http://127.0.0.1:${ports.codec}  (the UI shows decrypted payloads through it)`);
+  say(`  metrics        http://127.0.0.1:${ports.api}/metrics  (API)`);
+  if (!workerMetricsOff) say(`                 http://${workerMetricsAddress.trim()}/metrics  (worker)`);
   if (external) {
     say(`  exam service   ${external.baseUrl}  (the demo clinic's key from EXAM_SERVICE_API_KEY; no sandbox)`);
   } else {

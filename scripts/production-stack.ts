@@ -7,7 +7,7 @@
 // Honours the ports of `npm start` (API_PORT is the load balancer's; TEMPORAL_PORT, TEMPORAL_UI_PORT, SANDBOX_PORT,
 // CODEC_PORT) and DATA_DIR (default .data/production), plus POSTGRES_PORT (5433), OBJECT_STORE_PORT (9000),
 // OBJECT_STORE_CONSOLE_PORT (9001), API_REPLICA_PORTS (API_PORT+1,API_PORT+2), TEMPORAL_MEMBERSHIP_PORT (6933),
-// TEMPORAL_METRICS_PORT (9091) and WORKERS (2).
+// TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
@@ -64,7 +64,7 @@ async function main() {
   say(`  API (HAProxy)    ${stack.apiUrl}  -> replicas on ${p.apiReplicas.join(', ')}  (docs: ${stack.apiUrl}/docs)`);
   say(`  demo clinic      Authorization: Bearer ${ProductionStack.tokens.clinic}`);
   say(`  admin routes     Authorization: Bearer ${ProductionStack.tokens.admin}  (/admin/dead-letters)`);
-  say(`  workers          ${workers}`);
+  say(`  workers          ${workers}  (metrics: ${stack.workerMetricsUrls.join(', ') || 'none'})`);
   say(
     `  Temporal         ${stack.temporalAddress} on PostgreSQL 127.0.0.1:${p.postgres} (metrics :${p.temporalMetrics})`,
   );

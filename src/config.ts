@@ -130,6 +130,14 @@ const ConfigSchema = z.object({
     maxCachedWorkflows: z.number().int().positive(),
     maxConcurrentActivities: z.number().int().positive(),
     maxConcurrentWorkflowTasks: z.number().int().positive(),
+    /** host:port of the worker's Prometheus page (the SDK's Runtime telemetry); undefined: none. */
+    metricsAddress: z
+      .string()
+      .regex(
+        /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):([1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/,
+        'WORKER_METRICS_ADDRESS: host:port (e.g. 0.0.0.0:9464), or off',
+      )
+      .optional(),
   }),
   timings: JourneyTimings,
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -171,6 +179,12 @@ function num(schema: z.ZodType<number>, name: string, value: string | undefined,
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ConfigError([`${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`]);
   return parsed.data;
+}
+
+/** WORKER_METRICS_ADDRESS: unset, empty or `off` turns the worker's metrics page off. */
+function workerMetricsAddress(value: string | undefined): string | undefined {
+  const v = value?.trim();
+  return v === undefined || v === '' || v.toLowerCase() === 'off' ? undefined : v;
 }
 
 /**
@@ -320,6 +334,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'WORKER_MAX_CACHED_WORKFLOWS',
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+  'WORKER_METRICS_ADDRESS',
   'JOURNEY_REMINDERS_MS',
   'JOURNEY_CONSULTATION_DEADLINE_MS',
   'JOURNEY_REINVITE_MAX_ATTEMPTS',
@@ -470,6 +485,7 @@ export function loadConfig(env: Env = process.env): Config {
           env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
           40,
         ),
+        metricsAddress: workerMetricsAddress(env.WORKER_METRICS_ADDRESS),
       },
       timings: {
         remindersMs: env.JOURNEY_REMINDERS_MS

@@ -54,16 +54,25 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
   };
 }
 
+/** Prometheus naming conventions: `_total` counters, durations in seconds with the unit in the name. */
+export function prometheusExporter(bindAddress: string) {
+  return { bindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true };
+}
+
 async function main() {
   const config = loadConfig();
   const levels = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN' } as const;
+  const { metricsAddress } = config.worker;
+  // Once per process: the SDK's own series (slots, sticky cache, schedule-to-start, task latencies) for Prometheus.
   Runtime.install({
     logger: new DefaultLogger(config.logLevel in levels ? levels[config.logLevel as keyof typeof levels] : 'ERROR'),
+    ...(metricsAddress ? { telemetryOptions: { metrics: { prometheus: prometheusExporter(metricsAddress) } } } : {}),
   });
   const running = await createWorker(config);
   console.log(
     `worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace})`,
   );
+  if (metricsAddress) console.log(`worker metrics on http://${metricsAddress}/metrics`);
   // Worker.run resolves after SIGINT/SIGTERM once running activities and workflow tasks have finished.
   await running.worker.run();
   await running.close();

@@ -52,6 +52,8 @@ export async function coldStartPhase(
       SANDBOX_PORT: String(p.coldSandbox),
       API_PORT: String(p.coldApi),
       CODEC_PORT: String(p.coldCodec),
+      // Not measured here, and its default port may be taken by a stack the bench runs beside.
+      WORKER_METRICS_ADDRESS: 'off',
       DATA_DIR: dataDir,
     },
   });

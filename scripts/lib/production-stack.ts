@@ -41,28 +41,35 @@ export interface ProductionPorts {
   postgres: number;
   objectStore: number;
   objectStoreConsole: number;
+  /** One per worker, its Prometheus page (WORKER_METRICS_ADDRESS); a worker without one has none. */
+  workerMetrics?: number[];
 }
 
 type Env = Record<string, string | undefined>;
 
 /** The ports `npm run start:production` uses: the same variables as `npm start`, plus the production parts'. */
 export function productionPorts(env: Env = process.env, workersAndReplicas = 2): ProductionPorts {
-  const n = (name: string, fallback: number) => {
-    const v = env[name];
-    if (v === undefined || v === '') return fallback;
+  const port = (name: string, v: string) => {
     const p = Number(v);
     if (!Number.isInteger(p) || p < 1 || p > 65_535) throw new Error(`${name}: not a port: ${v}`);
     return p;
   };
+  const n = (name: string, fallback: number) => {
+    const v = env[name];
+    return v === undefined || v === '' ? fallback : port(name, v);
+  };
+  /** A comma-separated list of ports (each checked), or `count` consecutive ones from `first`. */
+  const list = (name: string, first: number, count: number) => {
+    const v = env[name];
+    return v === undefined || v === ''
+      ? Array.from({ length: count }, (_, i) => first + i)
+      : v.split(',').map((p) => port(name, p.trim()));
+  };
   const api = n('API_PORT', 3000);
   const temporal = n('TEMPORAL_PORT', 7233);
-  const replicaList = env.API_REPLICA_PORTS?.split(',').map((p) => p.trim());
-  const apiReplicas = replicaList
-    ? replicaList.map((p) => n('API_REPLICA_PORTS', Number(p)))
-    : Array.from({ length: workersAndReplicas }, (_, i) => api + 1 + i);
   return {
     api,
-    apiReplicas,
+    apiReplicas: list('API_REPLICA_PORTS', api + 1, workersAndReplicas),
     temporal,
     temporalHttp: n('TEMPORAL_HTTP_PORT', temporal + 10),
     temporalHistory: n('TEMPORAL_HISTORY_PORT', temporal + 1),
@@ -76,6 +83,7 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
     postgres: n('POSTGRES_PORT', 5433),
     objectStore: n('OBJECT_STORE_PORT', 9000),
     objectStoreConsole: n('OBJECT_STORE_CONSOLE_PORT', 9001),
+    workerMetrics: list('WORKER_METRICS_PORTS', 9464, workersAndReplicas),
   };
 }
 
@@ -116,6 +124,12 @@ export class ProductionStack {
 
   get apiUrl(): string {
     return `http://127.0.0.1:${this.o.ports.api}`;
+  }
+  /** The workers' Prometheus pages, one per worker that has a port. */
+  get workerMetricsUrls(): string[] {
+    return (this.o.ports.workerMetrics ?? [])
+      .slice(0, this.o.workers ?? 2)
+      .map((port) => `http://127.0.0.1:${port}/metrics`);
   }
   get sandboxUrl(): string {
     return `http://127.0.0.1:${this.o.ports.sandbox}`;
@@ -263,7 +277,14 @@ export class ProductionStack {
     });
     for (let i = 1; i <= (this.o.workers ?? 2); i++) {
       const name = `worker-${i}`;
-      const w = this.#process(name, process.execPath, [...tsx, 'src/worker.ts'], engineEnv(name), true);
+      const metricsPort = this.o.ports.workerMetrics?.[i - 1];
+      const w = this.#process(
+        name,
+        process.execPath,
+        [...tsx, 'src/worker.ts'],
+        { WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off', ...engineEnv(name) },
+        true,
+      );
       this.workers.push(w);
       this.#apps.push(w);
       w.start();

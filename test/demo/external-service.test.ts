@@ -69,6 +69,7 @@ describe('the local stack against a sandbox started on its own', () => {
       SANDBOX_PORT: await freePort(),
       API_PORT: await freePort(),
       CODEC_PORT: await freePort(),
+      WORKER_METRICS_PORT: await freePort(),
     };
     sandboxPort = ports.SANDBOX_PORT;
     api = `http://127.0.0.1:${ports.API_PORT}`;

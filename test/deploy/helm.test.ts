@@ -207,7 +207,22 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     // /healthz is the codec server's one route without the token: no token in the manifest.
     expect(codec.livenessProbe).toEqual({ httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 10 });
     expect(codec.readinessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
-    expect(containerOf(objects, 'worker').ports).toBeUndefined();
+    // A worker serves the Temporal SDK's Prometheus page only, on the port its scrape annotations name.
+    const worker = containerOf(objects, 'worker');
+    const metricsPort = worker.ports!.find((p) => p.name === 'metrics')!.containerPort;
+    expect(worker.env!.find((e) => e.name === 'WORKER_METRICS_ADDRESS')?.value).toBe(`0.0.0.0:${metricsPort}`);
+    const podAnnotations = (o: K8sObject[]) =>
+      (deployment(o, 'worker').spec.template as { metadata: { annotations?: Record<string, string> } }).metadata
+        .annotations;
+    expect(podAnnotations(objects)).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': String(metricsPort),
+      'prometheus.io/path': '/metrics',
+    });
+    const quiet = render({ 'worker.metrics.enabled': 'false' });
+    expect(containerOf(quiet, 'worker').ports).toBeUndefined();
+    expect(containerOf(quiet, 'worker').env!.find((e) => e.name === 'WORKER_METRICS_ADDRESS')?.value).toBe('off');
+    expect(podAnnotations(quiet)).not.toHaveProperty(['prometheus.io/scrape']);
 
     for (const svc of byKind(objects, 'Service')) {
       const d = deployment(objects, component(svc) as 'api' | 'codec');
