@@ -6,9 +6,13 @@
 //   npm run test:faults -- --ci              the CI-sized part (what `npm test` runs; does not write the doc)
 //   npm run test:faults -- --journeys 40     a smaller full run (does not write the doc below 100 journeys)
 //   npm run test:faults -- --seed 7 --keep   another random pattern; keep the run folder (logs, database)
+//   npm run test:faults -- --topology production        the run on the production topology (PostgreSQL, the Temporal
+//                                                        server, 2 workers, 2 API replicas behind HAProxy, MinIO):
+//                                                        writes its own section of docs/reliability.md
+//   npm run test:faults -- --topology production --ci   a small one (does not write the doc)
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CI_RUN, FULL_RUN } from '../test/faults/harness/presets';
+import { CI_RUN, FULL_RUN, PRODUCTION_CI_RUN, PRODUCTION_RUN } from '../test/faults/harness/presets';
 import { machineDescription, problemsText, reportTable } from '../test/faults/harness/report';
 import { runFaultSuite, type SuiteOptions, type SuiteReport } from '../test/faults/harness/suite';
 
@@ -25,6 +29,7 @@ function command(): string {
 
 function reliabilityDoc(report: SuiteReport, cmd: string, machine: string, finishedAt: Date): string {
   const o = report.options;
+  if (o.topology === 'production') throw new Error('the production run has its own section');
   const pf = o.processFaults;
   return `# Reliability: the fault suite
 
@@ -119,9 +124,76 @@ function keptSections(file: string): string {
   return at < 0 ? '' : `\n${existing.slice(at)}`;
 }
 
+// The production run's section: below KEPT_MARKER (a dev-server run keeps it), between these two lines.
+const PRODUCTION_BEGIN =
+  '<!-- fault run on the production topology: written by npm run test:faults -- --topology production -->';
+const PRODUCTION_END = '<!-- end of the fault run on the production topology -->';
+
+function productionSection(report: SuiteReport, cmd: string, machine: string, finishedAt: Date): string {
+  const o = report.options;
+  if (o.topology !== 'production') throw new Error('not a run on the production topology');
+  const pf = o.production.faults;
+  const range = ([a, b]: [number, number]) => `${a / 1000}-${b / 1000} s`;
+  return `${PRODUCTION_BEGIN}
+## Fault run on the production topology
+
+The same journeys, sandbox faults, medical director, operator rounds and judge as the run above, on the topology of
+\`npm run start:production\` ([deploy](deploy.md)): PostgreSQL (Debian's server, its own data dir), the Temporal
+server itself on it (persistence and SQL visibility), MinIO holding the attachments, the sandbox, **two workers** and
+**two API replicas behind HAProxy**; the replicas keep callbacks in the **PostgreSQL inbox** (\`INBOX_STORE=postgres\`)
+and share nothing but PostgreSQL, Temporal and the object store. One fault at a time, at seeded moments:
+
+- one worker SIGKILLed 0-${pf.workerKillAfterStartMs} ms after a journey's start was answered (the other keeps polling; the killed one's
+  activities time out and run again there), started again after ${range(pf.workerDownMs)};
+- one API replica SIGKILLed ${range(pf.callbacksDueAfterStartMs)} after a journey's start, while callbacks come (HAProxy checks every second
+  and sends the others' requests to the live replica; a callback cut off with the replica is retried by the sandbox),
+  started again after ${range(pf.apiDownMs)};
+- PostgreSQL stopped, alternately by a fast shutdown (SIGINT) and a crash (SIGKILL of the postmaster), and started
+  again on the same data dir and port after ${range(pf.postgresDownMs)}: meanwhile Temporal cannot persist and the webhook cannot append
+  (it answers 503, the sandbox retries); both reconnect by themselves;
+- the Temporal server stopped, alternately SIGTERM and SIGKILL, and started again after ${range(pf.temporalDownMs)}: callbacks wait in
+  the inbox and are forwarded once it is back.
+
+The judge is the one of the run above: every journey in its correct final state (or parked as \`invite_ambiguous\`
+and decided by the operator rounds), never two invites for one journey, every callback the sandbox delivered with a
+200 recorded by its journey (or a dead letter of a finished one), every expected event applied exactly once.
+
+- Finished: ${finishedAt.toISOString()}
+- Command: \`${cmd}\`
+- Machine: ${machine}; Temporal server 1.29.1 (\`.tools/temporal-server\`)
+- Seed: ${o.seed}
+- Journeys: ${o.journeys}, started at random moments over ${o.startWindowMs / 1000} s; process faults over ${o.faultWindowMs / 1000} s
+  (${pf.workerKills} worker kills, ${pf.apiReplicaKills} API replica kills, ${pf.postgresRestarts} PostgreSQL restarts, ${pf.temporalRestarts} Temporal server restarts)
+- Sandbox faults: \`${JSON.stringify(o.sandboxFaults)}\`
+- Result: **${report.problems.length === 0 ? 'passed' : `FAILED (${report.problems.length} problems)`}** in ${(report.durationMs / 60_000).toFixed(1)} min
+
+${reportTable(report)}
+
+${report.problems.length === 0 ? '' : `### Problems\n\n${problemsText(report)}\n\n`}Ports 21000-21999 only; the run folder (every part's log, the PostgreSQL data dir) is kept when a run fails
+(\`--keep\` keeps it anyway). The harness: \`test/faults/harness/production.ts\` (the stack and its faults),
+\`topology.ts\` (what the suite needs of either stack).
+${PRODUCTION_END}`;
+}
+
+/** docs/reliability.md with the production section replaced (or added after KEPT_MARKER), the rest as it was. */
+function withProductionSection(existing: string, section: string): string {
+  const begin = existing.indexOf(PRODUCTION_BEGIN);
+  const end = existing.indexOf(PRODUCTION_END);
+  if (begin >= 0 && end > begin)
+    return existing.slice(0, begin) + section + existing.slice(end + PRODUCTION_END.length);
+  const at = existing.indexOf(KEPT_MARKER);
+  if (at < 0) return `${existing.trimEnd()}\n\n${KEPT_MARKER}\n\n${section}\n`;
+  const after = at + KEPT_MARKER.length;
+  return `${existing.slice(0, after)}\n\n${section}\n${existing.slice(after)}`;
+}
+
 async function main() {
   const ci = process.argv.includes('--ci');
-  const base: SuiteOptions = ci ? CI_RUN : FULL_RUN;
+  const topology = argValue('--topology') ?? 'dev-server';
+  if (topology !== 'dev-server' && topology !== 'production')
+    throw new Error(`--topology: dev-server or production, not ${topology}`);
+  const production = topology === 'production';
+  const base: SuiteOptions = production ? (ci ? PRODUCTION_CI_RUN : PRODUCTION_RUN) : ci ? CI_RUN : FULL_RUN;
   const journeys = argValue('--journeys');
   const seed = argValue('--seed');
   const options: SuiteOptions = {
@@ -133,7 +205,13 @@ async function main() {
   const report = await runFaultSuite(options);
   const table = reportTable(report);
   console.log(`\n${table}\n\n${problemsText(report)}\n`);
-  if (!ci && options.journeys >= 100) {
+  if (production && !ci && options.journeys >= 60) {
+    const file = path.resolve(__dirname, '../docs/reliability.md');
+    const existing = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    const section = productionSection(report, command(), machineDescription(), new Date());
+    writeFileSync(file, withProductionSection(existing, section));
+    console.log(`written to ${path.relative(process.cwd(), file)}`);
+  } else if (!production && !ci && options.journeys >= 100) {
     const file = path.resolve(__dirname, '../docs/reliability.md');
     writeFileSync(file, reliabilityDoc(report, command(), machineDescription(), new Date()) + keptSections(file));
     console.log(`written to ${path.relative(process.cwd(), file)}`);

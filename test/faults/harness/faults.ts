@@ -8,7 +8,13 @@
 import type { Rng } from './journeys';
 import type { FaultStack, ManagedProcess } from './stack';
 
-export type ProcessFaultKind = 'worker_sigkill' | 'temporal_restart' | 'api_restart';
+export type ProcessFaultKind =
+  | 'worker_sigkill'
+  | 'temporal_restart'
+  | 'api_restart'
+  // The production topology's (production.ts): one of the API replicas killed, PostgreSQL restarted.
+  | 'api_replica_sigkill'
+  | 'postgres_restart';
 
 export interface ProcessFaultPlan {
   workerKills: number;

@@ -1,5 +1,6 @@
-// The two sizes of the fault suite: the CI part that runs in `npm test` (about 2-3 minutes on 2 cores) and the full
-// run of `npm run test:faults` (100+ journeys, under 15 minutes), which writes docs/reliability.md.
+// The sizes of the fault suite: the CI part that runs in `npm test` (about 2-3 minutes on 2 cores) and the full
+// run of `npm run test:faults` (100+ journeys, under 15 minutes), which writes docs/reliability.md; and the same on the
+// production topology (`--topology production`, its own section of docs/reliability.md; `--ci` a small one).
 import type { SuiteOptions } from './suite';
 
 /** The sandbox's test provider acts fast; its callbacks are retried long enough to outlast any API restart. */
@@ -27,7 +28,7 @@ export const SANDBOX_FAULTS: SuiteOptions['sandboxFaults'] = {
   callbackLayout: 'rotate',
 };
 
-export const CI_RUN: SuiteOptions = {
+export const CI_RUN = {
   name: 'ci',
   journeys: 24,
   // Faults end before the last journeys start: each one aims at a journey in flight.
@@ -52,9 +53,9 @@ export const CI_RUN: SuiteOptions = {
   deadlineMs: 450_000,
   seed: 20_240_501,
   ports: { temporal: 20_633, temporalHttp: 20_634, temporalMetrics: 20_635, sandbox: 20_610, api: 20_700 },
-};
+} satisfies SuiteOptions;
 
-export const FULL_RUN: SuiteOptions = {
+export const FULL_RUN = {
   name: 'full',
   journeys: 120,
   startWindowMs: 270_000,
@@ -78,4 +79,62 @@ export const FULL_RUN: SuiteOptions = {
   deadlineMs: 840_000,
   seed: 20_240_501,
   ports: { temporal: 20_233, temporalHttp: 20_234, temporalMetrics: 20_235, sandbox: 20_010, api: 20_300 },
-};
+} satisfies SuiteOptions;
+
+/**
+ * The production topology (PostgreSQL, the Temporal server, two workers, two API replicas behind HAProxy, MinIO):
+ * every kind of its faults at least twice, one at a time, while journeys of the four scenarios run, with the same
+ * sandbox faults and medical director as the dev-server runs. Ports from 21000.
+ */
+export const PRODUCTION_RUN = {
+  name: 'production',
+  topology: 'production',
+  journeys: 72,
+  startWindowMs: 240_000,
+  faultWindowMs: 220_000,
+  production: {
+    portBase: 21_000,
+    faults: {
+      workerKills: 3,
+      apiReplicaKills: 3,
+      postgresRestarts: 2,
+      temporalRestarts: 2,
+      workerKillAfterStartMs: 700,
+      callbacksDueAfterStartMs: [1_500, 3_000],
+      workerDownMs: [500, 3_000],
+      apiDownMs: [1_000, 5_000],
+      postgresDownMs: [3_000, 8_000],
+      temporalDownMs: [5_000, 12_000],
+    },
+  },
+  sandboxFaults: SANDBOX_FAULTS,
+  sandboxEnv: SANDBOX_ENV,
+  settleTimeoutMs: 420_000,
+  operatorRounds: 4,
+  operatorSettleTimeoutMs: 150_000,
+  deadlineMs: 1_500_000,
+  seed: 20_240_501,
+} satisfies SuiteOptions;
+
+/** A small run on the production topology: one fault of each kind, 16 journeys. Ports from 21500. */
+export const PRODUCTION_CI_RUN = {
+  ...PRODUCTION_RUN,
+  name: 'production-ci',
+  journeys: 16,
+  startWindowMs: 80_000,
+  faultWindowMs: 70_000,
+  production: {
+    portBase: 21_500,
+    faults: {
+      ...PRODUCTION_RUN.production.faults,
+      workerKills: 1,
+      apiReplicaKills: 1,
+      postgresRestarts: 1,
+      temporalRestarts: 1,
+    },
+  },
+  settleTimeoutMs: 240_000,
+  operatorRounds: 3,
+  operatorSettleTimeoutMs: 120_000,
+  deadlineMs: 720_000,
+} satisfies SuiteOptions;

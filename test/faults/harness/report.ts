@@ -58,9 +58,24 @@ export function reportTable(r: SuiteReport): string {
       `${started.length}; ${attempts} POST /v1/journeys attempts, retried with the same Idempotency-Key and body (${failures} refused or 5xx during outages); ${twins} sent twice at once (double submit); ${created} answered 201, ${replays} answered 200 created:false`,
     ],
     ['**Faults injected**', ''],
-    ['worker SIGKILL, started again', outages('worker_sigkill')],
-    ['Temporal dev server stopped, started again (same port and db file)', outages('temporal_restart')],
-    ['API process restarted while callbacks arrive', outages('api_restart')],
+    ...((r.options.topology === 'production'
+      ? [
+          ['one of the 2 workers SIGKILLed (the other keeps polling), started again', outages('worker_sigkill')],
+          [
+            'one of the 2 API replicas SIGKILLed (HAProxy sends everything to the other), started again',
+            outages('api_replica_sigkill'),
+          ],
+          [
+            'PostgreSQL stopped (fast shutdown or crash), started again on the same data dir and port',
+            outages('postgres_restart'),
+          ],
+          ['Temporal server (on PostgreSQL) stopped, started again', outages('temporal_restart')],
+        ]
+      : [
+          ['worker SIGKILL, started again', outages('worker_sigkill')],
+          ['Temporal dev server stopped, started again (same port and db file)', outages('temporal_restart')],
+          ['API process restarted while callbacks arrive', outages('api_restart')],
+        ]) satisfies [string, string][]),
     [
       `sandbox 500s (errorRate ${sf.errorRate})`,
       `${sum(r.sandboxInjected.errors)} (${list(r.sandboxInjected.errors)})`,
@@ -85,7 +100,12 @@ export function reportTable(r: SuiteReport): string {
       'callback attempts refused (API down), retried by the sandbox',
       `${cb.refusedAttempts} (other failed attempts: ${cb.otherFailedAttempts})`,
     ],
-    ['most callbacks waiting at once in the callback inbox of the API (Temporal away)', String(r.maxInboxFiles)],
+    [
+      r.options.topology === 'production'
+        ? 'most callbacks waiting at once in the PostgreSQL callback inbox (rows, sampled every second)'
+        : 'most callbacks waiting at once in the callback inbox of the API (Temporal away)',
+      String(r.maxInboxFiles),
+    ],
     ['unplanned crashes (restarted by the supervisor)', String(r.crashes.length)],
     ['**Outcomes**', ''],
     ['after the run, before any operator', list(r.stagesAfterRun)],

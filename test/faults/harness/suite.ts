@@ -7,9 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { abandonUpdate, journeyWorkflowId, retryUpdate } from '../../../src/workflows/definitions';
 import { MedicalDirector } from './director';
-import { ProcessFaults, type InjectedProcessFault, type ProcessFaultPlan } from './faults';
+import type { InjectedProcessFault, ProcessFaultPlan } from './faults';
 import { http, planJourneys, Rng, startJourney, type StartedJourney } from './journeys';
-import { FaultStack, pickPorts, type StackPorts } from './stack';
+import { ProductionFaultStack, type ProductionSettings } from './production';
+import type { StackPorts } from './stack';
+import { devServerTopology, type FaultInjector, type FaultTopology } from './topology';
 import {
   deadLetters,
   invitesByJourney,
@@ -37,14 +39,20 @@ export interface SandboxFaultSettings {
   callbackLayout: 'interface' | 'rotate';
 }
 
-export interface SuiteOptions {
+/** The stack a run uses: the dev-server stack (the default) or the production topology. */
+export type SuiteTopology =
+  | { topology?: 'dev-server'; ports: StackPorts; processFaults: ProcessFaultPlan }
+  | { topology: 'production'; production: ProductionSettings };
+
+export type SuiteOptions = SuiteCommonOptions & SuiteTopology;
+
+export interface SuiteCommonOptions {
   name: string;
   journeys: number;
   /** Journeys start at random moments within this window. */
   startWindowMs: number;
   /** Process faults strike at random moments within this window (from the start of the run). */
   faultWindowMs: number;
-  processFaults: ProcessFaultPlan;
   sandboxFaults: SandboxFaultSettings;
   /** SANDBOX_* settings of the sandbox process. */
   sandboxEnv: Record<string, string>;
@@ -56,7 +64,6 @@ export interface SuiteOptions {
   /** The whole run's budget: waits are cut short to keep within it, and what is not done by then is a problem. */
   deadlineMs: number;
   seed: number;
-  ports: StackPorts;
   /** Keep the run folder (logs, Temporal database) even when the run passed. */
   keepRunDir?: boolean;
   log?: (line: string) => void;
@@ -65,7 +72,7 @@ export interface SuiteOptions {
 export interface SuiteReport {
   options: SuiteOptions;
   runDir: string;
-  ports: StackPorts;
+  ports: object;
   durationMs: number;
   phases: { name: string; ms: number }[];
   journeys: StartedJourney[];
@@ -109,13 +116,29 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
   const problems: string[] = [];
   const remaining = () => Math.max(0, began + options.deadlineMs - Date.now());
   const runDir = mkdtempSync(path.join(os.tmpdir(), `journey-faults-${options.name}-`));
-  const ports = await pickPorts(options.ports);
   const rng = new Rng(options.seed);
-  const stack = new FaultStack({ runDir, ports, seed: options.seed, sandboxEnv: options.sandboxEnv });
-  log(`run folder ${runDir}; ports ${JSON.stringify(ports)}`);
+  const stack: FaultTopology =
+    options.topology === 'production'
+      ? await ProductionFaultStack.create({
+          runDir,
+          seed: options.seed,
+          sandboxEnv: options.sandboxEnv,
+          plan: options.production.faults,
+          portBase: options.production.portBase,
+          log,
+        })
+      : await devServerTopology({
+          runDir,
+          ports: options.ports,
+          seed: options.seed,
+          sandboxEnv: options.sandboxEnv,
+          plan: options.processFaults,
+        });
+  const ports = stack.ports;
+  log(`run folder ${runDir}; ${stack.kind} topology; ports ${JSON.stringify(ports)}`);
 
   let journeys: StartedJourney[] = [];
-  let faults: ProcessFaults | undefined;
+  let faults: FaultInjector | undefined;
   let director: MedicalDirector | undefined;
   let directing: Promise<void> | undefined;
   const decisions: OperatorDecision[] = [];
@@ -133,7 +156,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
 
     // ---- the run: journeys start while the process faults strike ----
     const t0 = Date.now();
-    faults = new ProcessFaults(stack, rng, t0, log);
+    faults = stack.faults(rng, t0, log);
     const supervisor = faults.supervise();
     director = new MedicalDirector(stack.sandboxUrl, 5_000);
     directing = director.run();
@@ -146,9 +169,9 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       if (started.journeyId && plan.outcome === 'Deferred') director?.follow(started.journeyId);
       return started;
     });
-    const progress = setInterval(() => log(`${progressLine(stack, faults!, t0)}`), 15_000);
+    const progress = setInterval(() => void progressLine(stack, faults!, t0).then(log, () => undefined), 15_000);
     try {
-      await faults.run(options.processFaults, options.faultWindowMs);
+      await faults.run(options.faultWindowMs);
       journeys = await Promise.all(starts);
     } finally {
       clearInterval(progress);
@@ -221,8 +244,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
     const judged = judge({ journeys, snapshots, exams, deliveries, deadLetters: letters, decisions });
     problems.push(...judged.problems);
     const injected = (await http('GET', `${stack.sandboxUrl}/_sandbox/faults`)).body.injected;
-    if (stack.sandbox.unexpectedExits.length > 0)
-      problems.push(`the sandbox exited: ${stack.sandbox.unexpectedExits.join('; ')}`);
+    problems.push(...stack.unexpectedExits());
     for (const c of faults.crashes) problems.push(`${c.name} crashed ${(c.atMs / 1000).toFixed(0)} s into the run`);
     const perJourney = [...invitesByJourney(exams).values()];
     const withInvites = new Set([...invitesByJourney(exams).keys()]);
@@ -318,11 +340,9 @@ async function ambiguityCause(handle: WorkflowHandle, s: JourneySnapshot): Promi
   return timedOut ? 'invite activity timed out (worker killed mid-invite)' : 'connection reset, no answer';
 }
 
-function progressLine(stack: FaultStack, faults: ProcessFaults, t0: number): string {
+async function progressLine(stack: FaultTopology, faults: FaultInjector, t0: number): Promise<string> {
   const secs = ((Date.now() - t0) / 1000).toFixed(0);
-  return `${secs} s: ${faults.injected.length} process faults so far; inbox files ${stack.inboxFiles()}; worker ${
-    stack.worker.running ? 'up' : 'down'
-  }, api ${stack.api.running ? 'up' : 'down'}, temporal ${stack.temporal.running ? 'up' : 'down'}`;
+  return `${secs} s: ${faults.injected.length} process faults so far; ${await stack.status()}`;
 }
 
 /**
@@ -330,7 +350,7 @@ function progressLine(stack: FaultStack, faults: ProcessFaults, t0: number): str
  * callback on the wire or waiting for a retry, and the API's inbox is empty.
  */
 async function settle(
-  stack: FaultStack,
+  stack: FaultTopology,
   ids: string[],
   timeoutMs: number,
   log: (line: string) => void,
@@ -349,7 +369,7 @@ async function settle(
       const scheduled = (clock.body.scheduled as unknown[]).length;
       const deliveries = await sandboxDeliveries(stack.sandboxUrl);
       const moving = deliveries.filter((d) => d.state !== 'delivered' && d.state !== 'failed').length;
-      const inboxFiles = stack.inboxFiles();
+      const inboxFiles = await stack.inboxDepth();
       why = `${open.length} journeys still running, ${scheduled} sandbox actions scheduled, ${moving} callbacks in flight, inbox files ${inboxFiles}`;
       if (open.length === 0 && scheduled === 0 && moving === 0 && inboxFiles === 0) {
         // The list comes from visibility: confirm with each open-looking journey's own snapshot later.
