@@ -136,6 +136,8 @@ export class JourneyGateway {
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
           memo: { clinicId: input.clinicId, requestSha256 },
+          // What the Temporal UI shows beside the run: the scenario and exam ids, never the patient.
+          staticSummary: `${input.scenario.type} journey: exams ${input.exams.join(', ')} (clinic ${input.clinicId})`,
           typedSearchAttributes: [
             { key: SearchAttr.ClinicId, value: input.clinicId },
             { key: SearchAttr.Scenario, value: input.scenario.type },

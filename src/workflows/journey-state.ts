@@ -1217,6 +1217,28 @@ export function dueActions(state: JourneyState, now: number): DueAction[] {
     .map((s) => s.action);
 }
 
+/** The line the Temporal UI shows for the journey's timer: what is due when it fires, by ids only (never PHI). */
+export function timerSummary(action: DueAction): string {
+  switch (action.type) {
+    case 'send_reminder':
+      return `reminder to the patient (patient exam ${action.patientExamId})`;
+    case 'expire_meeting':
+      return `consultation deadline (patient exams ${action.patientExamIds.join(', ')})`;
+    case 'reinvite':
+      return `missed wait over: invite again (patient exam ${action.patientExamId})`;
+    case 'prescription_overdue':
+      return `prescription overdue (patient exam ${action.patientExamId})`;
+    case 'tracking_overdue':
+      return `tracking overdue (patient exam ${action.patientExamId})`;
+    case 'final_verdict_overdue':
+      return `medical director's verdict overdue (patient exam ${action.patientExamId})`;
+    case 'drugs_settled':
+      return `no more drugs expected (patient exam ${action.patientExamId})`;
+    case 'give_up':
+      return `give up waiting for the ${action.what} (patient exam ${action.patientExamId})`;
+  }
+}
+
 export function nextDeadline(state: JourneyState): number | null {
   return schedule(state)[0]?.at ?? null;
 }

@@ -41,12 +41,13 @@ import {
   findExam,
   initialState,
   isFinished,
-  nextDeadline,
   reduce,
+  schedule,
   searchAttributesOf,
   snapshot,
   stageOf,
   summary,
+  timerSummary,
   type Attention,
   type DueAction,
   type ErrorFacts,
@@ -201,14 +202,18 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     notification.sequence = ++sequence;
     const url = input.notificationUrl;
     const send = () =>
-      notify.notifyClinic({ url, notification }).catch((err: unknown) => {
-        log.warn('clinic notification not delivered', { sequence: notification.sequence });
-        state = reduce(state, {
-          type: 'error_recorded',
-          at: nowIso(),
-          error: errorFacts(classify(err, 'notify_clinic'), nowIso()),
+      notify.notifyClinic
+        .executeWithOptions({ summary: `clinic notification ${notification.sequence}: ${notification.stage}` }, [
+          { url, notification },
+        ])
+        .catch((err: unknown) => {
+          log.warn('clinic notification not delivered', { sequence: notification.sequence });
+          state = reduce(state, {
+            type: 'error_recorded',
+            at: nowIso(),
+            error: errorFacts(classify(err, 'notify_clinic'), nowIso()),
+          });
         });
-      });
     // `send` never rejects: a notification that finally failed lets the next one go.
     lastNotification = inSequence ? lastNotification.then(send) : send();
     notifications.push(lastNotification);
@@ -270,7 +275,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       );
       const result: CancelResult = { cancelled: [], alreadyFinal: [] };
       for (const exam of targets) {
-        const r = await service.cancelInvite({ clinicId: state.clinicId, patientExamId: exam.patientExamId });
+        const r = await service.cancelInvite.executeWithOptions(
+          { summary: `cancel the invite of patient exam ${exam.patientExamId} (clinic's request)` },
+          [{ clinicId: state.clinicId, patientExamId: exam.patientExamId }],
+        );
         if (r.outcome === 'already_final') {
           // The provider acted; its callback is on the way or lost. The deadline path will tell which.
           result.alreadyFinal.push({ patientExamId: exam.patientExamId, status: r.finalStatus ?? 'final' });
@@ -321,11 +329,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
         req.patientExamId !== undefined ? [req.patientExamId] : [cancellableExams(state)[0]!.patientExamId];
       for (const id of targets) {
         const meetingUuid = findExam(state, id)?.meetingUuid;
-        await service.resendInvite({
-          clinicId: state.clinicId,
-          patientExamId: id,
-          ...(meetingUuid ? { meetingUuid } : {}),
-        });
+        await service.resendInvite.executeWithOptions({ summary: `resend the invite of patient exam ${id}` }, [
+          { clinicId: state.clinicId, patientExamId: id, ...(meetingUuid ? { meetingUuid } : {}) },
+        ]);
       }
       recordAction('resend', req, `resent the invite of patient exams: ${ids(targets)}`, 'clinic');
       return { resent: targets };
@@ -343,12 +349,17 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     submitAnswersUpdate,
     async (req) => {
       const exam = findExam(state, req.patientExamId)!;
-      const r = await service.submitAnswers({
-        clinicId: state.clinicId,
-        meetingUuid: exam.meetingUuid,
-        patientExamId: exam.patientExamId,
-        answers: req.answers,
-      });
+      const r = await service.submitAnswers.executeWithOptions(
+        { summary: `submit screening answers for patient exam ${exam.patientExamId}` },
+        [
+          {
+            clinicId: state.clinicId,
+            meetingUuid: exam.meetingUuid,
+            patientExamId: exam.patientExamId,
+            answers: req.answers,
+          },
+        ],
+      );
       dispatch({ type: 'answers_submitted', at: nowIso(), patientExamId: exam.patientExamId, count: r.answered });
       return r;
     },
@@ -358,11 +369,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   setHandler(
     addAttachmentUpdate,
     async (req) => {
-      const r = await service.uploadAttachment({
-        clinicId: state.clinicId,
-        patientExamId: req.patientExamId,
-        attachment: req.attachment,
-      });
+      const r = await service.uploadAttachment.executeWithOptions(
+        { summary: `upload an attachment to patient exam ${req.patientExamId}` },
+        [{ clinicId: state.clinicId, patientExamId: req.patientExamId, attachment: req.attachment }],
+      );
       dispatch({
         type: 'attachment_uploaded',
         at: nowIso(),
@@ -409,7 +419,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   async function checkCatalog(): Promise<boolean> {
     for (;;) {
       try {
-        const catalog = await service.getExamCatalog(state.clinicId);
+        const catalog = await service.getExamCatalog.executeWithOptions({ summary: "read the clinic's exam list" }, [
+          state.clinicId,
+        ]);
         const issues = checkAgainstCatalog(input, catalog);
         if (issues.length > 0) {
           dispatch({
@@ -457,7 +469,12 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       let notSent = 0;
       for (;;) {
         try {
-          const r = await invite.createInvite({ input, examIds });
+          const r = await invite.createInvite.executeWithOptions(
+            {
+              summary: `invite the patient to exams ${examIds.join(', ')}${notSent > 0 ? ` (try ${notSent + 1})` : ''}`,
+            },
+            [{ input, examIds }],
+          );
           dispatch({
             type: 'invite_created',
             at: nowIso(),
@@ -470,7 +487,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
         } catch (err) {
           const c = classify(err, 'exam_invite');
           if (c.failureType === FailureType.not_sent && ++notSent <= INVITE_NOT_SENT_RETRIES) {
-            await sleep(Math.min(2_000 * 2 ** (notSent - 1), 120_000));
+            await sleep(Math.min(2_000 * 2 ** (notSent - 1), 120_000), {
+              summary: `the invite was not sent: pause before try ${notSent + 1}`,
+            });
             continue;
           }
           const attention = inviteAttention(c, examIds);
@@ -506,7 +525,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       if (!exam || exam.meetingUuid === '') continue;
       for (const a of (input.attachments ?? []).filter((x) => x.examId === exam.examId)) {
         try {
-          await service.uploadAttachment({ clinicId: state.clinicId, patientExamId: id, attachment: a.attachment });
+          await service.uploadAttachment.executeWithOptions({ summary: `upload an attachment to patient exam ${id}` }, [
+            { clinicId: state.clinicId, patientExamId: id, attachment: a.attachment },
+          ]);
           dispatch({ type: 'attachment_uploaded', at: nowIso(), patientExamId: id, kind: a.attachment.kind });
         } catch (err) {
           dispatch({
@@ -519,12 +540,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       const answers = input.answers?.find((x) => x.examId === exam.examId)?.answers;
       if (answers?.length) {
         try {
-          const r = await service.submitAnswers({
-            clinicId: state.clinicId,
-            meetingUuid: exam.meetingUuid,
-            patientExamId: id,
-            answers,
-          });
+          const r = await service.submitAnswers.executeWithOptions(
+            { summary: `submit screening answers for patient exam ${id}` },
+            [{ clinicId: state.clinicId, meetingUuid: exam.meetingUuid, patientExamId: id, answers }],
+          );
           dispatch({ type: 'answers_submitted', at: nowIso(), patientExamId: id, count: r.answered });
         } catch (err) {
           dispatch({
@@ -543,11 +562,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     switch (action.type) {
       case 'send_reminder':
         try {
-          await service.resendInvite({
-            clinicId: state.clinicId,
-            patientExamId: action.patientExamId,
-            meetingUuid: action.meetingUuid,
-          });
+          await service.resendInvite.executeWithOptions(
+            { summary: `reminder: resend the invite of patient exam ${action.patientExamId}` },
+            [{ clinicId: state.clinicId, patientExamId: action.patientExamId, meetingUuid: action.meetingUuid }],
+          );
         } catch (err) {
           dispatch({ type: 'error_recorded', at, error: errorFacts(classify(err, 'exam_invite_resend'), at) });
         }
@@ -558,7 +576,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
           if (findExam(state, id)?.status !== 'pending') continue;
           let r;
           try {
-            r = await service.cancelInvite({ clinicId: state.clinicId, patientExamId: id });
+            r = await service.cancelInvite.executeWithOptions(
+              { summary: `consultation deadline: cancel the invite of patient exam ${id}` },
+              [{ clinicId: state.clinicId, patientExamId: id }],
+            );
           } catch (err) {
             const c = classify(err, 'exam_invite_cancel');
             dispatch({ type: 'error_recorded', at: nowIso(), error: errorFacts(c, nowIso()) });
@@ -651,10 +672,14 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
         await perform(due[0]!);
         continue;
       }
-      const next = nextDeadline(state);
+      const next = schedule(state)[0];
       const version = state.version;
-      if (next === null) await condition(() => state.version !== version);
-      else await condition(() => state.version !== version, Math.max(1, next - now));
+      if (next === undefined) await condition(() => state.version !== version);
+      else {
+        await condition(() => state.version !== version, Math.max(1, next.at - now), {
+          summary: timerSummary(next.action),
+        });
+      }
     }
   }
   await condition(allHandlersFinished);

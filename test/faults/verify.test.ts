@@ -294,6 +294,11 @@ describe('the fault suite judge', () => {
     const ok = judged({ journey: deferred, exam: gfe, deliveries: sent, snap: recorded(2) });
     expect(ok.problems).toEqual([]);
     expect(ok.callbacks).toMatchObject({ expected: 2, appliedExactlyOnce: 2 });
+    // The deferral delivered after the final verdict (out of order): recorded as stale, the final verdict kept.
+    const late = recorded(2);
+    late.events[2] = { ...late.events[0]!, deliveryId: 'api-late' };
+    late.events[0] = { ...late.events[0]!, disposition: 'ignored', note: 'verdict already Approved' };
+    expect(judged({ journey: deferred, exam: gfe, deliveries: sent, snap: late }).problems).toEqual([]);
     // The final verdict taken for a copy of the deferral: the journey never applied it.
     expect(judged({ journey: deferred, exam: gfe, deliveries: sent, snap: recorded(1) }).problems).toEqual([
       `journey ${J} (gfe, Deferred): expected event ${PE}:1 applied 1x, not 2x`,

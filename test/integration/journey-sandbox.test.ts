@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { Worker } from '@temporalio/worker';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { readCallback } from '../../src/api/callbacks';
@@ -170,6 +171,36 @@ describe('patient journey on the dev server with the sandbox', () => {
       expect.arrayContaining(['validating', 'inviting', 'awaiting_consultation', 'awaiting_prescription', 'completed']),
     );
     expect(taken.at(-1)?.stage).toBe('completed');
+  });
+
+  it('names every timer and activity in the history for the Temporal UI, by ids and purposes only', async () => {
+    const { result, handle, journeyId } = await runJourney('gfe', undefined, null, (input) => {
+      input.notificationUrl = `${notificationsUrl}/${encodeURIComponent(input.journeyId)}`;
+    });
+    const id = result.exams[0]!.patientExamId;
+    const history = await handle.fetchHistory();
+    const summaries = (kind: 'timerStartedEventAttributes' | 'activityTaskScheduledEventAttributes') =>
+      history
+        .events!.filter((e) => e[kind])
+        .map((e) => {
+          const payload = e.userMetadata?.summary;
+          return payload ? (defaultPayloadConverter.fromPayload(payload) as string) : '(none)';
+        });
+    expect(summaries('timerStartedEventAttributes')).toContain(`reminder to the patient (patient exam ${id})`);
+    const activities = summaries('activityTaskScheduledEventAttributes');
+    expect(activities).toEqual(
+      expect.arrayContaining([
+        "read the clinic's exam list",
+        'invite the patient to exams 101',
+        expect.stringMatching(/^clinic notification 1: validating$/),
+      ]),
+    );
+    expect(activities).not.toContain('(none)');
+    const text = JSON.stringify([...summaries('timerStartedEventAttributes'), ...activities]);
+    const { patient } = journeyInput(journeyId, 'gfe');
+    for (const value of [patient.lastName, patient.email, patient.dob, patient.phoneNumber]) {
+      expect(text).not.toContain(value);
+    }
   });
 
   it('completes a partner-pharmacy journey through events 1, 2 and 3', async () => {

@@ -18,11 +18,23 @@ function executable(name: 'temporal' | 'temporal-test-server') {
   return found ? { type: 'existing-path' as const, path: found } : { type: 'cached-download' as const };
 }
 
-/** Temporal's Java time-skipping test server: timers fire as soon as every workflow is blocked. */
-export function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
-  return TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: executable('temporal-test-server') },
-  });
+/**
+ * Temporal's Java time-skipping test server: timers fire as soon as every workflow is blocked. The SDK gives the JVM
+ * 5 s to listen; on a loaded machine (several suites starting JVMs at once) that can run out, so a start that timed
+ * out is tried again.
+ */
+export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({
+        server: { executable: executable('temporal-test-server') },
+      });
+    } catch (err) {
+      // (Errors from the SDK's native side are not instances of this realm's Error under jest.)
+      const slowStart = /did not start within/.test(String((err as { message?: unknown })?.message ?? err));
+      if (!slowStart || attempt >= 4) throw err;
+    }
+  }
 }
 
 /** The real Temporal dev server (the CLI's `temporal server start-dev`), in memory, on a free port. */

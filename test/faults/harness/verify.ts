@@ -466,7 +466,14 @@ export function judge(input: {
       }
       const applied = new Map<string, number>();
       for (const e of snap.events) {
-        if (e.disposition === 'applied') {
+        // A deferral that arrives after the medical director's final verdict (the out-of-order fault) is stale: the
+        // journey keeps the final verdict and records the deferral as ignored. It is that deferral, handled.
+        const staleDeferral =
+          expected.verdicts > 1 &&
+          e.event === 1 &&
+          e.disposition === 'ignored' &&
+          /^verdict already /.test(e.note ?? '');
+        if (e.disposition === 'applied' || staleDeferral) {
           const key = keyOfEvent(e);
           applied.set(key, (applied.get(key) ?? 0) + 1);
         } else if (e.disposition !== 'duplicate') {
