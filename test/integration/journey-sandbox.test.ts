@@ -184,7 +184,7 @@ describe('patient journey on the dev server with the sandbox', () => {
         .events!.filter((e) => e[kind])
         .map((e) => {
           const payload = e.userMetadata?.summary;
-          return payload ? (defaultPayloadConverter.fromPayload(payload) as string) : '(none)';
+          return payload ? defaultPayloadConverter.fromPayload<string>(payload) : '(none)';
         });
     expect(summaries('timerStartedEventAttributes')).toContain(`reminder to the patient (patient exam ${id})`);
     const activities = summaries('activityTaskScheduledEventAttributes');
