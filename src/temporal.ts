@@ -1,6 +1,6 @@
 // Connections to Temporal shared by the worker, the API and the scripts: one place for address, namespace, TLS
 // (Temporal Cloud with mTLS or an API key) and the payload codec, so every client reads and writes the same way.
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { Client, Connection, type ConnectionOptions, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
@@ -48,22 +48,31 @@ export function dataConverterOf(config: Pick<Config, 'codec'>): DataConverter | 
   ]);
 }
 
-function clientOf(config: Pick<Config, 'temporal' | 'codec'>, connection: Connection): Client {
+/** What a client adds beyond configuration: interceptors (tracing's, which carry the trace context). */
+export interface ClientExtras {
+  interceptors?: WorkflowClientInterceptor[];
+}
+
+function clientOf(config: Pick<Config, 'temporal' | 'codec'>, connection: Connection, extras: ClientExtras): Client {
   const dataConverter = dataConverterOf(config);
   return new Client({
     connection,
     namespace: config.temporal.namespace,
     ...(dataConverter ? { dataConverter } : {}),
+    ...(extras.interceptors?.length ? { interceptors: { workflow: extras.interceptors } } : {}),
   });
 }
 
-export async function connectClient(config: Pick<Config, 'temporal' | 'codec'>): Promise<Client> {
-  return clientOf(config, await Connection.connect(connectionOptions(config.temporal)));
+export async function connectClient(
+  config: Pick<Config, 'temporal' | 'codec'>,
+  extras: ClientExtras = {},
+): Promise<Client> {
+  return clientOf(config, await Connection.connect(connectionOptions(config.temporal)), extras);
 }
 
 /** A client whose connection is made on first use: the API starts (and spools callbacks) while Temporal is down. */
-export function lazyClient(config: Pick<Config, 'temporal' | 'codec'>): Client {
-  return clientOf(config, Connection.lazy(connectionOptions(config.temporal)));
+export function lazyClient(config: Pick<Config, 'temporal' | 'codec'>, extras: ClientExtras = {}): Client {
+  return clientOf(config, Connection.lazy(connectionOptions(config.temporal)), extras);
 }
 
 export function connectWorkerConnection(t: TemporalConfig): Promise<NativeConnection> {

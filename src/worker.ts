@@ -1,12 +1,14 @@
 // The worker: builds the activities' dependencies from configuration and runs the journey workflows.
 // Scales out by running more of these against the same task queue.
-import { DefaultLogger, Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { createAttachmentStore } from './attachments';
 import { sealerKeys } from './inbox';
 import { RecordSealer } from './codec/at-rest';
 import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
+import { jsonLogger } from './observability/json-log';
+import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
 import { connectWorkerConnection, dataConverterOf } from './temporal';
 import { webhookUrl } from './webhook-url';
 
@@ -27,6 +29,8 @@ export interface WorkerOverrides {
   connection?: NativeConnection;
   deps?: Partial<ActivityDeps>;
   options?: Partial<WorkerOptions>;
+  /** Traces workflows and activities (interceptors, the workflow span sink) when given. */
+  tracing?: Tracing;
 }
 
 export async function createWorker(config: Config, overrides: WorkerOverrides = {}) {
@@ -43,6 +47,7 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     maxCachedWorkflows: config.worker.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTasks,
+    ...tracingWorkerOptions(overrides.tracing),
     ...overrides.options,
   });
   return {
@@ -65,17 +70,26 @@ async function main() {
   const { metricsAddress } = config.worker;
   // Once per process: the SDK's own series (slots, sticky cache, schedule-to-start, task latencies) for Prometheus.
   Runtime.install({
-    logger: new DefaultLogger(config.logLevel in levels ? levels[config.logLevel as keyof typeof levels] : 'ERROR'),
+    logger: jsonLogger(
+      config.logLevel in levels ? levels[config.logLevel as keyof typeof levels] : 'ERROR',
+      WORKER_SERVICE_NAME,
+    ),
     ...(metricsAddress ? { telemetryOptions: { metrics: { prometheus: prometheusExporter(metricsAddress) } } } : {}),
   });
-  const running = await createWorker(config);
-  console.log(
-    `worker polling task queue "${config.temporal.taskQueue}" on ${config.temporal.address} (namespace ${config.temporal.namespace})`,
-  );
-  if (metricsAddress) console.log(`worker metrics on http://${metricsAddress}/metrics`);
+  const tracing = startTracing(WORKER_SERVICE_NAME);
+  const running = await createWorker(config, tracing ? { tracing } : {});
+  const { logger } = Runtime.instance();
+  const { taskQueue, address, namespace } = config.temporal;
+  logger.info(`worker polling task queue "${taskQueue}" on ${address} (namespace ${namespace})`, {
+    taskQueue,
+    namespace,
+    tracing: Boolean(tracing),
+  });
+  if (metricsAddress) logger.info(`worker metrics on http://${metricsAddress}/metrics`, { metricsAddress });
   // Worker.run resolves after SIGINT/SIGTERM once running activities and workflow tasks have finished.
   await running.worker.run();
   await running.close();
+  await tracing?.shutdown();
 }
 
 if (require.main === module) {

@@ -5,6 +5,7 @@ import rateLimit from '@fastify/rate-limit';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import {
@@ -20,6 +21,8 @@ import type { AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
 import { clinicAuth } from './auth';
 import { RecordSealer } from '../codec/at-rest';
+import { logJourneyIds } from '../observability/request-log';
+import { traceRequests } from '../observability/tracing';
 import { createInbox, InboxForwarder, sealerKeys, type CallbackInbox, type InboxForwarderOptions } from '../inbox';
 import type { ApiContext, RouteOptions } from './context';
 import { ClinicExamService, type ExamServiceFor } from './exam-service';
@@ -44,6 +47,8 @@ export interface ApiDeps {
   inbox?: CallbackInbox;
   clock?: () => Date;
   logger?: FastifyServerOptions['logger'];
+  /** A server span per request, the parent of the workflow calls it makes (server.ts: when tracing is on). */
+  tracer?: Tracer;
   /** How the forwarder sends a signal (server.ts: from a thread of its own); by default with `temporal`, inline. */
   signal?: InboxForwarderOptions['signal'];
   /** The inbox forwarder starts with the app unless false (tests drive it themselves). */
@@ -67,6 +72,8 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
+  if (deps.tracer) traceRequests(app, deps.tracer);
+  if (deps.logger) logJourneyIds(app);
 
   const sealer = new RecordSealer(sealerKeys(config));
   const metrics = createApiMetrics();

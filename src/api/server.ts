@@ -1,14 +1,46 @@
 // `npm run api`: the clinic API and the webhook receiver on API_PORT (default 3000). Separate from the worker.
 // SIGINT/SIGTERM: stop accepting, let running requests and the spool forwarder's current item finish, close.
+import { hostname } from 'node:os';
 import { loadConfig, type Config } from '../config';
 import { examServiceClients } from '../exam-service/clinic-clients';
 import { SignalThread } from '../inbox';
+import { API_SERVICE_NAME, startTracing, tracingClientInterceptors, type Tracing } from '../observability/tracing';
 import { lazyClient } from '../temporal';
 import { buildApp, type ApiApp } from './app';
 
-export async function startApi(config: Config): Promise<{ app: ApiApp; close(): Promise<void> }> {
+/**
+ * The API's logger: JSON lines (pino) without headers or URLs; request lines of a journey carry its journeyId and
+ * workflowId (src/observability/request-log.ts).
+ */
+export function apiLoggerOptions(config: Pick<Config, 'logLevel'>) {
+  return {
+    level: config.logLevel,
+    base: { pid: process.pid, hostname: hostname(), service: API_SERVICE_NAME },
+    // Plugins may log request headers (@fastify/multipart logs its busboy options at trace, every header of the
+    // upload in them, the bearer token included): any headers object in a log line is censored.
+    redact: { paths: ['headers', '*.headers', '*.*.headers'], censor: '[redacted]' },
+    // Headers carry bearer tokens; URLs carry webhook tokens. Log neither.
+    serializers: {
+      req: (req: { method: string; routeOptions?: { url?: string } }) => ({
+        method: req.method,
+        route: req.routeOptions?.url,
+      }),
+    },
+  };
+}
+
+export interface StartApiOptions {
+  /** Request spans, and workflow starts, signals and updates that carry their trace context. */
+  tracing?: Tracing;
+}
+
+export async function startApi(
+  config: Config,
+  options: StartApiOptions = {},
+): Promise<{ app: ApiApp; close(): Promise<void> }> {
+  const { tracing } = options;
   // Lazy: the API starts (and spools callbacks) while Temporal is still down; /readyz tells when it is reachable.
-  const temporal = lazyClient(config);
+  const temporal = lazyClient(config, { interceptors: tracingClientInterceptors(tracing) });
   const clients = examServiceClients(config);
   // The forwarder's signals from a thread of their own: the event loop keeps to the webhook's acknowledgements.
   const thread = config.forwarder.thread
@@ -24,19 +56,8 @@ export async function startApi(config: Config): Promise<{ app: ApiApp; close(): 
     ...(thread ? { signal: thread.signal } : {}),
     // Clinics reach here from configuration only, so each has a client.
     examServiceFor: (clinic) => clients.forClinic(clinic.clinicId)!,
-    logger: {
-      level: config.logLevel,
-      // Plugins may log request headers (@fastify/multipart logs its busboy options at trace, every header of the
-      // upload in them, the bearer token included): any headers object in a log line is censored.
-      redact: { paths: ['headers', '*.headers', '*.*.headers'], censor: '[redacted]' },
-      // Headers carry bearer tokens; URLs carry webhook tokens. Log neither.
-      serializers: {
-        req: (req: { method: string; routeOptions?: { url?: string } }) => ({
-          method: req.method,
-          route: req.routeOptions?.url,
-        }),
-      },
-    },
+    ...(tracing ? { tracer: tracing.tracer } : {}),
+    logger: apiLoggerOptions(config),
   });
   await app.listen({ host: config.api.host, port: config.api.port });
   return {
@@ -52,19 +73,23 @@ export async function startApi(config: Config): Promise<{ app: ApiApp; close(): 
 
 async function main() {
   const config = loadConfig();
-  const running = await startApi(config);
+  const tracing = startTracing(API_SERVICE_NAME);
+  const running = await startApi(config, tracing ? { tracing } : {});
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
     running.app.log.info({ signal }, 'shutting down');
-    running.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        running.app.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    running
+      .close()
+      .then(() => tracing?.shutdown())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          running.app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));

@@ -5,6 +5,7 @@
  *
  * The api_key lives in a private field and is removed from everything an error carries; the client does not log.
  */
+import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { Agent, Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import {
@@ -276,17 +277,20 @@ export class ExamServiceClient implements ExamServiceApi {
       this.#connectTimeoutMs + this.#requestTimeoutMs,
     );
     try {
-      const response = await request(`${this.#baseUrl}/api/${operation}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(parsed.data),
-        dispatcher: recorder,
-        headersTimeout: this.#requestTimeoutMs,
-        bodyTimeout: this.#requestTimeoutMs,
-        signal: deadline.signal,
+      return await traced(operation, async (span) => {
+        const response = await request(`${this.#baseUrl}/api/${operation}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify(parsed.data),
+          dispatcher: recorder,
+          headersTimeout: this.#requestTimeoutMs,
+          bodyTimeout: this.#requestTimeoutMs,
+          signal: deadline.signal,
+        });
+        span.setAttribute('http.response.status_code', response.statusCode);
+        const text = await response.body.text();
+        return { status: response.statusCode, json: parseJson(text), text };
       });
-      const text = await response.body.text();
-      return { status: response.statusCode, json: parseJson(text), text };
     } catch (err) {
       throw this.#transportError(operation, err, recorder.phase);
     } finally {
@@ -342,6 +346,32 @@ export class ExamServiceClient implements ExamServiceApi {
     }
     return value;
   }
+}
+
+/**
+ * A client span around one call (a no-op without a tracer provider): method, route and status only, never the URL's
+ * host or query, the api_key or a body. The operation names a fixed route.
+ */
+function traced<T>(operation: ExamServiceOperation, call: (span: Span) => Promise<T>): Promise<T> {
+  const route = `/api/${operation}`;
+  return trace
+    .getTracer('patient-journey-engine/exam-service')
+    .startActiveSpan(
+      `POST ${route}`,
+      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.template': route } },
+      async (span) => {
+        try {
+          return await call(span);
+        } catch (err) {
+          // The error's class only: its message may quote the service.
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          span.setAttribute('error.type', err instanceof Error ? err.name : 'Error');
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    );
 }
 
 class DeadlineExceeded extends Error {
