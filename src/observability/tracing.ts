@@ -91,6 +91,14 @@ export function startTracing(serviceName: string, options: TracingOptions = {}):
   };
 }
 
+/**
+ * The workflow-side interceptors (made in the sandbox, spans out through the `exporter` sink). A pre-built workflow
+ * bundle must include it (`bundleWorkflowCode({ workflowInterceptorModules: [...] })`) to trace: a worker ignores
+ * `interceptors.workflowModules` when given a bundle.
+ */
+export const WORKFLOW_TRACING_MODULE =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+
 /** Client interceptors: starting, signalling and updating a workflow carry the caller's trace context. */
 export function tracingClientInterceptors(tracing: Tracing | undefined): WorkflowClientInterceptor[] {
   return tracing ? [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })] : [];
@@ -105,7 +113,7 @@ export function tracingWorkerOptions(tracing: Tracing | undefined): Pick<WorkerO
   const options = { tracer: tracing.tracer };
   return {
     interceptors: {
-      workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
+      workflowModules: [WORKFLOW_TRACING_MODULE],
       activity: [
         (ctx) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx, options),
