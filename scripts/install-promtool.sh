@@ -6,4 +6,4 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/lib/go-tool.sh"
 install_go_tool promtool "${TEMPORAL_TOOLS_DIR:-$root/.tools}/promtool" promtool \
-  "github.com/prometheus/prometheus/cmd/promtool@v0.316.0" promtool "about 3-8 minutes"
+  "github.com/prometheus/prometheus/cmd/promtool@v0.316.0" promtool "up to 30 minutes on a cold Go cache"
