@@ -61,6 +61,7 @@ function installGlobals(): void {
 }
 
 export interface TracingOptions {
+  /** Whether tracing is on and which exporter (default process.env); the OTLP exporter reads process.env itself. */
   env?: Env;
   /** Instead of the exporter the environment names (tests pass an InMemorySpanExporter). */
   exporter?: SpanExporter;
