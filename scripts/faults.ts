@@ -154,6 +154,10 @@ and share nothing but PostgreSQL, Temporal and the object store. One fault at a 
 - the Temporal server stopped, alternately SIGTERM and SIGKILL, and started again after ${range(pf.temporalDownMs)}: callbacks wait in
   the inbox and are forwarded once it is back.
 
+Behind HAProxy a callback never meets a refused connection: the sandbox's failed attempts in the table are answers
+other than 200 (the webhook's 503 while PostgreSQL is away, the load balancer's while a replica it picked dies) and
+cut connections, each retried by the sandbox.
+
 The judge is the one of the run above: every journey in its correct final state (or parked as \`invite_ambiguous\`
 and decided by the operator rounds), never two invites for one journey, every callback the sandbox delivered with a
 200 recorded by its journey (or a dead letter of a finished one), every expected event applied exactly once.

@@ -18,6 +18,7 @@ import { DEMO_API_KEY } from '../../../src/sandbox/seed';
 import { dataConverterOf } from '../../../src/temporal';
 import type { InjectedProcessFault, ProcessFaultKind } from './faults';
 import type { Rng } from './journeys';
+import { waitForPoller } from './pollers';
 import { ADMIN_TOKEN, CLINIC_ID, CLINIC_TOKEN } from './stack';
 import type { FaultInjector, FaultTopology } from './topology';
 
@@ -272,15 +273,35 @@ export class ProductionFaultStack implements FaultTopology {
     }
   }
 
-  /** Waits for the worker's "polling" line in its log, written after byte `from` (its start). */
+  /**
+   * Waits until the worker polls: Temporal lists its pid among the task queue's pollers, or (earlier, when its log
+   * level shows it) its log says so after byte `from` (its start).
+   */
   async #workerPolling(i: number, from: number, timeoutMs = 180_000): Promise<void> {
     const w = this.stack.workers[i]!;
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      if (readFrom(w.logFile, from).includes('worker polling task queue')) return;
-      if (!w.running) throw new Error(`${w.name} exited at start; see ${w.logFile}`);
-      if (Date.now() > until) throw new Error(`${w.name} did not poll within ${timeoutMs / 1000} s; see ${w.logFile}`);
-      await sleep(250);
+    let polling = false;
+    const fromLog = (async () => {
+      while (!polling && w.running) {
+        if (readFrom(w.logFile, from).includes('worker polling task queue')) return;
+        await sleep(250);
+      }
+      throw new Error(`${w.name}: no polling line in its log`);
+    })();
+    try {
+      await Promise.any([
+        fromLog,
+        waitForPoller({
+          address: this.stack.temporalAddress,
+          pid: () => w.pid,
+          running: () => w.running && !polling,
+          name: w.name,
+          timeoutMs,
+        }),
+      ]);
+    } catch (err) {
+      throw new Error(`${w.name} did not start polling; see ${w.logFile}`, { cause: err });
+    } finally {
+      polling = true;
     }
   }
 

@@ -98,7 +98,7 @@ export function reportTable(r: SuiteReport): string {
     ],
     [
       'callback attempts refused (API down), retried by the sandbox',
-      `${cb.refusedAttempts} (other failed attempts: ${cb.otherFailedAttempts})`,
+      `${cb.refusedAttempts} (other failed attempts: ${cb.otherFailedAttempts}; every failed attempt by what the sandbox saw: ${list(r.callbackFaults.failedAttempts ?? {})})`,
     ],
     [
       r.options.topology === 'production'

@@ -13,6 +13,7 @@ import { dataConverterOf } from '../../../src/temporal';
 import { waitingInFolder } from '../../../src/inbox/files';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../../src/workflows/definitions';
 import { installedTool } from '../../support/temporal-env';
+import { waitForPoller } from './pollers';
 
 const ROOT = path.resolve(__dirname, '../../..');
 export const CLINIC_ID = 'faults-clinic';
@@ -331,8 +332,25 @@ export class FaultStack {
 
   async startWorker(): Promise<void> {
     this.worker.start();
-    // Bundling the workflow code takes a few seconds on a small machine.
-    await this.worker.waitForOutput(/worker polling task queue/, 120_000);
+    // Bundling the workflow code takes a few seconds on a small machine. Ready when its log says so (at a log level
+    // that shows it) or when Temporal lists it among the task queue's pollers.
+    const waiting = new AbortController();
+    try {
+      await Promise.any([
+        this.worker.waitForOutput(/worker polling task queue/, 120_000),
+        waitForPoller({
+          address: this.temporalAddress,
+          pid: () => this.worker.pid,
+          running: () => this.worker.running && !waiting.signal.aborted,
+          name: 'worker',
+          timeoutMs: 120_000,
+        }),
+      ]);
+    } catch (err) {
+      throw new Error(`worker did not start polling: ${this.worker.tail}`, { cause: err });
+    } finally {
+      waiting.abort();
+    }
   }
 
   async startApi(): Promise<void> {

@@ -88,6 +88,8 @@ export interface SuiteReport {
     delayedDeliveries: number;
     /** Patient exams per layout their callbacks were sent in. */
     layouts: Record<string, number>;
+    /** Failed callback attempts by what the sandbox saw: the HTTP status, or the connection error. */
+    failedAttempts: Record<string, number>;
   };
   /** Stage counts when the run settled, before any operator acted (with attention codes). */
   stagesAfterRun: Record<string, number>;
@@ -300,7 +302,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       maxInboxFiles: faults?.maxInboxFiles ?? 0,
       director: { journeys: director?.following ?? 0, deferrals: 0, finalVerdicts: 0, ...director?.given },
       sandboxInjected: { errors: {}, delayed: 0, droppedInvites: 0 },
-      callbackFaults: { duplicateCopies: 0, outOfOrderExams: 0, delayedDeliveries: 0, layouts: {} },
+      callbackFaults: { duplicateCopies: 0, outOfOrderExams: 0, delayedDeliveries: 0, layouts: {}, failedAttempts: {} },
       stagesAfterRun,
       decisions,
       finalStages: {},
@@ -407,5 +409,16 @@ function callbackFaultCounts(deliveries: SandboxDelivery[], delayMs: number) {
           return first !== undefined && Date.parse(first.at) - Date.parse(d.created_at) >= delayMs - 5;
         }).length;
   const layouts = count([...new Map(deliveries.map((d) => [d.patient_exam_id, d.layout ?? 'interface'])).values()]);
-  return { duplicateCopies, outOfOrderExams, delayedDeliveries, layouts };
+  const failedAttempts = count(
+    deliveries.flatMap((d) =>
+      d.attempts
+        .filter((a) => a.status !== 200)
+        .map((a) =>
+          a.status !== null
+            ? `HTTP ${a.status}`
+            : (/\b(E[A-Z]+|timeout|Timeout)\b/.exec(a.error ?? '')?.[1] ?? 'no answer').toLowerCase(),
+        ),
+    ),
+  );
+  return { duplicateCopies, outOfOrderExams, delayedDeliveries, layouts, failedAttempts };
 }
