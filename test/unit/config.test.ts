@@ -36,7 +36,15 @@ describe('configuration', () => {
       maxBackoffMs: 30_000,
       ackPressureMs: 5,
       signalTimeoutMs: 3_000,
+      thread: true,
+      threadNice: 5,
     });
+    expect(loadConfig({ ...base, FORWARDER_THREAD: 'false', FORWARDER_THREAD_NICE: '0' }).forwarder).toMatchObject({
+      thread: false,
+      threadNice: 0,
+    });
+    expect(() => loadConfig({ ...base, FORWARDER_THREAD: 'sometimes' })).toThrow('FORWARDER_THREAD: expected true');
+    expect(() => loadConfig({ ...base, FORWARDER_THREAD_NICE: '20' })).toThrow('FORWARDER_THREAD_NICE');
     const url = 'postgres://journeys:s3cret-pw@db:5432/journeys';
     const pg = loadConfig({ ...base, INBOX_STORE: 'postgres', INBOX_DATABASE_URL: url, FORWARDER_CONCURRENCY: '4' });
     expect(pg.inbox).toEqual({ store: 'postgres', databaseUrl: url, poolSize: 10 });
