@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { renderReport, type Results } from './lib/report';
+import { keepScaleSection } from './lib/sections';
 
 const root = path.resolve(__dirname, '..');
 const [
@@ -14,6 +15,6 @@ const [
 ] = process.argv.slice(2);
 const results = JSON.parse(readFileSync(input, 'utf8')) as Results;
 const out = renderReport(results);
-writeFileSync(md, out.markdown);
+writeFileSync(md, keepScaleSection(md, out.markdown));
 writeFileSync(svg, out.svg);
 console.log(`wrote ${md} and ${svg} from ${input}`);

@@ -36,6 +36,7 @@ import { benchClient, benchConfig } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
 import { killAllSync, liveChildren, ROOT, stopChild } from './lib/proc';
 import { renderReport, type Results } from './lib/report';
+import { keepScaleSection } from './lib/sections';
 import { BenchStack, benchPorts } from './lib/stack';
 import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
 import { apiAlone } from './api-alone';
@@ -193,7 +194,7 @@ async function main() {
       const json = path.join(workDir, 'results.json');
       await writeFile(json, JSON.stringify(results, null, 2));
       const { markdown, svg } = renderReport(results);
-      if (o.out) await writeFile(o.out, markdown);
+      if (o.out) await writeFile(o.out, keepScaleSection(o.out, markdown));
       if (o.svg) await writeFile(o.svg, svg);
       if (o.out) await writeFile(path.join(ROOT, 'bench', 'last-run.json'), `${JSON.stringify(results, null, 2)}\n`);
       else await writeFile(path.join(workDir, 'performance.md'), markdown);

@@ -7,7 +7,7 @@ import { sealerKeys } from './inbox';
 import { RecordSealer } from './codec/at-rest';
 import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
-import { jsonLogger } from './observability/json-log';
+import { jsonLogger, jsonLogLine } from './observability/json-log';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
 import { connectWorkerConnection, dataConverterOf } from './temporal';
 import { webhookUrl } from './webhook-url';
@@ -78,14 +78,21 @@ async function main() {
   });
   const tracing = startTracing(WORKER_SERVICE_NAME);
   const running = await createWorker(config, tracing ? { tracing } : {});
-  const { logger } = Runtime.instance();
   const { taskQueue, address, namespace } = config.temporal;
-  logger.info(`worker polling task queue "${taskQueue}" on ${address} (namespace ${namespace})`, {
+  // The start-up lines are written whatever LOG_LEVEL says: supervisors, the stacks and people wait for them.
+  const lifecycle = (message: string, meta: Record<string, unknown>) =>
+    process.stdout.write(
+      jsonLogLine(
+        { level: 'INFO', message, meta, timestampNanos: BigInt(Date.now()) * 1_000_000n },
+        { service: WORKER_SERVICE_NAME },
+      ),
+    );
+  lifecycle(`worker polling task queue "${taskQueue}" on ${address} (namespace ${namespace})`, {
     taskQueue,
     namespace,
     tracing: Boolean(tracing),
   });
-  if (metricsAddress) logger.info(`worker metrics on http://${metricsAddress}/metrics`, { metricsAddress });
+  if (metricsAddress) lifecycle(`worker metrics on http://${metricsAddress}/metrics`, { metricsAddress });
   // Worker.run resolves after SIGINT/SIGTERM once running activities and workflow tasks have finished.
   await running.worker.run();
   await running.close();
