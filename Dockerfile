@@ -18,10 +18,13 @@ RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npx tsc -p tsconfig.build.json
+# The journey workflows bundled ahead: the worker starts without running webpack (WORKFLOW_BUNDLE_PATH below).
+RUN node dist/workflow-bundle.js dist/workflows.bundle.js
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--enable-source-maps
+    NODE_OPTIONS=--enable-source-maps \
+    WORKFLOW_BUNDLE_PATH=/app/dist/workflows.bundle.js
 WORKDIR /app
 # Root certificates: the slim image has none, and the worker's native Temporal connection needs them for TLS
 # (Temporal Cloud). The mount points of the data volumes belong to the user the processes run as (a new named volume

@@ -24,6 +24,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { loadConfig, type Config } from '../src/config';
+import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { ProductionStack, type ProductionPorts } from '../scripts/lib/production-stack';
 import { stackSecrets } from '../scripts/lib/stack-secrets';
@@ -156,6 +157,9 @@ async function productionPortsFrom(base: number, replicas: number): Promise<Prod
   };
 }
 
+/** The worker's start times (dev shape): the bundle's build, then three starts each way. */
+let workerStart: { bundleMs: number; bundleBytes: number; fromSource: number[]; prebuilt: number[] } | undefined;
+
 async function devShape(o: Options, dir: string, log: (l: string) => void): Promise<Shape> {
   const stack = new BenchStack({
     dataDir: path.join(dir, 'data'),
@@ -170,6 +174,26 @@ async function devShape(o: Options, dir: string, log: (l: string) => void): Prom
   await stack.configure();
   await stack.startTemporal();
   await stack.startSandbox();
+  // The worker's start, from the sources (webpack at start: development) and from a bundle built ahead (the image).
+  const bundleFile = path.join(dir, 'workflows.bundle.js');
+  const built = await buildWorkflowBundle(bundleFile);
+  const timed = async (env: Record<string, string>) => {
+    const t0 = performance.now();
+    await stack.startWorker(env);
+    const ms = performance.now() - t0;
+    await stack.stopWorker();
+    return ms;
+  };
+  const fromSource: number[] = [];
+  const prebuilt: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    fromSource.push(await timed({}));
+    prebuilt.push(await timed({ WORKFLOW_BUNDLE_PATH: bundleFile }));
+  }
+  workerStart = { bundleMs: built.ms, bundleBytes: built.bytes, fromSource, prebuilt };
+  log(
+    `dev: worker start from the sources ${fromSource.map((m) => fmtMs(m)).join(', ')}; from the bundle ${prebuilt.map((m) => fmtMs(m)).join(', ')}`,
+  );
   await stack.startWorker();
   await stack.startApi({}, [], { store: 'files' });
   return {
@@ -577,6 +601,14 @@ function render(r: {
     `Two of each against one of each: journeys ${ratio(by('2x2')?.journeys.perSecond, by('1x1')?.journeys.perSecond)}, callbacks ${ratio(by('2x2')?.callbacks.perSecond, by('1x1')?.callbacks.perSecond)}; the production topology (1x1) against the dev server: journeys ${ratio(by('1x1')?.journeys.perSecond, by('dev')?.journeys.perSecond)}, callbacks ${ratio(by('1x1')?.callbacks.perSecond, by('dev')?.callbacks.perSecond)}.`,
     '',
   ];
+  if (workerStart) {
+    const w = workerStart;
+    const list = (xs: number[]) => xs.map((x) => fmtMs(x)).join(', ');
+    lines.push(
+      `**Worker start** (spawned until it polls, the dev server up): with the workflows bundled at start by webpack (development, \`npm run worker\`) ${list(w.fromSource)}; with the bundle built ahead (\`WORKFLOW_BUNDLE_PATH\`, what the image does: \`node dist/workflow-bundle.js\`, ${(w.bundleBytes / 1024).toFixed(0)} KiB built in ${fmtMs(w.bundleMs)}) ${list(w.prebuilt)}.`,
+      '',
+    );
+  }
   if (r.big) {
     const b = r.big;
     lines.push(

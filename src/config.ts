@@ -138,6 +138,8 @@ const ConfigSchema = z.object({
         'WORKER_METRICS_ADDRESS: host:port (e.g. 0.0.0.0:9464), or off',
       )
       .optional(),
+    /** A workflow bundle built ahead (npm run build:workflows; the image has one); undefined: built at start. */
+    workflowBundlePath: z.string().min(1).optional(),
   }),
   timings: JourneyTimings,
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -314,6 +316,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'FORWARDER_MAX_BACKOFF_MS',
   'FORWARDER_ACK_PRESSURE_MS',
   'FORWARDER_SIGNAL_TIMEOUT_MS',
+  'WORKFLOW_BUNDLE_PATH',
   'FORWARDER_THREAD',
   'FORWARDER_THREAD_NICE',
   'SPOOL_MAX_BACKOFF_MS',
@@ -488,6 +491,7 @@ export function loadConfig(env: Env = process.env): Config {
           40,
         ),
         metricsAddress: workerMetricsAddress(env.WORKER_METRICS_ADDRESS),
+        workflowBundlePath: env.WORKFLOW_BUNDLE_PATH ? path.resolve(env.WORKFLOW_BUNDLE_PATH) : undefined,
       },
       timings: {
         remindersMs: env.JOURNEY_REMINDERS_MS

@@ -11,6 +11,7 @@ import { jsonLogger, jsonLogLine } from './observability/json-log';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
 import { connectWorkerConnection, dataConverterOf } from './temporal';
 import { webhookUrl } from './webhook-url';
+import { readWorkflowBundle } from './workflow-bundle';
 
 export function activityDeps(config: Config): ActivityDeps & { close(): Promise<void> } {
   const clients = examServiceClients(config);
@@ -24,6 +25,9 @@ export function activityDeps(config: Config): ActivityDeps & { close(): Promise<
     close: () => clients.close(),
   };
 }
+
+/** The span sink of a bundle's tracing interceptors when tracing is off. */
+const NO_TRACING_SINKS = { exporter: { export: { fn: () => undefined, callDuringReplay: false } } };
 
 export interface WorkerOverrides {
   connection?: NativeConnection;
@@ -41,13 +45,18 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    workflowsPath: require.resolve('./workflows'),
+    // Production: the bundle built ahead; development: webpack at start (it follows the sources).
+    ...(config.worker.workflowBundlePath
+      ? { workflowBundle: { code: readWorkflowBundle(config.worker.workflowBundlePath) } }
+      : { workflowsPath: require.resolve('./workflows') }),
     ...(dataConverter ? { dataConverter } : {}),
     activities: createActivities({ ...deps, ...overrides.deps }),
     maxCachedWorkflows: config.worker.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTasks,
     ...tracingWorkerOptions(overrides.tracing),
+    // The bundle has the tracing interceptors built in: without tracing their spans go nowhere.
+    ...(config.worker.workflowBundlePath && !overrides.tracing ? { sinks: NO_TRACING_SINKS } : {}),
     ...overrides.options,
   });
   return {
