@@ -2,7 +2,10 @@
 // attribute, opens it, and shows its input decoded through the codec server. Saves a screenshot.
 //
 //   npx tsx scripts/ui-screenshot.ts [--ui http://127.0.0.1:8233] [--query "JourneyStage='completed'"]
-//                                    [--out docs/temporal-ui-journey.png]
+//                                    [--text '"patient"'] [--out docs/temporal-ui-journey.png]
+//   The journey's timeline, its timers and activities named (a journey waiting for its consultation):
+//   npx tsx scripts/ui-screenshot.ts --query "JourneyStage='awaiting_consultation'" \
+//     --text "reminder to the patient" --out docs/temporal-ui-timeline.png
 //
 // Needs Debian's chromium (apt-get install chromium) or CHROMIUM_PATH.
 import { existsSync } from 'node:fs';
@@ -18,6 +21,8 @@ const ui = arg('ui', process.env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233');
 const namespace = arg('namespace', 'default');
 const query = arg('query', "JourneyStage='completed' AND Scenario='partner_pharmacy'");
 const out = path.resolve(arg('out', 'docs/temporal-ui-journey.png'));
+/** Text the page must show before the screenshot, scrolled into view. */
+const text = arg('text', '"patient"');
 const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 async function main() {
@@ -49,10 +54,11 @@ async function main() {
     console.log(`opening ${href ?? '(no href)'}`);
     await link.click();
     await page.waitForLoadState('networkidle');
-    // The input is shown decoded when the codec server answered: the patient's test name appears in it.
-    const decoded = page.getByText('"patient"').first();
-    await decoded.waitFor({ timeout: 30_000 });
-    await decoded.scrollIntoViewIfNeeded();
+    // The input is shown decoded when the codec server answered (the default text is a key of it); a timer's or an
+    // activity's summary shows in the timeline and the event history.
+    const shown = page.getByText(text).first();
+    await shown.waitFor({ timeout: 30_000 });
+    await shown.scrollIntoViewIfNeeded();
     await page.screenshot({ path: out, fullPage: false });
     console.log(`screenshot: ${out}`);
   } finally {

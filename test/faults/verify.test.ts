@@ -299,6 +299,26 @@ describe('the fault suite judge', () => {
     late.events[2] = { ...late.events[0]!, deliveryId: 'api-late' };
     late.events[0] = { ...late.events[0]!, disposition: 'ignored', note: 'verdict already Approved' };
     expect(judged({ journey: deferred, exam: gfe, deliveries: sent, snap: late }).problems).toEqual([]);
+    // The deferral held back until the final verdict had completed the journey: a dead letter of the finished one.
+    const lettered = recorded(2);
+    lettered.events.splice(0, 2);
+    const letter: DeadLetterInfo = {
+      id: 'dl-late',
+      journeyId: J,
+      reason: 'journey_finished',
+      event: 1,
+      patientExamId: PE,
+      rawBody: JSON.stringify(sent[0]!.payload),
+    };
+    expect(
+      judged({
+        journey: deferred,
+        exam: gfe,
+        deliveries: sent,
+        snap: lettered,
+        deadLetters: [letter, { ...letter, id: 'dl-late-copy' }],
+      }).problems,
+    ).toEqual([]);
     // The final verdict taken for a copy of the deferral: the journey never applied it.
     expect(judged({ journey: deferred, exam: gfe, deliveries: sent, snap: recorded(1) }).problems).toEqual([
       `journey ${J} (gfe, Deferred): expected event ${PE}:1 applied 1x, not 2x`,

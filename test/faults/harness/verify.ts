@@ -480,6 +480,15 @@ export function judge(input: {
           problems.push(`${label}: event ${keyOfEvent(e)} left ${e.disposition}${e.note ? ` (${e.note})` : ''}`);
         }
       }
+      // A deferral held back by the out-of-order fault until after the final verdict had completed the journey is a
+      // dead letter of the finished journey: that deferral, handled (once).
+      const verdictKey = callbackKey(pe, 1);
+      const lateDeferral = letters.some(
+        (l) => l.reason === 'journey_finished' && keyOfLetter(l) === verdictKey && /deferred/i.test(l.rawBody ?? ''),
+      );
+      if (expected.verdicts > 1 && lateDeferral && (applied.get(verdictKey) ?? 0) < expected.verdicts) {
+        applied.set(verdictKey, (applied.get(verdictKey) ?? 0) + 1);
+      }
       // A deferral's event 1 and the medical director's are two expected events under one key.
       const wanted = new Map<string, number>();
       for (const key of expectedKeys) wanted.set(key, (wanted.get(key) ?? 0) + 1);
