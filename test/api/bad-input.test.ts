@@ -2,64 +2,39 @@
 // refused before any workflow call (the client points at a closed port).
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
-import { buildApp, type ApiApp } from '../../src/api/app';
-import {
-  auth,
-  event1,
-  expectProblem,
-  fakeExamService,
-  gfeBody,
-  startJourney,
-  tempDataDir,
-  testConfig,
-  TOKENS,
-  unreachableTemporal,
-  webhookPath,
-  type TestDirs,
-} from './support';
+import { ApiHarness, useApiHarness } from '../support/api-harness';
+import { auth, event1, expectProblem, gfeBody, startJourney, TOKENS, webhookPath } from './support';
 
 describe('API: bad input is a 4xx problem naming the fault', () => {
-  let dirs: TestDirs;
-  let temporal: Client;
-  let app: ApiApp;
-
-  beforeAll(async () => {
-    dirs = tempDataDir();
-    temporal = await unreachableTemporal();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, { API_BODY_LIMIT_BYTES: '65536', API_TEMPORAL_TIMEOUT_MS: '500' }),
-      temporal,
-      examServiceFor: () => fakeExamService(),
-      startForwarder: false,
-    });
-  });
-  afterAll(async () => {
-    await app.close();
-    await temporal.connection.close();
-    dirs.cleanup();
+  const stack = useApiHarness({
+    temporal: 'unreachable',
+    env: { API_BODY_LIMIT_BYTES: '65536', API_TEMPORAL_TIMEOUT_MS: '500' },
+    app: { startForwarder: false },
   });
 
   describe('auth', () => {
     it('refuses a request without a bearer token, and with an unknown one', async () => {
-      const none = await app.inject({ method: 'GET', url: '/v1/journeys' });
+      const none = await stack.app.inject({ method: 'GET', url: '/v1/journeys' });
       expect(expectProblem(none, 401).detail).toMatch(/Bearer/);
       expect(none.headers['www-authenticate']).toMatch(/^Bearer/);
-      const wrong = await app.inject({ method: 'GET', url: '/v1/journeys', headers: auth('not-a-token') });
+      const wrong = await stack.app.inject({ method: 'GET', url: '/v1/journeys', headers: auth('not-a-token') });
       expect(expectProblem(wrong, 401).detail).toMatch(/not valid/);
     });
 
     it('keeps the admin routes behind the admin token', async () => {
-      expectProblem(await app.inject({ method: 'GET', url: '/admin/dead-letters' }), 401);
-      expectProblem(await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.a) }), 401);
-      const ok = await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
+      expectProblem(await stack.app.inject({ method: 'GET', url: '/admin/dead-letters' }), 401);
+      expectProblem(
+        await stack.app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.a) }),
+        401,
+      );
+      const ok = await stack.app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
       expect(ok.statusCode).toBe(200);
     });
   });
 
   describe('starting a journey', () => {
     it('requires the Idempotency-Key header', async () => {
-      const res = await app.inject({
+      const res = await stack.app.inject({
         method: 'POST',
         url: '/v1/journeys',
         headers: auth(TOKENS.a),
@@ -73,7 +48,7 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
         exams: ['101'],
         patient: { firstName: 'Test', email: 'not-an-email', dob: '01/02/1990' },
       });
-      const res = await startJourney(app, 'k-types', body);
+      const res = await startJourney(stack.app, 'k-types', body);
       const problem = expectProblem(res, 400, [
         'exams.0',
         'patient.email',
@@ -88,16 +63,16 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
     });
 
     it('names the scenario fields, the cross-field rules and unknown fields', async () => {
-      const unknownScenario = await startJourney(app, 'k-scn', gfeBody({ scenario: { type: 'teleport' } }));
+      const unknownScenario = await startJourney(stack.app, 'k-scn', gfeBody({ scenario: { type: 'teleport' } }));
       expectProblem(unknownScenario, 400, ['scenario.type']);
 
-      const partnerWithout = await startJourney(app, 'k-ph', gfeBody({ scenario: { type: 'partner_pharmacy' } }));
+      const partnerWithout = await startJourney(stack.app, 'k-ph', gfeBody({ scenario: { type: 'partner_pharmacy' } }));
       expectProblem(partnerWithout, 400, ['scenario.pharmacyId']);
 
-      const twice = await startJourney(app, 'k-dup', gfeBody({ exams: [101, 101] }));
+      const twice = await startJourney(stack.app, 'k-dup', gfeBody({ exams: [101, 101] }));
       expectProblem(twice, 400, ['exams']);
 
-      const extra = await startJourney(app, 'k-extra', gfeBody({ clinicId: 'clinic-b', journeyId: 'mine' }));
+      const extra = await startJourney(stack.app, 'k-extra', gfeBody({ clinicId: 'clinic-b', journeyId: 'mine' }));
       const problem = expectProblem(extra, 400);
       expect(JSON.stringify(problem.errors)).toMatch(/clinicId/);
     });
@@ -124,13 +99,13 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
         ['k-tm', { timings: { consultationDeadline: 5 } }, 'timings', /consultationDeadline/],
       ];
       for (const [key, override, field, message] of cases) {
-        const problem = expectProblem(await startJourney(app, key, gfeBody(override)), 400, [field]);
+        const problem = expectProblem(await startJourney(stack.app, key, gfeBody(override)), 400, [field]);
         const named = problem.errors.find((e: { field: string }) => e.field === field);
         expect(`${named.message} ${JSON.stringify(problem.errors)}`).toMatch(message);
       }
       // What the service takes still starts (here: refused only because Temporal is away, after validation).
       const fine = await startJourney(
-        app,
+        stack.app,
         'k-ok',
         gfeBody({ additionalData: JSON.stringify({ order: 'A-1' }), patient: { ...patient, dob: '2000-02-29' } }),
       );
@@ -139,11 +114,16 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
 
     it('answers malformed JSON, an empty body and a wrong content type with a problem', async () => {
       const headers = { ...auth(TOKENS.a), 'idempotency-key': 'k-json', 'content-type': 'application/json' };
-      const malformed = await app.inject({ method: 'POST', url: '/v1/journeys', headers, payload: '{"exams": [101,' });
+      const malformed = await stack.app.inject({
+        method: 'POST',
+        url: '/v1/journeys',
+        headers,
+        payload: '{"exams": [101,',
+      });
       expectProblem(malformed, 400, ['(body)']);
-      const empty = await app.inject({ method: 'POST', url: '/v1/journeys', headers, payload: '' });
+      const empty = await stack.app.inject({ method: 'POST', url: '/v1/journeys', headers, payload: '' });
       expectProblem(empty, 400);
-      const text = await app.inject({
+      const text = await stack.app.inject({
         method: 'POST',
         url: '/v1/journeys',
         headers: { ...headers, 'content-type': 'text/plain' },
@@ -154,14 +134,14 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
 
     it('refuses a body over the size limit with 413', async () => {
       const body = gfeBody({ additionalData: 'x'.repeat(70_000) });
-      const res = await startJourney(app, 'k-big', body);
+      const res = await startJourney(stack.app, 'k-big', body);
       expectProblem(res, 413, ['(body)']);
     });
   });
 
   describe('reading and acting', () => {
     it('names bad list filters and page sizes', async () => {
-      const res = await app.inject({
+      const res = await stack.app.inject({
         method: 'GET',
         url: '/v1/journeys?stage=flying&pageSize=0&needsAttention=maybe&color=red',
         headers: auth(TOKENS.a),
@@ -170,16 +150,16 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
     });
 
     it('names a malformed journey id and bad update bodies', async () => {
-      const id = await app.inject({ method: 'GET', url: '/v1/journeys/bad%20id!', headers: auth(TOKENS.a) });
+      const id = await stack.app.inject({ method: 'GET', url: '/v1/journeys/bad%20id!', headers: auth(TOKENS.a) });
       expectProblem(id, 400, ['params.journeyId']);
-      const answers = await app.inject({
+      const answers = await stack.app.inject({
         method: 'POST',
         url: '/v1/journeys/j1/answers',
         headers: auth(TOKENS.a),
         payload: { patientExamId: 'one', answers: [] },
       });
       expectProblem(answers, 400, ['patientExamId', 'answers']);
-      const cancel = await app.inject({
+      const cancel = await stack.app.inject({
         method: 'POST',
         url: '/v1/journeys/j1/cancel',
         headers: auth(TOKENS.a),
@@ -189,7 +169,7 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
     });
 
     it('names bad attachment uploads, JSON and multipart', async () => {
-      const json = await app.inject({
+      const json = await stack.app.inject({
         method: 'POST',
         url: '/v1/attachments',
         headers: auth(TOKENS.a),
@@ -198,7 +178,7 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
       expectProblem(json, 400, ['fileName', 'contentType', 'contentBase64']);
 
       const boundary = 'XBOUNDARY';
-      const multipart = await app.inject({
+      const multipart = await stack.app.inject({
         method: 'POST',
         url: '/v1/attachments',
         headers: { ...auth(TOKENS.a), 'content-type': `multipart/form-data; boundary=${boundary}` },
@@ -209,7 +189,7 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
 
     it('refuses a multipart file over the size limit with 413', async () => {
       const boundary = 'XBOUNDARY';
-      const res = await app.inject({
+      const res = await stack.app.inject({
         method: 'POST',
         url: '/v1/attachments',
         headers: { ...auth(TOKENS.a), 'content-type': `multipart/form-data; boundary=${boundary}` },
@@ -219,26 +199,30 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
           `${'x'.repeat(70_000)}\r\n--${boundary}--\r\n`,
       });
       expectProblem(res, 413);
-      const stored = path.join(dirs.dataDir, 'attachments');
+      const stored = path.join(stack.dirs.dataDir, 'attachments');
       expect(existsSync(stored) ? readdirSync(stored) : []).toEqual([]);
     });
 
     it('names catalog query faults', async () => {
-      const packages = await app.inject({
+      const packages = await stack.app.inject({
         method: 'GET',
         url: '/v1/catalog/partner-pharmacies/abc/treatment-packages',
         headers: auth(TOKENS.a),
       });
       expectProblem(packages, 400, ['params.pharmacyId']);
-      const noExam = await app.inject({
+      const noExam = await stack.app.inject({
         method: 'GET',
         url: '/v1/catalog/partner-pharmacies/501/treatment-packages',
         headers: auth(TOKENS.a),
       });
       expectProblem(noExam, 400, ['querystring.examId']);
-      const search = await app.inject({ method: 'GET', url: '/v1/catalog/pharmacies/search', headers: auth(TOKENS.a) });
+      const search = await stack.app.inject({
+        method: 'GET',
+        url: '/v1/catalog/pharmacies/search',
+        headers: auth(TOKENS.a),
+      });
       expectProblem(search, 400, ['querystring.search']);
-      const mixed = await app.inject({
+      const mixed = await stack.app.inject({
         method: 'GET',
         url: '/v1/catalog/pharmacies/search?search=drug&city=Austin&zipCode=7870',
         headers: auth(TOKENS.a),
@@ -247,28 +231,28 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
     });
 
     it('answers 503 with Retry-After, not 500, when Temporal is down', async () => {
-      const res = await app.inject({ method: 'GET', url: '/v1/journeys/j1', headers: auth(TOKENS.a) });
+      const res = await stack.app.inject({ method: 'GET', url: '/v1/journeys/j1', headers: auth(TOKENS.a) });
       expect([503, 504]).toContain(res.statusCode);
       expectProblem(res, res.statusCode);
-      const ready = await app.inject({ method: 'GET', url: '/readyz' });
+      const ready = await stack.app.inject({ method: 'GET', url: '/readyz' });
       expectProblem(ready, 503);
     });
 
     it('answers an unknown route with a problem 404', async () => {
-      expectProblem(await app.inject({ method: 'GET', url: '/v2/anything' }), 404);
+      expectProblem(await stack.app.inject({ method: 'GET', url: '/v2/anything' }), 404);
     });
   });
 
   describe('webhook', () => {
     it('answers a wrong token exactly like an unknown address', async () => {
       const path1 = webhookPath('j1');
-      const wrong = await app.inject({ method: 'POST', url: `${path1}x`, payload: event1(1) });
-      const otherJourney = await app.inject({
+      const wrong = await stack.app.inject({ method: 'POST', url: `${path1}x`, payload: event1(1) });
+      const otherJourney = await stack.app.inject({
         method: 'POST',
         url: path1.replace('/j1/', '/j2/'),
         payload: event1(1),
       });
-      const nowhere = await app.inject({ method: 'POST', url: '/webhooks/nothing-here', payload: event1(1) });
+      const nowhere = await stack.app.inject({ method: 'POST', url: '/webhooks/nothing-here', payload: event1(1) });
       for (const res of [wrong, otherJourney]) {
         expectProblem(res, 404);
         expect(res.json()).toEqual({ ...nowhere.json(), instance: expect.any(String) });
@@ -276,13 +260,13 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
     });
 
     it('answers 400 for a body without an event number or not JSON, and keeps it as a dead letter', async () => {
-      const res = await app.inject({
+      const res = await stack.app.inject({
         method: 'POST',
         url: webhookPath('j1'),
         payload: { patient_exam_id: 'abc', exam_status: 'Approved' },
       });
       expectProblem(res, 400, ['event']);
-      const notJson = await app.inject({
+      const notJson = await stack.app.inject({
         method: 'POST',
         url: webhookPath('j1'),
         headers: { 'content-type': 'application/json' },
@@ -290,44 +274,52 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
       });
       expectProblem(notJson, 400, ['(body)']);
 
-      const list = await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
+      const list = await stack.app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
       const letters = list.json().deadLetters.filter((l: { reason: string }) => l.reason === 'unparseable');
       expect(letters).toHaveLength(2);
       expect(letters[0]).not.toHaveProperty('rawBody');
-      const one = await app.inject({
+      const one = await stack.app.inject({
         method: 'GET',
         url: `/admin/dead-letters/${letters[1].id}`,
         headers: auth(TOKENS.admin),
       });
       expect(one.json().rawBody).toBe('{"event": 1,');
-      expect(readdirSync(path.join(dirs.dataDir, 'dead-letters')).length).toBeGreaterThanOrEqual(2);
+      expect(readdirSync(path.join(stack.dirs.dataDir, 'dead-letters')).length).toBeGreaterThanOrEqual(2);
     });
 
     it('acknowledges a JSON body with an event number even when it cannot be read: it goes to the journey, held', async () => {
       for (const payload of [{ event: 1, patient_exam_id: 'abc' }, { event: '7' }, { event: 2, patient_exam_id: 5 }]) {
-        const res = await app.inject({ method: 'POST', url: webhookPath('j1'), payload });
+        const res = await stack.app.inject({ method: 'POST', url: webhookPath('j1'), payload });
         expect(res.statusCode).toBe(200);
         expect(res.json()).toEqual({ received: true, deliveryId: expect.any(String) });
       }
-      const list = await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
+      const list = await stack.app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
       expect(list.json().deadLetters.filter((l: { reason: string }) => l.reason === 'unparseable')).toHaveLength(2);
     });
 
     it('replaying an unparseable dead letter is a 422 naming the fields; discarding removes it', async () => {
-      const list = await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
+      const list = await stack.app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) });
       const id = list.json().deadLetters[0].id;
-      const replay = await app.inject({
+      const replay = await stack.app.inject({
         method: 'POST',
         url: `/admin/dead-letters/${id}/replay`,
         headers: auth(TOKENS.admin),
       });
       expectProblem(replay, 422);
-      const after = await app.inject({ method: 'GET', url: `/admin/dead-letters/${id}`, headers: auth(TOKENS.admin) });
+      const after = await stack.app.inject({
+        method: 'GET',
+        url: `/admin/dead-letters/${id}`,
+        headers: auth(TOKENS.admin),
+      });
       expect(after.json().replays).toBe(1);
-      const del = await app.inject({ method: 'DELETE', url: `/admin/dead-letters/${id}`, headers: auth(TOKENS.admin) });
+      const del = await stack.app.inject({
+        method: 'DELETE',
+        url: `/admin/dead-letters/${id}`,
+        headers: auth(TOKENS.admin),
+      });
       expect(del.statusCode).toBe(204);
       expectProblem(
-        await app.inject({ method: 'GET', url: `/admin/dead-letters/${id}`, headers: auth(TOKENS.admin) }),
+        await stack.app.inject({ method: 'GET', url: `/admin/dead-letters/${id}`, headers: auth(TOKENS.admin) }),
         404,
       );
     });
@@ -336,26 +328,21 @@ describe('API: bad input is a 4xx problem naming the fault', () => {
 
 describe('API: rate limit per clinic', () => {
   it('answers 429 after the clinic used its requests for the minute; another clinic is unaffected', async () => {
-    const dirs = tempDataDir();
-    const temporal = await unreachableTemporal();
-    const app = await buildApp({
-      config: testConfig(dirs.dataDir, { API_RATE_LIMIT_PER_MINUTE: '3' }),
-      temporal,
-      examServiceFor: () => fakeExamService(),
-      startForwarder: false,
-    });
+    const stack = await new ApiHarness({
+      temporal: 'unreachable',
+      env: { API_RATE_LIMIT_PER_MINUTE: '3' },
+      app: { startForwarder: false },
+    }).start();
     try {
       const get = (token: string) =>
-        app.inject({ method: 'GET', url: '/v1/catalog/partner-pharmacies', headers: auth(token) });
+        stack.app.inject({ method: 'GET', url: '/v1/catalog/partner-pharmacies', headers: auth(token) });
       for (let i = 0; i < 3; i++) expect((await get(TOKENS.a)).statusCode).toBe(200);
       const limited = await get(TOKENS.a);
       expect(expectProblem(limited, 429).detail).toMatch(/3 requests per minute/);
       expect(limited.headers['retry-after']).toBeDefined();
       expect((await get(TOKENS.b)).statusCode).toBe(200);
     } finally {
-      await app.close();
-      await temporal.connection.close();
-      dirs.cleanup();
+      await stack.close();
     }
   });
 });

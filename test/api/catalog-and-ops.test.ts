@@ -1,45 +1,17 @@
 // The catalog pass-through against the exam-service sandbox (real HTTP), and the operations routes and docs.
-import type { Client } from '@temporalio/client';
-import { buildApp, type ApiApp } from '../../src/api/app';
-import { ExamServiceClient } from '../../src/exam-service/client';
-import { buildSandbox, type Sandbox } from '../../src/sandbox';
-import { auth, expectProblem, tempDataDir, testConfig, TOKENS, unreachableTemporal, type TestDirs } from './support';
+import { useApiHarness } from '../support/api-harness';
+import { auth, expectProblem, TOKENS } from './support';
 
 describe('catalog pass-through (sandbox) and operations', () => {
-  let sandbox: Sandbox;
-  let temporal: Client;
-  let app: ApiApp;
-  let dirs: TestDirs;
-  const clients: ExamServiceClient[] = [];
-
-  beforeAll(async () => {
-    sandbox = await buildSandbox();
-    temporal = await unreachableTemporal();
-    dirs = tempDataDir();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, { EXAM_SERVICE_BASE_URL: sandbox.baseUrl }),
-      temporal,
-      // clinic-b holds a key the service does not know.
-      examServiceFor: (clinic) => {
-        const client = new ExamServiceClient({
-          baseUrl: sandbox.baseUrl,
-          apiKey: clinic.clinicId === 'clinic-b' ? 'revoked-key' : clinic.examServiceApiKey,
-        });
-        clients.push(client);
-        return client;
-      },
-      startForwarder: false,
-    });
-  });
-  afterAll(async () => {
-    await app.close();
-    await Promise.all(clients.map((c) => c.close()));
-    await temporal.connection.close();
-    await sandbox.close();
-    dirs.cleanup();
+  const stack = useApiHarness({
+    temporal: 'unreachable',
+    examService: 'sandbox',
+    // clinic-b holds a key the service does not know.
+    sandboxApiKey: (clinic) => (clinic.clinicId === 'clinic-b' ? 'revoked-key' : clinic.examServiceApiKey),
+    app: { startForwarder: false },
   });
 
-  const get = (url: string, token = TOKENS.a) => app.inject({ method: 'GET', url, headers: auth(token) });
+  const get = (url: string, token = TOKENS.a) => stack.app.inject({ method: 'GET', url, headers: auth(token) });
 
   it("lists the clinic's exams in the API's layout", async () => {
     const res = await get('/v1/catalog/exams');
@@ -95,19 +67,19 @@ describe('catalog pass-through (sandbox) and operations', () => {
   it("answers 502 when the service refuses the clinic's key, and 503 when it is down", async () => {
     const refused = await get('/v1/catalog/exams', TOKENS.b);
     expect(expectProblem(refused, 502).detail).toMatch(/refused the clinic's api key/);
-    sandbox.setFaults({ errorRate: 1 });
+    stack.sandbox.setFaults({ errorRate: 1 });
     try {
       const down = await get('/v1/catalog/partner-pharmacies');
       expectProblem(down, 503);
       expect(down.headers['retry-after']).toBe('10');
     } finally {
-      sandbox.setFaults({});
+      stack.sandbox.setFaults({});
     }
   });
 
   it('answers liveness, and Prometheus metrics in the text format', async () => {
-    expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
-    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    expect((await stack.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+    const metrics = await stack.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(metrics.body).toMatch(/# TYPE journey_api_webhook_ack_seconds histogram/);
     expect(metrics.body).toMatch(
@@ -123,7 +95,7 @@ describe('catalog pass-through (sandbox) and operations', () => {
   });
 
   it('serves the OpenAPI document generated from the route schemas, and the interactive page at /docs', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json();
+    const doc = (await stack.app.inject({ method: 'GET', url: '/docs/json' })).json();
     expect(doc.openapi).toBe('3.1.0');
     for (const path of [
       '/v1/journeys',
@@ -145,8 +117,9 @@ describe('catalog pass-through (sandbox) and operations', () => {
     );
     expect(JSON.stringify(start.requestBody)).toMatch(/StartJourneyRequest|"patient"/);
     expect(doc.components.schemas).toHaveProperty('Problem');
-    const page = await app.inject({ method: 'GET', url: '/docs' });
-    const html = page.statusCode === 302 ? await app.inject({ method: 'GET', url: page.headers.location! }) : page;
+    const page = await stack.app.inject({ method: 'GET', url: '/docs' });
+    const html =
+      page.statusCode === 302 ? await stack.app.inject({ method: 'GET', url: page.headers.location! }) : page;
     expect(html.statusCode).toBe(200);
     expect(html.body).toMatch(/swagger/i);
   });

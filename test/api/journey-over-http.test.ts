@@ -1,72 +1,17 @@
 // End to end over real HTTP: a clinic starts journeys on the listening API, the lead's worker invites at the sandbox,
 // the sandbox calls back through the real webhook route, and the journeys complete; the API shows every event.
-import type { AddressInfo } from 'node:net';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { buildApp, type ApiApp } from '../../src/api/app';
-import { ExamServiceClient } from '../../src/exam-service/client';
-import { buildSandbox, type Sandbox } from '../../src/sandbox';
-import { createWorker } from '../../src/worker';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
-import { startDevServer } from '../support/temporal-env';
-import { eventually, tempDataDir, testConfig, TOKENS, type TestDirs } from './support';
+import { useApiHarness } from '../support/api-harness';
+import { eventually, TOKENS } from './support';
 
 const TASK_QUEUE = 'api-end-to-end';
 
 describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
-  let env: TestWorkflowEnvironment;
-  let sandbox: Sandbox;
-  let api: ApiApp;
-  let apiUrl: string;
-  let worker: Worker;
-  let running: Promise<void>;
-  let closeWorker: () => Promise<void>;
-  let dirs: TestDirs;
-  const clients: ExamServiceClient[] = [];
-
-  beforeAll(async () => {
-    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
-    sandbox = await buildSandbox({
-      providerDelayMs: 300,
-      prescriptionDelayMs: 300,
-      shipmentDelayMs: 300,
-      callbackRetries: 0,
-    });
-    dirs = tempDataDir();
-    const config = testConfig(dirs.dataDir, {
-      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-      EXAM_SERVICE_BASE_URL: sandbox.baseUrl,
-    });
-    api = await buildApp({
-      config,
-      temporal: env.client,
-      examServiceFor: (clinic) => {
-        const client = new ExamServiceClient({ baseUrl: sandbox.baseUrl, apiKey: clinic.examServiceApiKey });
-        clients.push(client);
-        return client;
-      },
-    });
-    await api.listen({ host: '127.0.0.1', port: 0 });
-    apiUrl = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}`;
-    // The worker builds each journey's webhook URL on the API's public address.
-    const created = await createWorker(
-      { ...config, api: { ...config.api, publicBaseUrl: apiUrl } },
-      { connection: env.nativeConnection },
-    );
-    worker = created.worker;
-    closeWorker = created.close;
-    running = worker.run();
-  }, 120_000);
-
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await closeWorker?.();
-    await api?.close();
-    await Promise.all(clients.map((c) => c.close()));
-    await sandbox?.close();
-    await env?.teardown();
-    dirs?.cleanup();
+  const stack = useApiHarness({
+    taskQueue: TASK_QUEUE,
+    worker: 'project',
+    examService: 'sandbox',
+    sandbox: { providerDelayMs: 300, prescriptionDelayMs: 300, shipmentDelayMs: 300, callbackRetries: 0 },
+    listen: true,
   });
 
   const headers = { authorization: `Bearer ${TOKENS.a}` };
@@ -80,7 +25,7 @@ describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
   };
 
   async function start(key: string, body: object): Promise<string> {
-    const res = await fetch(`${apiUrl}/v1/journeys`, {
+    const res = await fetch(`${stack.url}/v1/journeys`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': key },
       body: JSON.stringify(body),
@@ -91,7 +36,7 @@ describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
 
   async function completed(journeyId: string) {
     return eventually(
-      async () => (await fetch(`${apiUrl}/v1/journeys/${journeyId}`, { headers })).json() as Promise<any>,
+      async () => (await fetch(`${stack.url}/v1/journeys/${journeyId}`, { headers })).json() as Promise<any>,
       (j) => j.journey?.stage === 'completed' && j.source === 'query',
       { timeoutMs: 60_000, intervalMs: 200 },
     );
@@ -102,7 +47,7 @@ describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
     const form = new FormData();
     form.append('kind', 'Lab');
     form.append('file', new Blob(['%PDF-1.4 lab results'], { type: 'application/pdf' }), 'lab.pdf');
-    const upload = await fetch(`${apiUrl}/v1/attachments`, { method: 'POST', headers, body: form });
+    const upload = await fetch(`${stack.url}/v1/attachments`, { method: 'POST', headers, body: form });
     expect(upload.status).toBe(201);
     const { attachment } = (await upload.json()) as { attachment: { ref: string } };
 
@@ -131,7 +76,7 @@ describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
     // Every callback the sandbox sent is in the journey's events, each applied once.
     for (const view of [p, g]) {
       const patientExamId = view.journey.exams[0].patientExamId;
-      const sent = sandbox.store.deliveries.filter((d) => d.patient_exam_id === patientExamId);
+      const sent = stack.sandbox.store.deliveries.filter((d) => d.patient_exam_id === patientExamId);
       expect(sent.length).toBeGreaterThan(0);
       for (const d of sent) expect(d.attempts.map((a) => a.status)).toEqual([200]);
       const events: { event: number; disposition: string }[] = view.journey.events;
@@ -144,7 +89,7 @@ describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
     expect(kinds.filter((k: number) => k === 3)).toHaveLength(pe.prescriptions.length);
 
     // The list shows both as completed.
-    const list = (await (await fetch(`${apiUrl}/v1/journeys?stage=completed`, { headers })).json()) as any;
+    const list = (await (await fetch(`${stack.url}/v1/journeys?stage=completed`, { headers })).json()) as any;
     expect(list.journeys.map((j: { journeyId: string }) => j.journeyId)).toEqual(
       expect.arrayContaining([partner, gfe]),
     );

@@ -1,63 +1,17 @@
 // The clinic API against a real Temporal dev server and a worker running the real journey workflow (activities are
 // fakes that invite at once): idempotent starts, catalog checks, reads, lists, clinic isolation and the updates.
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { buildApp, type ApiApp } from '../../src/api/app';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
-import { startDevServer } from '../support/temporal-env';
-import {
-  auth,
-  eventually,
-  expectProblem,
-  fakeActivities,
-  fakeExamService,
-  gfeBody,
-  startJourney,
-  tempDataDir,
-  testConfig,
-  TOKENS,
-  type TestDirs,
-} from './support';
+import { useApiHarness } from '../support/api-harness';
+import { auth, eventually, expectProblem, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
 
 const TASK_QUEUE = 'api-journeys';
 
 describe('clinic API with Temporal', () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  let app: ApiApp;
-  let dirs: TestDirs;
   const fakes = fakeActivities(70_000);
+  const stack = useApiHarness({ taskQueue: TASK_QUEUE, worker: fakes.activities, app: { startForwarder: false } });
 
-  beforeAll(async () => {
-    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowsPath: require.resolve('../../src/workflows'),
-      activities: fakes.activities,
-    });
-    running = worker.run();
-    dirs = tempDataDir();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE }),
-      temporal: env.client,
-      examServiceFor: () => fakeExamService(),
-      startForwarder: false,
-    });
-  }, 120_000);
-
-  afterAll(async () => {
-    await app?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await env?.teardown();
-    dirs?.cleanup();
-  });
-
-  const get = (url: string, token = TOKENS.a) => app.inject({ method: 'GET', url, headers: auth(token) });
+  const get = (url: string, token = TOKENS.a) => stack.app.inject({ method: 'GET', url, headers: auth(token) });
   const post = (url: string, payload: object, token = TOKENS.a) =>
-    app.inject({ method: 'POST', url, headers: auth(token), payload });
+    stack.app.inject({ method: 'POST', url, headers: auth(token), payload });
   const journeyOf = (id: string) => get(`/v1/journeys/${id}`).then((r) => r.json());
   const invited = (id: string) =>
     eventually(
@@ -67,7 +21,7 @@ describe('clinic API with Temporal', () => {
 
   describe('start', () => {
     it('starts once per Idempotency-Key: 201, then 200 with the same journey, 409 for another body', async () => {
-      const first = await startJourney(app, 'order-1001');
+      const first = await startJourney(stack.app, 'order-1001');
       expect(first.statusCode).toBe(201);
       const { journeyId, created, links } = first.json();
       expect(created).toBe(true);
@@ -75,47 +29,51 @@ describe('clinic API with Temporal', () => {
       expect(first.headers.location).toBe(`/v1/journeys/${journeyId}`);
       expect(links.cancel).toBe(`/v1/journeys/${journeyId}/cancel`);
 
-      const replay = await startJourney(app, 'order-1001');
+      const replay = await startJourney(stack.app, 'order-1001');
       expect(replay.statusCode).toBe(200);
       expect(replay.json()).toMatchObject({ journeyId, created: false });
 
       // Key order and whitespace do not matter: the hash is over the canonical body.
-      const reordered = await startJourney(app, 'order-1001', Object.fromEntries(Object.entries(gfeBody()).reverse()));
+      const reordered = await startJourney(
+        stack.app,
+        'order-1001',
+        Object.fromEntries(Object.entries(gfeBody()).reverse()),
+      );
       expect(reordered.statusCode).toBe(200);
 
-      const other = await startJourney(app, 'order-1001', gfeBody({ exams: [101, 102] }));
+      const other = await startJourney(stack.app, 'order-1001', gfeBody({ exams: [101, 102] }));
       expect(expectProblem(other, 409, ['headers.idempotency-key']).detail).toMatch(/different request body/);
 
       const runs = [];
-      for await (const w of env.client.workflow.list({ query: `WorkflowId = 'journey-${journeyId}'` })) runs.push(w);
+      for await (const w of stack.client.workflow.list({ query: `WorkflowId = 'journey-${journeyId}'` })) runs.push(w);
       expect(runs).toHaveLength(1);
     });
 
     it('never starts a second workflow when the same key arrives twice at once', async () => {
-      const results = await Promise.all([startJourney(app, 'order-race'), startJourney(app, 'order-race')]);
+      const results = await Promise.all([startJourney(stack.app, 'order-race'), startJourney(stack.app, 'order-race')]);
       expect(results.map((r) => r.statusCode).sort()).toEqual([200, 201]);
       expect(new Set(results.map((r) => r.json().journeyId)).size).toBe(1);
     });
 
     it("keeps the same key of two clinics apart (each clinic's own journey)", async () => {
-      const a = await startJourney(app, 'shared-key', gfeBody(), TOKENS.a);
-      const b = await startJourney(app, 'shared-key', gfeBody(), TOKENS.b);
+      const a = await startJourney(stack.app, 'shared-key', gfeBody(), TOKENS.a);
+      const b = await startJourney(stack.app, 'shared-key', gfeBody(), TOKENS.b);
       expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
       expect(a.json().journeyId).not.toBe(b.json().journeyId);
     });
 
     it("checks the request against the clinic's live exam list and names the failing fields", async () => {
-      const unknown = await startJourney(app, 'cat-1', gfeBody({ exams: [101, 999] }));
+      const unknown = await startJourney(stack.app, 'cat-1', gfeBody({ exams: [101, 999] }));
       expect(expectProblem(unknown, 400, ['exams.1']).detail).toMatch(/999 is not in the clinic's exam list/);
 
-      const rxInGfe = await startJourney(app, 'cat-2', gfeBody({ exams: [201] }));
+      const rxInGfe = await startJourney(stack.app, 'cat-2', gfeBody({ exams: [201] }));
       expectProblem(rxInGfe, 400, ['scenario.type']);
 
-      const missingLab = await startJourney(app, 'cat-3', gfeBody({ exams: [102] }));
+      const missingLab = await startJourney(stack.app, 'cat-3', gfeBody({ exams: [102] }));
       expect(expectProblem(missingLab, 400, ['attachments']).detail).toMatch(/missing Lab/);
 
       const foreignRef = await startJourney(
-        app,
+        stack.app,
         'cat-4',
         gfeBody({
           exams: [102],
@@ -138,7 +96,7 @@ describe('clinic API with Temporal', () => {
 
     it('takes attachments stored beforehand (multipart) and the workflow uploads them after the invite', async () => {
       const boundary = 'B0UNDARY';
-      const upload = await app.inject({
+      const upload = await stack.app.inject({
         method: 'POST',
         url: '/v1/attachments',
         headers: { ...auth(TOKENS.a), 'content-type': `multipart/form-data; boundary=${boundary}` },
@@ -154,9 +112,9 @@ describe('clinic API with Temporal', () => {
 
       // Another clinic cannot use it.
       const body = gfeBody({ exams: [102], attachments: [{ examId: 102, attachment }] });
-      expectProblem(await startJourney(app, 'with-lab', body, TOKENS.b), 400, ['attachments.0.attachment.ref']);
+      expectProblem(await startJourney(stack.app, 'with-lab', body, TOKENS.b), 400, ['attachments.0.attachment.ref']);
 
-      const started = await startJourney(app, 'with-lab', body);
+      const started = await startJourney(stack.app, 'with-lab', body);
       expect(started.statusCode).toBe(201);
       const journeyId = started.json().journeyId;
       const j = await invited(journeyId);
@@ -171,8 +129,8 @@ describe('clinic API with Temporal', () => {
     let journeyB: string;
 
     beforeAll(async () => {
-      journeyA = (await startJourney(app, 'read-a')).json().journeyId;
-      journeyB = (await startJourney(app, 'read-b', gfeBody(), TOKENS.b)).json().journeyId;
+      journeyA = (await startJourney(stack.app, 'read-a')).json().journeyId;
+      journeyB = (await startJourney(stack.app, 'read-b', gfeBody(), TOKENS.b)).json().journeyId;
       await invited(journeyA);
     });
 
@@ -248,7 +206,7 @@ describe('clinic API with Temporal', () => {
     let patientExamId: number;
 
     beforeAll(async () => {
-      journeyId = (await startJourney(app, 'act-1')).json().journeyId;
+      journeyId = (await startJourney(stack.app, 'act-1')).json().journeyId;
       patientExamId = (await invited(journeyId)).journey.exams[0].patientExamId;
     });
 
@@ -282,7 +240,7 @@ describe('clinic API with Temporal', () => {
         attachment: { kind: 'ID', fileName: 'id.jpg', size: 10 },
         result: { attachmentId: expect.stringMatching(/^upl-att_/) },
       });
-      const stored = await app.journeyApi.attachments.get(res.json().attachment.ref);
+      const stored = await stack.app.journeyApi.attachments.get(res.json().attachment.ref);
       expect(stored?.bytes.toString()).toBe('jpeg bytes');
     });
 
@@ -311,8 +269,7 @@ describe('clinic API with Temporal', () => {
     });
 
     it('falls back to the workflow result when no worker answers the query', async () => {
-      worker.shutdown();
-      await running;
+      await stack.stopWorker();
       const res = await get(`/v1/journeys/${journeyId}`);
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({

@@ -5,98 +5,53 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { FailureType, type JourneyActivities } from '../../src/activities/types';
-import { buildApp, type ApiApp } from '../../src/api/app';
 import { restrictToJourneys } from '../../src/api/journey-query';
-import { SEARCH_ATTRIBUTE_KEYS, SearchAttr } from '../../src/workflows/definitions';
+import { SearchAttr } from '../../src/workflows/definitions';
 import { exitCode, formatSummary, parseOptions, runOps, UsageError, type Io, type Options } from '../../scripts/ops';
-import { startDevServer } from '../support/temporal-env';
-import {
-  auth,
-  event1,
-  eventually,
-  expectProblem,
-  fakeActivities,
-  fakeExamService,
-  gfeBody,
-  startJourney,
-  tempDataDir,
-  testConfig,
-  TOKENS,
-  type TestDirs,
-} from './support';
+import { useApiHarness } from '../support/api-harness';
+import { auth, event1, eventually, expectProblem, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
 
 const TASK_QUEUE = 'api-operations';
 const root = path.resolve(__dirname, '../..');
 
 describe('incident operations in bulk', () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  let app: ApiApp;
-  let dirs: TestDirs;
-  let api: string;
   const fakes = fakeActivities(80_000);
-
-  beforeAll(async () => {
-    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
-    const invite = fakes.activities.createInvite;
-    const activities: JourneyActivities = {
-      ...fakes.activities,
-      createInvite: (req) =>
-        req.input.patient.lastName === 'Park'
-          ? Promise.reject(
-              ApplicationFailure.create({
-                type: FailureType.ambiguous,
-                message: 'no answer to the invite',
-                nonRetryable: true,
-                details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
-              }),
-            )
-          : invite(req),
-    };
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowsPath: require.resolve('../../src/workflows'),
-      activities,
-    });
-    running = worker.run();
-    dirs = tempDataDir();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE }),
-      temporal: env.client,
-      examServiceFor: () => fakeExamService(),
-      startForwarder: false,
-    });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const address = app.server.address();
-    api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  }, 120_000);
-
-  afterAll(async () => {
-    await app?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await env?.teardown();
-    dirs?.cleanup();
+  const invite = fakes.activities.createInvite;
+  const activities: JourneyActivities = {
+    ...fakes.activities,
+    createInvite: (req) =>
+      req.input.patient.lastName === 'Park'
+        ? Promise.reject(
+            ApplicationFailure.create({
+              type: FailureType.ambiguous,
+              message: 'no answer to the invite',
+              nonRetryable: true,
+              details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
+            }),
+          )
+        : invite(req),
+  };
+  const stack = useApiHarness({
+    taskQueue: TASK_QUEUE,
+    worker: activities,
+    app: { startForwarder: false },
+    listen: true,
   });
 
   const admin = auth(TOKENS.admin);
-  const get = (url: string) => app.inject({ method: 'GET', url, headers: admin });
-  const post = (url: string, payload: object) => app.inject({ method: 'POST', url, headers: admin, payload });
+  const get = (url: string) => stack.app.inject({ method: 'GET', url, headers: admin });
+  const post = (url: string, payload: object) => stack.app.inject({ method: 'POST', url, headers: admin, payload });
   const search = (params: Record<string, string>) => get(`/admin/journeys?${new URLSearchParams(params).toString()}`);
   const journeyOf = (id: string, token = TOKENS.a) =>
-    app.inject({ method: 'GET', url: `/v1/journeys/${id}`, headers: auth(token) }).then((r) => r.json());
+    stack.app.inject({ method: 'GET', url: `/v1/journeys/${id}`, headers: auth(token) }).then((r) => r.json());
 
   /** Starts journeys whose invite is ambiguous; resolves when each is parked and visible as NeedsAttention. */
   async function park(prefix: string, n: number, token = TOKENS.a, clinicId = 'clinic-a'): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++) {
       const body = gfeBody({ patient: { ...gfeBody().patient, lastName: 'Park' } });
-      const res = await startJourney(app, `${prefix}-${i}`, body, token);
+      const res = await startJourney(stack.app, `${prefix}-${i}`, body, token);
       expect(res.statusCode).toBe(201);
       ids.push(res.json().journeyId);
     }
@@ -120,7 +75,8 @@ describe('incident operations in bulk', () => {
       errText: () => err,
     };
   }
-  const options = (argv: string[]): Options => parseOptions([...argv, '--api', api], { ADMIN_TOKEN: TOKENS.admin })!;
+  const options = (argv: string[]): Options =>
+    parseOptions([...argv, '--api', stack.url], { ADMIN_TOKEN: TOKENS.admin })!;
 
   describe('routes', () => {
     it('lists matching journeys with the count, the query as run and (on request) attention codes', async () => {
@@ -149,7 +105,7 @@ describe('incident operations in bulk', () => {
 
     it('never reaches a workflow that is not a journey, nor another clinic', async () => {
       // A workflow of another type on the same namespace, with the journeys' search attributes and a journey-like id.
-      await env.client.workflow.start('someOtherWorkflow', {
+      await stack.client.workflow.start('someOtherWorkflow', {
         taskQueue: 'nobody-polls-this',
         workflowId: 'journey-jnotajourney',
         typedSearchAttributes: [
@@ -221,9 +177,9 @@ describe('incident operations in bulk', () => {
       expectProblem(await get('/admin/dead-letters?reason=lost'), 400, ['querystring.reason']);
       expectProblem(await get('/admin/dead-letters?since=yesterday'), 400, ['querystring.since']);
 
-      const anon = await app.inject({ method: 'GET', url: '/admin/journeys?query=NeedsAttention%3Dtrue' });
+      const anon = await stack.app.inject({ method: 'GET', url: '/admin/journeys?query=NeedsAttention%3Dtrue' });
       expectProblem(anon, 401);
-      const clinicToken = await app.inject({
+      const clinicToken = await stack.app.inject({
         method: 'POST',
         url: url,
         headers: auth(TOKENS.a),
@@ -268,7 +224,7 @@ describe('incident operations in bulk', () => {
     });
 
     it('cancels and resends through the journey, refusing where they do not apply', async () => {
-      const started = await startJourney(app, 'act-invited');
+      const started = await startJourney(stack.app, 'act-invited');
       const id = started.json().journeyId as string;
       await eventually(
         () => journeyOf(id),
@@ -304,7 +260,7 @@ describe('incident operations in bulk', () => {
 
     it('abandons every matching parked journey, and a second run refuses or finds none, never fails', async () => {
       const ids = await park('bulk', 12);
-      const other = await startJourney(app, 'bulk-invited');
+      const other = await startJourney(stack.app, 'bulk-invited');
       const invited = other.json().journeyId as string;
       const query = `NeedsAttention = true AND ${idsClause([...ids, invited])}`;
       const argv = ['abandon', '--query', query, '--actor', 'oncall-test', '--note', 'INC-3 outage', '--rate', '200'];
@@ -377,7 +333,7 @@ describe('incident operations in bulk', () => {
 
     it('replays dead letters in bulk, filtered by reason and time; a second run refuses what is still undeliverable', async () => {
       const [parked] = await park('dead', 1);
-      const letters = app.journeyApi.inbox.deadLetters;
+      const letters = stack.app.journeyApi.inbox.deadLetters;
       const letter = (journeyId: string, reason: 'journey_not_found' | 'unparseable', receivedAt: string) =>
         letters.add({
           journeyId,

@@ -1,25 +1,17 @@
 // Temporal goes down while the exam service keeps calling back: every callback is acknowledged from the inbox, and
 // after Temporal is back each one reaches its journey exactly once (the journey records each delivery once).
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { buildApp, type ApiApp } from '../../src/api/app';
 import { seriesValue } from '../../src/api/metrics';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
-import { DevServerProcess } from '../support/dev-server-process';
+import { useApiHarness } from '../support/api-harness';
 import {
   auth,
   event1,
   eventually,
   expectProblem,
   fakeActivities,
-  fakeExamService,
   gfeBody,
   startJourney,
-  tempDataDir,
-  testConfig,
   TOKENS,
   webhookPath,
-  type TestDirs,
 } from './support';
 
 const TASK_QUEUE = 'api-outage';
@@ -39,63 +31,23 @@ function event2(patientExamId: number) {
 const urgentCare = gfeBody({ exams: [301], scenario: { type: 'urgent_care', pharmacy: { ncpdpid: '4512345' } } });
 
 describe('Temporal outage', () => {
-  let server: DevServerProcess;
-  let client: Client;
-  let workerConnection: NativeConnection;
-  let worker: Worker;
-  let workerRun: Promise<unknown>;
-  let app: ApiApp;
-  let dirs: TestDirs;
-
-  async function startWorker() {
-    workerConnection = await NativeConnection.connect({ address: server.address });
-    worker = await Worker.create({
-      connection: workerConnection,
-      taskQueue: TASK_QUEUE,
-      workflowsPath: require.resolve('../../src/workflows'),
-      activities: fakeActivities(40_000).activities,
-    });
-    workerRun = worker.run().catch((err: unknown) => err);
-  }
-
-  beforeAll(async () => {
-    server = await DevServerProcess.start(SEARCH_ATTRIBUTE_KEYS);
-    client = new Client({ connection: await Connection.connect({ address: server.address }) });
-    await startWorker();
-    dirs = tempDataDir();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, {
-        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-        API_TEMPORAL_TIMEOUT_MS: '2000',
-        FORWARDER_SIGNAL_TIMEOUT_MS: '1000',
-        SPOOL_MAX_BACKOFF_MS: '400',
-      }),
-      temporal: client,
-      examServiceFor: () => fakeExamService(),
-      forwarderMinBackoffMs: 100,
-    });
-    await app.ready();
-  }, 120_000);
-
-  afterAll(async () => {
-    await app?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-    await workerConnection?.close();
-    await client?.connection.close();
-    await server?.teardown();
-    dirs?.cleanup();
+  const stack = useApiHarness({
+    temporal: 'stoppable',
+    taskQueue: TASK_QUEUE,
+    worker: fakeActivities(40_000).activities,
+    env: { API_TEMPORAL_TIMEOUT_MS: '2000', FORWARDER_SIGNAL_TIMEOUT_MS: '1000', SPOOL_MAX_BACKOFF_MS: '400' },
+    app: { forwarderMinBackoffMs: 100 },
   });
 
   const journeyOf = (id: string) =>
-    app.inject({ method: 'GET', url: `/v1/journeys/${id}`, headers: auth(TOKENS.a) }).then((r) => r.json());
+    stack.app.inject({ method: 'GET', url: `/v1/journeys/${id}`, headers: auth(TOKENS.a) }).then((r) => r.json());
   const callback = (journeyId: string, payload: object) =>
-    app.inject({ method: 'POST', url: webhookPath(journeyId), payload });
+    stack.app.inject({ method: 'POST', url: webhookPath(journeyId), payload });
 
   it('keeps every callback in the inbox while Temporal is down and delivers each exactly once when it is back', async () => {
     const journeys: { journeyId: string; patientExamId: number; kind: 'urgent' | 'gfe' }[] = [];
     for (const [i, kind] of (['urgent', 'urgent', 'urgent', 'gfe', 'gfe'] as const).entries()) {
-      const res = await startJourney(app, `outage-${i}`, kind === 'urgent' ? urgentCare : gfeBody());
+      const res = await startJourney(stack.app, `outage-${i}`, kind === 'urgent' ? urgentCare : gfeBody());
       expect(res.statusCode).toBe(201);
       const journeyId = res.json().journeyId;
       const j = await eventually(
@@ -119,8 +71,8 @@ describe('Temporal outage', () => {
       (all) => all.every((v) => v.journey.stage === 'awaiting_prescription'),
     );
 
-    await server.stop();
-    expectProblem(await app.inject({ method: 'GET', url: '/readyz' }), 503);
+    await stack.server.stop();
+    expectProblem(await stack.app.inject({ method: 'GET', url: '/readyz' }), 503);
 
     // During the outage: one repeated verdict (the service retrying), prescriptions and verdicts.
     const during = [
@@ -135,15 +87,15 @@ describe('Temporal outage', () => {
       // Half way, stay down past the signals' deadline: the forwarder retries with backoff meanwhile.
       if (n === 2) await new Promise((r) => setTimeout(r, 2_500));
     }
-    expect((await app.journeyApi.inbox.stats()).depth).toBe(during.length);
-    expect(await seriesValue(app.journeyApi.metrics.callbacks, { event: '2', outcome: 'accepted' })).toBe(
+    expect((await stack.app.journeyApi.inbox.stats()).depth).toBe(during.length);
+    expect(await seriesValue(stack.app.journeyApi.metrics.callbacks, { event: '2', outcome: 'accepted' })).toBe(
       urgent.length,
     );
 
-    await server.startAgain();
-    expect(await app.journeyApi.forwarder.drained(60_000)).toBe(true);
-    expect(await seriesValue(app.journeyApi.metrics.forwarded)).toBeGreaterThanOrEqual(during.length);
-    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    await stack.server.startAgain();
+    expect(await stack.app.journeyApi.forwarder.drained(60_000)).toBe(true);
+    expect(await seriesValue(stack.app.journeyApi.metrics.forwarded)).toBeGreaterThanOrEqual(during.length);
+    expect((await stack.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
 
     const finished = await eventually(
       () => Promise.all(journeys.map((j) => journeyOf(j.journeyId))),
@@ -174,7 +126,7 @@ describe('Temporal outage', () => {
       }
     }
     expect(
-      (await app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) })).json(),
+      (await stack.app.inject({ method: 'GET', url: '/admin/dead-letters', headers: auth(TOKENS.admin) })).json(),
     ).toEqual({ deadLetters: [], next: null });
   }, 180_000);
 });

@@ -2,14 +2,12 @@
 // inbox to their journey exactly once, also when Temporal is slow or away, and what no journey takes is a dead letter.
 import { readdirSync } from 'node:fs';
 import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { seriesValue } from '../../src/api/metrics';
 import type { Config } from '../../src/config';
-import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS, SearchAttr } from '../../src/workflows/definitions';
+import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
-import { startDevServer } from '../support/temporal-env';
+import { useApiHarness } from '../support/api-harness';
 import {
   auth,
   event1,
@@ -24,56 +22,26 @@ import {
   TOKENS,
   unreachableTemporal,
   webhookPath,
-  type TestDirs,
 } from './support';
 
 const TASK_QUEUE = 'api-webhooks';
 
 describe('webhook receiver with Temporal', () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  let app: ApiApp;
-  let dirs: TestDirs;
-  let config: Config;
-
-  beforeAll(async () => {
-    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowsPath: require.resolve('../../src/workflows'),
-      activities: fakeActivities(60_000).activities,
-    });
-    running = worker.run();
-    dirs = tempDataDir();
-    config = testConfig(dirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE });
-    app = await buildApp({
-      config,
-      temporal: env.client,
-      examServiceFor: () => fakeExamService(),
-      forwarderMinBackoffMs: 50,
-    });
-    await app.ready();
-  }, 120_000);
-
-  afterAll(async () => {
-    await app?.close();
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    dirs?.cleanup();
+  const stack = useApiHarness({
+    taskQueue: TASK_QUEUE,
+    worker: fakeActivities(60_000).activities,
+    app: { forwarderMinBackoffMs: 50 },
   });
 
   const journeyOf = (a: ApiApp, id: string) =>
     a.inject({ method: 'GET', url: `/v1/journeys/${id}`, headers: auth(TOKENS.a) }).then((r) => r.json());
-  const admin = (method: 'GET' | 'POST', url: string) => app.inject({ method, url, headers: auth(TOKENS.admin) });
+  const admin = (method: 'GET' | 'POST', url: string) => stack.app.inject({ method, url, headers: auth(TOKENS.admin) });
 
   /** Starts a GFE journey over the API and waits for its invite; gives the journey and patient exam ids. */
   async function invitedJourney(key: string): Promise<{ journeyId: string; patientExamId: number }> {
-    const journeyId = (await startJourney(app, key)).json().journeyId;
+    const journeyId = (await startJourney(stack.app, key)).json().journeyId;
     const j = await eventually(
-      () => journeyOf(app, journeyId),
+      () => journeyOf(stack.app, journeyId),
       (v) => v.journey?.stage === 'awaiting_consultation',
     );
     return { journeyId, patientExamId: j.journey.exams[0].patientExamId };
@@ -81,13 +49,13 @@ describe('webhook receiver with Temporal', () => {
 
   it('signals event 1 to its journey at once: the journey completes and shows the delivery', async () => {
     const { journeyId, patientExamId } = await invitedJourney('wh-1');
-    const res = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+    const res = await stack.app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
     expect(res.statusCode).toBe(200);
     const { deliveryId } = res.json();
     expect(res.json()).toEqual({ received: true, deliveryId: expect.any(String) });
 
     const done = await eventually(
-      () => journeyOf(app, journeyId),
+      () => journeyOf(stack.app, journeyId),
       (j) => j.journey.stage === 'completed',
     );
     expect(done.journey.events).toEqual([
@@ -95,7 +63,7 @@ describe('webhook receiver with Temporal', () => {
     ]);
     expect(done.journey.exams[0]).toMatchObject({ status: 'Approved', providerName: 'Dr. P' });
 
-    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const metrics = (await stack.app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(/journey_api_callbacks_total\{event="1",outcome="accepted"\} 1/);
     expect(metrics).toMatch(/journey_api_callbacks_forwarded_total \d+/);
     expect(metrics).toMatch(/journey_api_inbox_depth 0/);
@@ -104,10 +72,14 @@ describe('webhook receiver with Temporal', () => {
 
     // The same callback again, after the journey finished: 200 for the service, a dead letter for operators.
     await eventually(
-      () => journeyOf(app, journeyId),
+      () => journeyOf(stack.app, journeyId),
       (j) => j.workflowStatus === 'COMPLETED',
     );
-    const again = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(patientExamId) });
+    const again = await stack.app.inject({
+      method: 'POST',
+      url: webhookPath(journeyId),
+      payload: event1(patientExamId),
+    });
     expect(again.statusCode).toBe(200);
     // The forwarder finds the journey finished: the callback becomes a dead letter.
     const letters = await eventually(
@@ -121,7 +93,11 @@ describe('webhook receiver with Temporal', () => {
 
   it('keeps a callback for an unknown journey as a dead letter that an operator can replay once it exists', async () => {
     const journeyId = 'jreplaylater';
-    const res = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: event1(123, 'Rejected') });
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: webhookPath(journeyId),
+      payload: event1(123, 'Rejected'),
+    });
     expect(res.statusCode).toBe(200);
     const { deliveryId } = res.json();
     const letters = await eventually(
@@ -140,7 +116,7 @@ describe('webhook receiver with Temporal', () => {
       journeyId,
       timings: DEFAULT_TIMINGS,
     };
-    await env.client.workflow.start('patientJourney', {
+    await stack.client.workflow.start('patientJourney', {
       workflowId: journeyWorkflowId(journeyId),
       taskQueue: TASK_QUEUE,
       args: [input],
@@ -151,7 +127,7 @@ describe('webhook receiver with Temporal', () => {
     expect(replay.json()).toEqual({ id: letter.id, outcome: 'signalled' });
     expectProblem(await admin('GET', `/admin/dead-letters/${letter.id}`), 404);
     const j = await eventually(
-      () => journeyOf(app, journeyId),
+      () => journeyOf(stack.app, journeyId),
       (v) => v.journey?.events?.length === 1,
     );
     expect(j.journey.events[0]).toMatchObject({ deliveryId, patientExamId: 123 });
@@ -166,7 +142,7 @@ describe('webhook receiver with Temporal', () => {
         return next(input);
       },
     };
-    const slowClient = new Client({ connection: env.client.connection, interceptors: { workflow: [slow] } });
+    const slowClient = new Client({ connection: stack.client.connection, interceptors: { workflow: [slow] } });
     const lateDirs = tempDataDir();
     const lateApp = await buildApp({
       config: testConfig(lateDirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE }),
@@ -185,7 +161,7 @@ describe('webhook receiver with Temporal', () => {
       expect(await lateApp.journeyApi.forwarder.drained(10_000)).toBe(true);
       expect((await lateApp.journeyApi.inbox.stats()).depth).toBe(0);
       const done = await eventually(
-        () => journeyOf(app, journeyId),
+        () => journeyOf(stack.app, journeyId),
         (j) => j.journey.stage === 'completed',
       );
       expect(done.journey.events).toEqual([
@@ -200,11 +176,11 @@ describe('webhook receiver with Temporal', () => {
 
   it('acknowledges while Temporal is unreachable and forwards the inbox when the API starts again', async () => {
     const { journeyId, patientExamId } = await invitedJourney('wh-spool');
-    const inboxDir = `${dirs.dataDir}/inbox-restart`;
+    const inboxDir = `${stack.dirs.dataDir}/inbox-restart`;
     const spoolConfig: Config = {
-      ...config,
-      inbox: { ...(config.inbox as Extract<Config['inbox'], { store: 'files' }>), dir: inboxDir },
-      api: { ...config.api, temporalTimeoutMs: 500 },
+      ...stack.config,
+      inbox: { ...(stack.config.inbox as Extract<Config['inbox'], { store: 'files' }>), dir: inboxDir },
+      api: { ...stack.config.api, temporalTimeoutMs: 500 },
     };
     const down = await unreachableTemporal();
     const cut = await buildApp({
@@ -224,7 +200,7 @@ describe('webhook receiver with Temporal', () => {
     // A new API process (same inbox folder) with Temporal back drains it on start.
     const back = await buildApp({
       config: spoolConfig,
-      temporal: env.client,
+      temporal: stack.client,
       examServiceFor: () => fakeExamService(),
       forwarderMinBackoffMs: 50,
     });
@@ -235,7 +211,7 @@ describe('webhook receiver with Temporal', () => {
       expect((await back.journeyApi.inbox.stats()).depth).toBe(0);
       expect(readdirSync(inboxDir)).not.toContain(spooled[0]);
       const done = await eventually(
-        () => journeyOf(app, journeyId),
+        () => journeyOf(stack.app, journeyId),
         (j) => j.journey.stage === 'completed',
       );
       expect(done.journey.events).toEqual([

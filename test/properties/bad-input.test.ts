@@ -10,9 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { buildApp, type ApiApp } from '../../src/api/app';
+import type { ApiApp } from '../../src/api/app';
 import {
   AnswersBody,
   AttachmentMultipartFields,
@@ -31,11 +29,9 @@ import {
   StartJourneyBody,
   TreatmentPackagesQuery,
 } from '../../src/api/schemas';
-import { ExamServiceClient } from '../../src/exam-service/client';
 import { readCallback } from '../../src/api/callbacks';
-import { buildSandbox, type Sandbox } from '../../src/sandbox';
 import { webhookToken } from '../../src/webhook-url';
-import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { journeyWorkflowId } from '../../src/workflows/definitions';
 import {
   auth,
   event1,
@@ -43,14 +39,11 @@ import {
   fakeActivities,
   gfeBody,
   startJourney,
-  tempDataDir,
-  testConfig,
   TOKENS,
   WEBHOOK_SECRET,
   webhookPath,
-  type TestDirs,
 } from '../api/support';
-import { startDevServer } from '../support/temporal-env';
+import { useApiHarness } from '../support/api-harness';
 import {
   anyContentType,
   expectNoServerError,
@@ -255,14 +248,17 @@ function multipartCase(withExam: boolean, patientExamId: number) {
 }
 
 describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUNS ${FC_RUNS})`, () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  let sandbox: Sandbox;
-  let app: ApiApp;
-  let dirs: TestDirs;
-  const clients: ExamServiceClient[] = [];
   const fakes = fakeActivities(80_000);
+  const stack = useApiHarness({
+    taskQueue: TASK_QUEUE,
+    worker: fakes.activities,
+    examService: 'sandbox',
+    env: {
+      API_BODY_LIMIT_BYTES: String(BODY_LIMIT),
+      // The properties send thousands of requests a minute; the rate limit has its own test (test/security).
+      API_RATE_LIMIT_PER_MINUTE: '1000000',
+    },
+  });
 
   /** A journey of clinic A waiting for its consultation: the target of every clinic action. */
   let live: { id: string; patientExamId: number };
@@ -273,7 +269,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
   let before: Awaited<ReturnType<typeof observe>>;
   let catalogBaseline: Record<string, string>;
 
-  const get = (url: string, token = TOKENS.a) => app.inject({ method: 'GET', url, headers: auth(token) });
+  const get = (url: string, token = TOKENS.a) => stack.app.inject({ method: 'GET', url, headers: auth(token) });
 
   async function view(id: string, token = TOKENS.a) {
     // The live snapshot (a busy worker may answer a query late: then the API falls back; wait for the query).
@@ -285,17 +281,17 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
   }
 
   async function historyLength(id: string) {
-    return (await env.client.workflow.getHandle(journeyWorkflowId(id)).describe()).historyLength;
+    return (await stack.client.workflow.getHandle(journeyWorkflowId(id)).describe()).historyLength;
   }
 
   const attachmentFiles = () => {
-    const dir = path.join(dirs.dataDir, 'attachments');
+    const dir = path.join(stack.dirs.dataDir, 'attachments');
     return existsSync(dir) ? readdirSync(dir).sort() : [];
   };
 
   async function workflowIds() {
     const ids: string[] = [];
-    for await (const w of env.client.workflow.list({ query: `WorkflowType = 'patientJourney'` }))
+    for await (const w of stack.client.workflow.list({ query: `WorkflowType = 'patientJourney'` }))
       ids.push(w.workflowId);
     return ids.sort();
   }
@@ -316,36 +312,10 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
   }
 
   beforeAll(async () => {
-    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowsPath: require.resolve('../../src/workflows'),
-      activities: fakes.activities,
-    });
-    running = worker.run();
-    sandbox = await buildSandbox();
-    dirs = tempDataDir();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, {
-        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
-        EXAM_SERVICE_BASE_URL: sandbox.baseUrl,
-        API_BODY_LIMIT_BYTES: String(BODY_LIMIT),
-        // The properties send thousands of requests a minute; the rate limit has its own test (test/security).
-        API_RATE_LIMIT_PER_MINUTE: '1000000',
-      }),
-      temporal: env.client,
-      examServiceFor: (clinic) => {
-        const client = new ExamServiceClient({ baseUrl: sandbox.baseUrl, apiKey: clinic.examServiceApiKey });
-        clients.push(client);
-        return client;
-      },
-    });
-
     const started = await Promise.all([
-      startJourney(app, 'prop-running'),
-      startJourney(app, 'prop-finished'),
-      startJourney(app, 'prop-other', gfeBody(), TOKENS.b),
+      startJourney(stack.app, 'prop-running'),
+      startJourney(stack.app, 'prop-finished'),
+      startJourney(stack.app, 'prop-other', gfeBody(), TOKENS.b),
     ]);
     for (const s of started) expect(s.statusCode).toBe(201);
     const [runningId, finishedId, otherId] = started.map((s) => s.json().journeyId as string);
@@ -358,14 +328,14 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       );
     const [r, f] = await Promise.all([invited(runningId!), invited(finished), invited(other, TOKENS.b)]);
     live = { id: runningId!, patientExamId: r.journey.exams[0].patientExamId };
-    const approve = await app.inject({
+    const approve = await stack.app.inject({
       method: 'POST',
       url: webhookPath(finished),
       payload: event1(f.journey.exams[0].patientExamId),
     });
     expect(approve.statusCode).toBe(200);
     await eventually(
-      () => env.client.workflow.getHandle(journeyWorkflowId(finished)).describe(),
+      () => stack.client.workflow.getHandle(journeyWorkflowId(finished)).describe(),
       (d) => d.status.name === 'COMPLETED',
     );
     catalogBaseline = {};
@@ -377,16 +347,6 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
     // Visibility is eventually consistent: wait until it lists the three journeys.
     before = await eventually(observe, (o) => o.workflows.length === 3);
   }, 120_000);
-
-  afterAll(async () => {
-    await app?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await Promise.all(clients.map((c) => c.close()));
-    await sandbox?.close();
-    await env?.teardown();
-    dirs?.cleanup();
-  });
 
   const ids = () => [live.id, finished, other];
   /** A journey id segment: one of the three journeys (clinic B's among them), or anything. */
@@ -420,7 +380,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       );
       await fc.assert(
         fc.asyncProperty(request, queryCase(['x']), async ({ text, contentType, key }, q) => {
-          const res = await app.inject({
+          const res = await stack.app.inject({
             method: 'POST',
             url: withQuery('/v1/journeys', q),
             headers: {
@@ -510,7 +470,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
         );
         await fc.assert(
           fc.asyncProperty(request, target, async ({ text, contentType }, segment) => {
-            const res = await app.inject({
+            const res = await stack.app.inject({
               method: 'POST',
               url: `/v1/journeys/${segment}/${route.action}`,
               headers: { ...auth(TOKENS.a), ...(contentType !== undefined ? { 'content-type': contentType } : {}) },
@@ -532,7 +492,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
         fc.asyncProperty(
           routes.chain((r) => multipartCase(r.withExam, live.patientExamId).map((m) => ({ ...r, ...m }))),
           async ({ url, contentType, body }) => {
-            const res = await app.inject({
+            const res = await stack.app.inject({
               method: 'POST',
               url,
               headers: { ...auth(TOKENS.a), 'content-type': contentType },
@@ -553,7 +513,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       );
       await fc.assert(
         fc.asyncProperty(request, async ({ text, contentType }) => {
-          const res = await app.inject({
+          const res = await stack.app.inject({
             method: 'POST',
             url: '/v1/attachments',
             headers: { ...auth(TOKENS.a), ...(contentType !== undefined ? { 'content-type': contentType } : {}) },
@@ -663,11 +623,11 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
     }
 
     it('a finished journey: any body, any content type: 200 when it parses, else a 400 naming fields (or 413), all kept', async () => {
-      const deadLettersBefore = (await app.journeyApi.inbox.stats()).deadLetters;
+      const deadLettersBefore = (await stack.app.journeyApi.inbox.stats()).deadLetters;
       let kept = 0;
       await fc.assert(
         fc.asyncProperty(anyBody, anyContentType, async (text, contentType) => {
-          const res = await app.inject({
+          const res = await stack.app.inject({
             method: 'POST',
             url: webhookPath(finished),
             headers: contentType !== undefined ? { 'content-type': contentType } : {},
@@ -681,7 +641,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       // Nothing is lost: every answered callback is a dead letter now (the journey has ended) or still in the inbox.
       await eventually(
         async () => {
-          const stats = await app.journeyApi.inbox.stats();
+          const stats = await stack.app.journeyApi.inbox.stats();
           return stats.deadLetters + stats.depth - deadLettersBefore;
         },
         (n) => n === kept,
@@ -692,7 +652,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       const unreadable = fc.tuple(anyBody, anyContentType).filter(([text]) => !readCallback(text).ok);
       await fc.assert(
         fc.asyncProperty(unreadable, async ([text, contentType]) => {
-          const res = await app.inject({
+          const res = await stack.app.inject({
             method: 'POST',
             url: webhookPath(live.id),
             headers: contentType !== undefined ? { 'content-type': contentType } : {},
@@ -705,7 +665,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
     });
 
     it('random journey ids and tokens: the same 404 as an unknown address (or a 4xx for a malformed URL)', async () => {
-      const nowhere = await app.inject({ method: 'POST', url: '/webhooks/nothing-here', payload: event1(1) });
+      const nowhere = await stack.app.inject({ method: 'POST', url: '/webhooks/nothing-here', payload: event1(1) });
       const token = (id: string) => webhookToken(id, WEBHOOK_SECRET);
       const pair = fc.oneof(
         fc.tuple(fc.constantFrom(...ids()), pathSegment),
@@ -717,7 +677,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       );
       await fc.assert(
         fc.asyncProperty(pair, anyBody, async ([id, tok], text) => {
-          const res = await app.inject({
+          const res = await stack.app.inject({
             method: 'POST',
             url: `/webhooks/exam-service/${id}/${tok}`,
             headers: { 'content-type': 'application/json' },
@@ -737,12 +697,12 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       const after = await observe();
       expect(after).toEqual(before);
 
-      expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      expect((await stack.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
       expect((await get(`/v1/journeys/${live.id}`)).statusCode).toBe(200);
       expect((await get('/v1/catalog/exams')).statusCode).toBe(200);
-      const fresh = await startJourney(app, `prop-after-${randomUUID()}`);
+      const fresh = await startJourney(stack.app, `prop-after-${randomUUID()}`);
       expect(fresh.statusCode).toBe(201);
-      const cb = await app.inject({
+      const cb = await stack.app.inject({
         method: 'POST',
         url: webhookPath(live.id),
         payload: event1(live.patientExamId),

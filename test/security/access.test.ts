@@ -9,14 +9,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildApp, type ApiApp } from '../../src/api/app';
+import { buildApp } from '../../src/api/app';
 import { deriveJourneyId } from '../../src/api/journey-ids';
 import { loadConfig } from '../../src/config';
 import { webhookToken } from '../../src/webhook-url';
-import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { journeyWorkflowId } from '../../src/workflows/definitions';
 import {
   auth,
   event1,
@@ -27,13 +25,11 @@ import {
   gfeBody,
   startJourney,
   tempDataDir,
-  testConfig,
   TOKENS,
   WEBHOOK_SECRET,
   webhookPath,
-  type TestDirs,
 } from '../api/support';
-import { startDevServer } from '../support/temporal-env';
+import { useApiHarness } from '../support/api-harness';
 
 const TASK_QUEUE = 'security-access';
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
@@ -64,56 +60,37 @@ function multipartAttachment(patientExamId: number) {
 }
 
 describe('access control', () => {
-  let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
-  let app: ApiApp;
-  let dirs: TestDirs;
   const fakes = fakeActivities(60_000);
+  const stack = useApiHarness({ taskQueue: TASK_QUEUE, worker: fakes.activities, app: { startForwarder: false } });
   let journeyA: { id: string; patientExamId: number };
   let journeyB: { id: string; patientExamId: number };
   let journeyB2: string;
   /** A journey id of the same form that was never started. */
   const missing = deriveJourneyId(WEBHOOK_SECRET, 'clinic-a', 'never-started');
 
-  const get = (url: string, token = TOKENS.a) => app.inject({ method: 'GET', url, headers: auth(token) });
+  const get = (url: string, token = TOKENS.a) => stack.app.inject({ method: 'GET', url, headers: auth(token) });
   const post = (url: string, payload: object, token = TOKENS.a) =>
-    app.inject({ method: 'POST', url, headers: auth(token), payload });
+    stack.app.inject({ method: 'POST', url, headers: auth(token), payload });
 
   async function snapshotOf(id: string, token: string) {
     const view = await eventually(
       () => get(`/v1/journeys/${id}`, token).then((r) => r.json()),
       (v) => v.source === 'query',
     );
-    const desc = await env.client.workflow.getHandle(journeyWorkflowId(id)).describe();
+    const desc = await stack.client.workflow.getHandle(journeyWorkflowId(id)).describe();
     return { view, historyLength: desc.historyLength, status: desc.status.name };
   }
 
   const attachmentFiles = () => {
-    const dir = path.join(dirs.dataDir, 'attachments');
+    const dir = path.join(stack.dirs.dataDir, 'attachments');
     return existsSync(dir) ? readdirSync(dir).sort() : [];
   };
 
   beforeAll(async () => {
-    env = await startDevServer(SEARCH_ATTRIBUTE_KEYS);
-    worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: TASK_QUEUE,
-      workflowsPath: require.resolve('../../src/workflows'),
-      activities: fakes.activities,
-    });
-    running = worker.run();
-    dirs = tempDataDir();
-    app = await buildApp({
-      config: testConfig(dirs.dataDir, { TEMPORAL_TASK_QUEUE: TASK_QUEUE }),
-      temporal: env.client,
-      examServiceFor: () => fakeExamService(),
-      startForwarder: false,
-    });
     const started = await Promise.all([
-      startJourney(app, 'sec-a', gfeBody(), TOKENS.a),
-      startJourney(app, 'sec-b', gfeBody(), TOKENS.b),
-      startJourney(app, 'sec-b2', gfeBody(), TOKENS.b),
+      startJourney(stack.app, 'sec-a', gfeBody(), TOKENS.a),
+      startJourney(stack.app, 'sec-b', gfeBody(), TOKENS.b),
+      startJourney(stack.app, 'sec-b2', gfeBody(), TOKENS.b),
     ]);
     for (const s of started) expect(s.statusCode).toBe(201);
     const [a, b, b2] = started.map((s) => s.json().journeyId as string);
@@ -128,14 +105,6 @@ describe('access control', () => {
     journeyB2 = b2!;
     expect(missing).toHaveLength(journeyB.id.length);
   }, 120_000);
-
-  afterAll(async () => {
-    await app?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await env?.teardown();
-    dirs?.cleanup();
-  });
 
   describe("clinic A and clinic B's journeys", () => {
     it("reads, actions and uploads on B's journey are a 404 exactly like a missing journey; B's is unchanged", async () => {
@@ -170,7 +139,7 @@ describe('access control', () => {
           'attachment (multipart)',
           (id) => {
             const { payload, ...headers } = multipartAttachment(journeyB.patientExamId);
-            return app.inject({
+            return stack.app.inject({
               method: 'POST',
               url: `/v1/journeys/${id}/attachments`,
               headers: { ...auth(TOKENS.a), ...headers },
@@ -250,15 +219,15 @@ describe('access control', () => {
       expect(upload.statusCode).toBe(201);
       const { attachment } = upload.json();
       const body = gfeBody({ exams: [102], attachments: [{ examId: 102, attachment }] });
-      const byA = await startJourney(app, 'sec-a-with-b-attachment', body, TOKENS.a);
+      const byA = await startJourney(stack.app, 'sec-a-with-b-attachment', body, TOKENS.a);
       expectProblem(byA, 400, ['attachments.0.attachment.ref']);
       const idA = deriveJourneyId(WEBHOOK_SECRET, 'clinic-a', 'sec-a-with-b-attachment');
-      await expect(env.client.workflow.getHandle(journeyWorkflowId(idA)).describe()).rejects.toThrow(/not found/i);
-      expect((await startJourney(app, 'sec-b-with-attachment', body, TOKENS.b)).statusCode).toBe(201);
+      await expect(stack.client.workflow.getHandle(journeyWorkflowId(idA)).describe()).rejects.toThrow(/not found/i);
+      expect((await startJourney(stack.app, 'sec-b-with-attachment', body, TOKENS.b)).statusCode).toBe(201);
     });
 
     it("A's Idempotency-Key that B used names A's own new journey, never B's", async () => {
-      const res = await startJourney(app, 'sec-b', gfeBody(), TOKENS.a);
+      const res = await startJourney(stack.app, 'sec-b', gfeBody(), TOKENS.a);
       expect(res.statusCode).toBe(201);
       expect(res.json().journeyId).not.toBe(journeyB.id);
     });
@@ -304,7 +273,7 @@ describe('access control', () => {
       for (const [method, template] of routes) {
         const url = template.replace('<b>', journeyB.id).replace('<missing>', missing);
         for (const [what, header] of badHeaders) {
-          const res = await app.inject({
+          const res = await stack.app.inject({
             method: method as 'GET' | 'POST',
             url,
             headers: {
@@ -338,7 +307,7 @@ describe('access control', () => {
         }
       }
       // B's journey and a missing one are indistinguishable without a token.
-      const unauth = (id: string) => app.inject({ method: 'GET', url: `/v1/journeys/${id}` });
+      const unauth = (id: string) => stack.app.inject({ method: 'GET', url: `/v1/journeys/${id}` });
       expect(normalized(await unauth(journeyB.id), journeyB.id)).toEqual(normalized(await unauth(missing), missing));
     });
   });
@@ -351,7 +320,7 @@ describe('access control', () => {
       const tokenA = webhookToken(journeyA.id, WEBHOOK_SECRET);
       const tokenB = webhookToken(journeyB.id, WEBHOOK_SECRET);
       const before = await snapshotOf(journeyB.id, TOKENS.b);
-      const inboxBefore = await app.journeyApi.inbox.stats();
+      const inboxBefore = await stack.app.journeyApi.inbox.stats();
       const wrong: [string, string][] = [
         ['random', randomBytes(32).toString('base64url')],
         ["another journey's", tokenA],
@@ -370,17 +339,21 @@ describe('access control', () => {
         // An address that does not exist, of the same length (so even Content-Length is the same).
         const unknownUrl = url.replace('/exam-service/', '/exam-servicf/');
         const send = (u: string) =>
-          app.inject({ method: 'POST', url: u, payload: event1(journeyB.patientExamId, 'Rejected') });
+          stack.app.inject({ method: 'POST', url: u, payload: event1(journeyB.patientExamId, 'Rejected') });
         const [res, unknown] = [await send(url), await send(unknownUrl)];
         expectProblem(res, 404);
         expect({ what, ...normalized(res, url) }).toEqual({ what, ...normalized(unknown, unknownUrl) });
       }
       // No dead letter, nothing in the inbox, the journey never heard of it.
-      const inboxAfter = await app.journeyApi.inbox.stats();
+      const inboxAfter = await stack.app.journeyApi.inbox.stats();
       expect([inboxAfter.deadLetters, inboxAfter.depth]).toEqual([inboxBefore.deadLetters, inboxBefore.depth]);
       expect(await snapshotOf(journeyB.id, TOKENS.b)).toEqual(before);
       // The right token is still taken (a callback for a patient exam that is not the journey's: recorded, ignored).
-      const right = await app.inject({ method: 'POST', url: webhookPath(journeyB.id), payload: event1(1, 'Rejected') });
+      const right = await stack.app.inject({
+        method: 'POST',
+        url: webhookPath(journeyB.id),
+        payload: event1(1, 'Rejected'),
+      });
       expect(right.statusCode).toBe(200);
     });
   });
@@ -406,7 +379,7 @@ describe('access control', () => {
           LOG_LEVEL: 'silent',
           PAYLOAD_ENCRYPTION_DISABLED: 'true',
         }),
-        temporal: env.client,
+        temporal: stack.client,
         examServiceFor: () => fakeExamService(),
         startForwarder: false,
       });
