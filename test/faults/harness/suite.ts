@@ -232,7 +232,11 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
       }
       log(`operator round ${round}: ${parked.length} parked journeys decided`);
       const decided = parked.map(([id]) => id);
-      const again = await settle(stack, decided, Math.min(options.operatorSettleTimeoutMs, remaining()), log);
+      // Each decided journey's own state (its query), not visibility: right after a retry the list may still say
+      // needs_attention while the journey invites again, and the run would look at rest too early.
+      const again = await settle(stack, decided, Math.min(options.operatorSettleTimeoutMs, remaining()), log, {
+        live: true,
+      });
       if (!again.ok) problems.push(`operator round ${round} did not settle: ${again.why}`);
       for (const [id] of parked) snapshots.set(id, await journeySnapshot(stack.apiUrl, id));
     }
@@ -356,13 +360,20 @@ async function settle(
   ids: string[],
   timeoutMs: number,
   log: (line: string) => void,
+  o: { live?: boolean } = {},
 ): Promise<{ ok: boolean; why: string }> {
   const until = Date.now() + timeoutMs;
   let why = '';
   let lastLog = 0;
   for (;;) {
     try {
-      const stages = await stagesByList(stack.apiUrl);
+      const stages = o.live
+        ? new Map(
+            await Promise.all(
+              ids.map(async (id) => [id, (await journeySnapshot(stack.apiUrl, id, 10_000)).stage] as const),
+            ),
+          )
+        : await stagesByList(stack.apiUrl);
       const open = ids.filter((id) => {
         const stage = stages.get(id);
         return stage === undefined || !(TERMINAL.includes(stage) || stage === 'needs_attention');
