@@ -8,11 +8,14 @@
 //   npm run ops -- retry --query "JourneyStage='needs_attention'" --clinic demo-clinic --actor a --note n --rate 10/s
 //   npm run ops -- replay-dead-letters --reason journey_not_found --since 2026-11-23T10:00:00Z --dry-run
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { queryProblem } from '../src/api/journey-query';
 import { Actor, ClinicIdField, Note, OPERATOR_ACTIONS, type OperatorAction } from '../src/api/operation-schemas';
 import { DEAD_LETTER_REASONS } from '../src/api/schemas';
+import { exitWith, parseApiUrl, parseCommandLine, table, UsageError } from './lib/cli';
+import { requestJson, sleep, UnreachableError, type JsonAnswer, type Problem } from './lib/http';
 import { LOCAL_ADMIN_TOKEN } from './lib/stack-secrets';
+
+export { UsageError };
 
 export const COMMANDS = [...OPERATOR_ACTIONS, 'replay-dead-letters'] as const;
 export type Command = (typeof COMMANDS)[number];
@@ -36,10 +39,6 @@ export interface Options {
   note?: string;
   reason?: string;
   since?: string;
-}
-
-export class UsageError extends Error {
-  override name = 'UsageError';
 }
 
 const DEFAULTS = { concurrency: 8, ratePerSecond: 25, sample: 10 };
@@ -96,32 +95,26 @@ function zodMessage(schema: typeof Actor, value: string, flag: string): string {
 
 /** Parses the command line; returns undefined for --help. */
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | undefined {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: true,
-      options: {
-        query: { type: 'string' },
-        clinic: { type: 'string' },
-        actor: { type: 'string' },
-        note: { type: 'string' },
-        reason: { type: 'string' },
-        since: { type: 'string' },
-        'dry-run': { type: 'boolean', default: false },
-        concurrency: { type: 'string' },
-        rate: { type: 'string' },
-        limit: { type: 'string' },
-        sample: { type: 'string' },
-        api: { type: 'string' },
-        'admin-token': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
+  const parsed = parseCommandLine(
+    argv,
+    {
+      query: { type: 'string' },
+      clinic: { type: 'string' },
+      actor: { type: 'string' },
+      note: { type: 'string' },
+      reason: { type: 'string' },
+      since: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
+      concurrency: { type: 'string' },
+      rate: { type: 'string' },
+      limit: { type: 'string' },
+      sample: { type: 'string' },
+      api: { type: 'string' },
+      'admin-token': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    { positionals: true },
+  );
   const v = parsed.values;
   if (v.help) return undefined;
   const [command, ...extra] = parsed.positionals;
@@ -187,13 +180,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
   const envPort = env.API_PORT;
   if (envPort !== undefined && !/^\d{1,5}$/.test(envPort)) throw new UsageError('API_PORT must be a port number');
   const api = v.api ?? env.API_URL ?? `http://127.0.0.1:${envPort ?? 3000}`;
-  let url: URL;
-  try {
-    url = new URL(api);
-  } catch {
-    throw new UsageError(`--api must be a URL such as http://127.0.0.1:3000, got "${api}"`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--api must be an http(s) URL');
+  const url = parseApiUrl(api);
   o.api = api.replace(/\/+$/, '');
 
   const local = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
@@ -214,14 +201,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
 }
 
 // ---- HTTP ------------------------------------------------------------------------------------------------------
-
-interface Problem {
-  type?: string;
-  title?: string;
-  status?: number;
-  detail?: string;
-  errors?: { field: string; message: string }[];
-}
 
 /** An answer that is not 2xx (status 0: nothing answered), with the problem's details when the API sent them. */
 export class ApiError extends Error {
@@ -244,18 +223,6 @@ export class ApiError extends Error {
   }
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted || ms <= 0) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-
 export class AdminClient {
   constructor(
     readonly base: string,
@@ -264,47 +231,23 @@ export class AdminClient {
   ) {}
 
   async request<T>(method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
-    let res: Response;
+    let res: JsonAnswer;
     try {
-      res = await fetch(`${this.base}${route}`, {
-        method,
-        headers: {
-          accept: 'application/json, application/problem+json',
-          authorization: `Bearer ${this.token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
+      res = await requestJson(this.base, method, route, { token: this.token, body, timeoutMs: this.timeoutMs });
     } catch (err) {
-      const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;
-      const why =
-        err instanceof Error && err.name === 'TimeoutError'
-          ? `no answer in ${this.timeoutMs / 1000} s`
-          : (cause?.code ?? (err instanceof Error ? err.message : String(err)));
-      throw new ApiError(0, undefined, `nothing answers at ${this.base} (${why})`);
-    }
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      parsed = undefined;
+      if (err instanceof UnreachableError) throw new ApiError(0, undefined, err.message);
+      throw err;
     }
     if (!res.ok) {
-      const problem = parsed !== null && typeof parsed === 'object' ? (parsed as Problem) : undefined;
-      const retryAfter = Number(res.headers.get('retry-after'));
       const head = `${method} ${route.split('?')[0]} answered ${res.status}`;
-      return Promise.reject(
-        new ApiError(
-          res.status,
-          problem,
-          problem?.detail ? `${head}: ${problem.detail}` : `${head}: ${text.slice(0, 200)}`,
-          Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
-        ),
+      throw new ApiError(
+        res.status,
+        res.problem,
+        res.problem?.detail ? `${head}: ${res.problem.detail}` : `${head}: ${res.text.slice(0, 200)}`,
+        res.retryAfterMs,
       );
     }
-    return parsed as T;
+    return res.body as T;
   }
 }
 
@@ -482,18 +425,6 @@ function searchParams(opts: Options, extra: Record<string, string>): string {
   const p = new URLSearchParams({ query: opts.query!, running: 'true', ...extra });
   if (opts.clinicId) p.set('clinicId', opts.clinicId);
   return p.toString();
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows
-    .map((r) =>
-      r
-        .map((c, i) => c.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
 }
 
 /** The matching journeys (newest first), up to the limit. */
@@ -718,10 +649,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (require.main === module) {
-  void main().then((code) => {
-    // Keep-alive sockets would hold the process open a few seconds longer.
-    process.exitCode = code;
-    setImmediate(() => process.exit(code));
-  });
-}
+if (require.main === module) exitWith(main);
