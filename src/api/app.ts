@@ -59,6 +59,22 @@ export interface ApiDeps {
 
 export type ApiApp = FastifyInstance & { journeyApi: ApiContext };
 
+/** Error answers are application/problem+json (what the API sends), not the generator's application/json. */
+function problemMediaType<T>(document: T): T {
+  const paths = (document as { paths?: Record<string, Record<string, { responses?: Record<string, unknown> }>> }).paths;
+  for (const operations of Object.values(paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const content = (response as { content?: Record<string, unknown> }).content;
+        if (Number(status) < 400 || !content?.['application/json']) continue;
+        content['application/problem+json'] = content['application/json'];
+        delete content['application/json'];
+      }
+    }
+  }
+  return document;
+}
+
 export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   const { config } = deps;
   const now = deps.clock ?? (() => new Date());
@@ -167,7 +183,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       },
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => problemMediaType(jsonSchemaTransformObject(input)),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 

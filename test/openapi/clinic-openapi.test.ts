@@ -111,7 +111,9 @@ describe('clinic API OpenAPI document', () => {
           .filter(([status]) => Number(status) >= 400)
           .map(([status, response]) => ({
             route: `${method.toUpperCase()} ${url} ${status}`,
-            refs: Object.values((response.content ?? {}) as Json).map((c) => c.schema?.$ref),
+            refs: Object.entries((response.content ?? {}) as Json).map(([media, c]) =>
+              media === 'application/problem+json' ? c.schema?.$ref : `${media} (not application/problem+json)`,
+            ),
           })),
       ),
     );
