@@ -80,7 +80,8 @@ function start(name: string, command: string, args: string[], env: Record<string
   // Own process group: Ctrl-C reaches the stack alone, which then stops the parts in order.
   const proc = spawn(command, args, {
     cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    // The API's and the worker's JSON lines at info (journey and workflow ids, never PHI); LOG_LEVEL sets another.
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
