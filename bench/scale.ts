@@ -207,7 +207,13 @@ async function devShape(o: Options, dir: string, log: (l: string) => void): Prom
   };
 }
 
-async function productionShape(o: Options, dir: string, n: number, log: (l: string) => void): Promise<Shape> {
+async function productionShape(
+  o: Options,
+  dir: string,
+  n: number,
+  log: (l: string) => void,
+  started: (stack: ProductionStack | undefined) => void,
+): Promise<Shape> {
   const ports = await productionPortsFrom(o.portBase + 100 * n, n);
   const dataDir = path.join(dir, 'stack');
   mkdirSync(dataDir, { recursive: true });
@@ -232,6 +238,7 @@ async function productionShape(o: Options, dir: string, n: number, log: (l: stri
     engineEnv: { CLINICS_FILE: clinicsFile, API_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn' },
     log: (line) => log(`stack: ${line}`),
   });
+  started(stack);
   await stack.start();
   const secrets = stackSecrets(dataDir);
   const config = loadConfig({
@@ -251,7 +258,10 @@ async function productionShape(o: Options, dir: string, n: number, log: (l: stri
     config,
     workerPids: () => stack.workers.flatMap((w) => (w.pid ? [w.pid] : [])),
     temporalMetricsUrl: `http://127.0.0.1:${ports.temporalMetrics}/metrics`,
-    stop: () => stack.stop(),
+    stop: async () => {
+      await stack.stop();
+      started(undefined);
+    },
   };
 }
 
@@ -308,6 +318,8 @@ function latencies(before: Series, after: Series, name: RegExp, top: number): La
 interface Throughput {
   n: number;
   completed: number;
+  /** Parked for an operator (an invite in doubt) instead of completing. */
+  attention: number;
   seconds: number;
   perSecond: number;
   startMs: Summary;
@@ -317,6 +329,7 @@ interface Throughput {
 interface Wake {
   n: number;
   completed: number;
+  attention: number;
   seconds: number;
   perSecond: number;
   ackMs: Summary;
@@ -348,9 +361,42 @@ async function waitCount(client: Client, query: string, target: number, timeoutM
   }
 }
 
+const attentionQuery = `ClinicId = '${CLINIC.clinicId}' AND ExecutionStatus = 'Running' AND NeedsAttention = true`;
+
+/**
+ * Waits until `n` more journeys than `before` have completed, or parked for an operator (an invite in doubt: the
+ * engine never re-sends it on its own); resolves with how many completed and how many parked.
+ */
+async function settle(
+  client: Client,
+  before: { completed: number; attention: number },
+  n: number,
+  timeoutMs: number,
+): Promise<{ completed: number; attention: number }> {
+  const until = Date.now() + timeoutMs;
+  let now = { completed: before.completed, attention: before.attention };
+  for (;;) {
+    now = {
+      completed: await countWorkflows(client, completedQuery).catch(() => now.completed),
+      attention: await countWorkflows(client, attentionQuery).catch(() => now.attention),
+    };
+    const completed = now.completed - before.completed;
+    const attention = now.attention - before.attention;
+    if (completed + attention >= n || Date.now() > until) return { completed, attention };
+    await sleep(250);
+  }
+}
+
+async function counts(client: Client): Promise<{ completed: number; attention: number }> {
+  return {
+    completed: await countWorkflows(client, completedQuery),
+    attention: await countWorkflows(client, attentionQuery),
+  };
+}
+
 /** N good faith exams started through the clinic API; the sandbox approves each: journeys completed per second. */
 async function journeysThroughApi(shape: Shape, client: Client, o: Options, tag: string): Promise<Throughput> {
-  const before = await countWorkflows(client, completedQuery);
+  const before = await counts(client);
   const starts: number[] = [];
   let refused = 0;
   const t0 = performance.now();
@@ -379,9 +425,17 @@ async function journeysThroughApi(shape: Shape, client: Client, o: Options, tag:
       if (res?.status !== 201) refused++;
     },
   );
-  const completed = (await waitCount(client, completedQuery, before + o.journeys - refused, 600_000)) - before;
+  const { completed, attention } = await settle(client, before, o.journeys - refused, 600_000);
   const seconds = (performance.now() - t0) / 1000;
-  return { n: o.journeys, completed, seconds, perSecond: completed / seconds, startMs: summarize(starts), refused };
+  return {
+    n: o.journeys,
+    completed,
+    attention,
+    seconds,
+    perSecond: completed / seconds,
+    startMs: summarize(starts),
+    refused,
+  };
 }
 
 /** Journeys parked awaiting their consultation (started through the client, as the API would), with their exams. */
@@ -432,7 +486,7 @@ async function wake(
   items: { journeyId: string; patientExamId: number }[],
   o: Options,
 ): Promise<Wake> {
-  const before = await countWorkflows(client, completedQuery);
+  const before = await counts(client);
   const acks: number[] = [];
   let not200 = 0;
   const t0 = performance.now();
@@ -448,9 +502,17 @@ async function wake(
     acks.push(performance.now() - t);
     if (res?.status !== 200) not200++;
   });
-  const completed = (await waitCount(client, completedQuery, before + items.length, 1_800_000)) - before;
+  const { completed, attention } = await settle(client, before, items.length, 1_800_000);
   const seconds = (performance.now() - t0) / 1000;
-  return { n: items.length, completed, seconds, perSecond: completed / seconds, ackMs: summarize(acks), not200 };
+  return {
+    n: items.length,
+    completed,
+    attention,
+    seconds,
+    perSecond: completed / seconds,
+    ackMs: summarize(acks),
+    not200,
+  };
 }
 
 // ---- the run ---------------------------------------------------------------------------------------------------------
@@ -474,7 +536,10 @@ async function main() {
   const busy = cpuBusySampler();
   const results: ShapeResult[] = [];
   let big: BigPark | undefined;
+  /** The production stack running now: its parts are not the bench's children, so Ctrl-C stops them here. */
+  let running: ProductionStack | undefined;
   const onSignal = () => {
+    running?.killNow();
     killAllSync();
     process.exit(130);
   };
@@ -485,7 +550,9 @@ async function main() {
       mkdirSync(dir, { recursive: true });
       log(`${name}: starting the stack`);
       const shape =
-        name === 'dev' ? await devShape(o, dir, log) : await productionShape(o, dir, name === '1x1' ? 1 : 2, log);
+        name === 'dev'
+          ? await devShape(o, dir, log)
+          : await productionShape(o, dir, name === '1x1' ? 1 : 2, log, (stack) => (running = stack));
       const client = await benchClient(shape.config);
       const shapeBusy = cpuBusySampler();
       try {
@@ -577,7 +644,7 @@ function render(r: {
     a !== undefined && b !== undefined && b > 0 ? `${(a / b).toFixed(2)}x` : '–';
   const rows = r.results.map(
     (x) =>
-      `| ${x.name}: ${x.label} | ${x.journeys.completed}/${x.journeys.n} in ${x.journeys.seconds.toFixed(1)} s: **${x.journeys.perSecond.toFixed(1)}/s** (start p50 ${fmtMs(x.journeys.startMs.p50)}, p99 ${fmtMs(x.journeys.startMs.p99)}${x.journeys.refused ? `, ${x.journeys.refused} refused` : ''}) | parked at ${x.parkPerSecond.toFixed(1)}/s; ${x.callbacks.completed}/${x.callbacks.n} applied in ${x.callbacks.seconds.toFixed(1)} s: **${x.callbacks.perSecond.toFixed(1)}/s** (ack p50 ${fmtMs(x.callbacks.ackMs.p50)}, p99 ${fmtMs(x.callbacks.ackMs.p99)}${x.callbacks.not200 ? `, ${x.callbacks.not200} not 200` : ''}) | ${x.rssAfter.map(fmtBytes).join(', ')} | ${(x.cpuBusy * 100).toFixed(0)} % |`,
+      `| ${x.name}: ${x.label} | ${x.journeys.completed}/${x.journeys.n} in ${x.journeys.seconds.toFixed(1)} s: **${x.journeys.perSecond.toFixed(1)}/s** (start p50 ${fmtMs(x.journeys.startMs.p50)}, p99 ${fmtMs(x.journeys.startMs.p99)}${x.journeys.refused ? `, ${x.journeys.refused} refused` : ''}${x.journeys.attention ? `; ${x.journeys.attention} parked for an operator (invite in doubt)` : ''}) | parked at ${x.parkPerSecond.toFixed(1)}/s; ${x.callbacks.completed}/${x.callbacks.n} applied in ${x.callbacks.seconds.toFixed(1)} s: **${x.callbacks.perSecond.toFixed(1)}/s** (ack p50 ${fmtMs(x.callbacks.ackMs.p50)}, p99 ${fmtMs(x.callbacks.ackMs.p99)}${x.callbacks.not200 ? `, ${x.callbacks.not200} not 200` : ''}) | ${x.rssAfter.map(fmtBytes).join(', ')} | ${(x.cpuBusy * 100).toFixed(0)} % |`,
   );
   const temporalRows = r.results
     .filter((x) => x.persistence.length > 0 || x.history.length > 0)
