@@ -1,6 +1,6 @@
 // Every side effect of the journey. The workflow sees only the JourneyActivities interface; the api_key stays here,
 // looked up by clinic id, so it never enters a workflow history.
-import { ApplicationFailure, log } from '@temporalio/activity';
+import { ApplicationFailure, Context, log, metricMeter } from '@temporalio/activity';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import { isPatientBoundQuestions, type ExamInviteInput } from '../exam-service/schemas';
@@ -27,7 +27,20 @@ export interface ActivityDeps {
   now?: () => number;
 }
 
+/** Failures by the engine's own classification, beside the SDK's by activity type (the worker's metrics page). */
+function countFailure(kind: string): void {
+  try {
+    const { activityType, taskQueue } = Context.current().info;
+    metricMeter
+      .createCounter('journey_activity_failures', 'failures', 'Activity failures by kind (not sent, ambiguous, ...)')
+      .add(1, { kind, activity_type: activityType, task_queue: taskQueue });
+  } catch {
+    // Not inside an activity (a unit test calling the function directly): nothing to count.
+  }
+}
+
 function fail(kind: keyof typeof FailureType, facts: FailureFacts, message: string, nonRetryable: boolean): never {
+  countFailure(FailureType[kind]);
   throw ApplicationFailure.create({ type: FailureType[kind], message, nonRetryable, details: [facts] });
 }
 

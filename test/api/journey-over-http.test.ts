@@ -10,7 +10,9 @@ describe('journeys over HTTP: API -> Temporal -> sandbox -> webhook', () => {
     taskQueue: TASK_QUEUE,
     worker: 'project',
     examService: 'sandbox',
-    sandbox: { providerDelayMs: 300, prescriptionDelayMs: 300, shipmentDelayMs: 300, callbackRetries: 0 },
+    // The provider acts 2 s after the invite: time for the journey's uploads and answers on a loaded machine (the
+    // service refuses an upload to an exam that already has its verdict).
+    sandbox: { providerDelayMs: 2_000, prescriptionDelayMs: 300, shipmentDelayMs: 300, callbackRetries: 0 },
     listen: true,
   });
 

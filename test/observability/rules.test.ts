@@ -103,7 +103,7 @@ describe('Grafana dashboard', () => {
         'Oldest callback in the inbox',
         'Webhook acknowledgement latency',
         'Workflow task schedule-to-start latency',
-        'Activity failures by activity type',
+        'Activity failures by activity type and by kind',
         'Sticky cache hit rate',
       ]),
     );

@@ -154,6 +154,16 @@ describe('worker and API metrics pages', () => {
       task_queue: TASK_QUEUE,
       activity_type: expect.any(String),
     });
+    // The same failure by the engine's own classification: an invite answered 500 may have been stored.
+    const byKind = await eventually(
+      async () => parseExposition(await text(workerMetricsUrl)),
+      (s) => s.some((x) => x.name.endsWith('journey_activity_failures_total')),
+    );
+    expect(byKind.find((x) => x.name.endsWith('journey_activity_failures_total'))?.labels).toMatchObject({
+      kind: 'ExamService.ambiguous',
+      activity_type: 'createInvite',
+      task_queue: TASK_QUEUE,
+    });
     expect((await settled(parked)).journey.stage).toBe('needs_attention');
     sandbox.setFaults({});
     expect((await settled(await startJourney('metrics-journey-2'))).journey.stage).toBe('completed');
