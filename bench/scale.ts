@@ -439,6 +439,9 @@ async function journeysThroughApi(shape: Shape, client: Client, o: Options, tag:
 }
 
 /** Journeys parked awaiting their consultation (started through the client, as the API would), with their exams. */
+/** Journeys started ahead of those parked, at most. */
+const PARK_WINDOW = 400;
+
 async function park(
   shape: Shape,
   client: Client,
@@ -450,14 +453,30 @@ async function park(
   const ids = Array.from({ length: n }, (_, i) => `sc${tag}${String(i).padStart(6, '0')}`);
   const t0 = performance.now();
   let last = 0;
-  await pool(ids, 50, async (id) => {
-    // No outcome keyword: the sandbox's test provider leaves the exam pending.
-    await startJourney(client, shape.config, gfeInput(shape.config, CLINIC.clinicId, id, 'Waiting'));
-    if (performance.now() - last > 15_000) {
-      last = performance.now();
-      log(`  parking: ${await countWorkflows(client, parkedQuery).catch(() => '?')} parked`);
-    }
-  });
+  let started = 0;
+  let parkedNow = 0;
+  // Starts run at most PARK_WINDOW ahead of those parked: started all at once, thousands of journeys compete for the
+  // same Temporal server and every one of them slows (the rate fell from 15/s to 2/s on 2x2 that way).
+  const poll = setInterval(() => {
+    void countWorkflows(client, parkedQuery).then(
+      (c) => (parkedNow = c - already),
+      () => undefined,
+    );
+  }, 1_000);
+  try {
+    await pool(ids, 50, async (id) => {
+      while (started - parkedNow > PARK_WINDOW) await sleep(250);
+      started++;
+      // No outcome keyword: the sandbox's test provider leaves the exam pending.
+      await startJourney(client, shape.config, gfeInput(shape.config, CLINIC.clinicId, id, 'Waiting'));
+      if (performance.now() - last > 15_000) {
+        last = performance.now();
+        log(`  parking: ${started} started, ${parkedNow} parked`);
+      }
+    });
+  } finally {
+    clearInterval(poll);
+  }
   const parked = (await waitCount(client, parkedQuery, already + n, 1_800_000)) - already;
   const perSecond = parked / ((performance.now() - t0) / 1000);
   if (parked < n) throw new Error(`only ${parked} of ${n} journeys parked`);
