@@ -28,16 +28,7 @@ import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { ProductionStack, type ProductionPorts } from '../scripts/lib/production-stack';
 import { stackSecrets } from '../scripts/lib/stack-secrets';
-import {
-  benchClient,
-  benchConfig,
-  countWorkflows,
-  event1Body,
-  gfeInput,
-  pool,
-  startJourney,
-  webhookPath,
-} from './lib/journeys';
+import { benchClient, benchConfig, countWorkflows, gfeInput, pool, postEvent1s, startJourney } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
 import { killAllSync, ROOT, rssBytes, sleep } from './lib/proc';
 import { BenchStack, benchPorts, CLINICS } from './lib/stack';
@@ -506,21 +497,8 @@ async function wake(
   o: Options,
 ): Promise<Wake> {
   const before = await counts(client);
-  const acks: number[] = [];
-  let not200 = 0;
   const t0 = performance.now();
-  await pool(items, o.concurrency * 2, async (it) => {
-    const t = performance.now();
-    const res = await fetch(`${shape.apiUrl}${webhookPath(it.journeyId, shape.config.api.webhookSecret)}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: event1Body(it.patientExamId, 'Approved'),
-      signal: AbortSignal.timeout(30_000),
-    }).catch(() => undefined);
-    if (res) await res.arrayBuffer();
-    acks.push(performance.now() - t);
-    if (res?.status !== 200) not200++;
-  });
+  const { acks, not200 } = await postEvent1s(shape.apiUrl, shape.config.api.webhookSecret, items, o.concurrency * 2);
   const { completed, attention } = await settle(client, before, items.length, 1_800_000);
   const seconds = (performance.now() - t0) / 1000;
   return {

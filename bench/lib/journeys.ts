@@ -142,3 +142,30 @@ export function event1Body(patientExamId: number, status: 'Approved' | 'Rejected
     ],
   });
 }
+
+/**
+ * Each journey's event 1 (Approved) POSTed to the webhook, `concurrency` at once, as the service would send it:
+ * every acknowledgement's time, and how many were not answered 200.
+ */
+export async function postEvent1s(
+  apiUrl: string,
+  webhookSecret: string,
+  items: { journeyId: string; patientExamId: number }[],
+  concurrency: number,
+): Promise<{ acks: number[]; not200: number }> {
+  const acks: number[] = [];
+  let not200 = 0;
+  await pool(items, concurrency, async (it) => {
+    const t = performance.now();
+    const res = await fetch(`${apiUrl}${webhookPath(it.journeyId, webhookSecret)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: event1Body(it.patientExamId, 'Approved'),
+      signal: AbortSignal.timeout(30_000),
+    }).catch(() => undefined);
+    if (res) await res.arrayBuffer();
+    acks.push(performance.now() - t);
+    if (res?.status !== 200) not200++;
+  });
+  return { acks, not200 };
+}

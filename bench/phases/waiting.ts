@@ -6,7 +6,7 @@
 // the worker must replay from their history first.
 import { apiFigures, diff, type ApiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
-import { countWorkflows, event1Body, gfeInput, pool, startJourney, waitForCount, webhookPath } from '../lib/journeys';
+import { countWorkflows, gfeInput, pool, postEvent1s, startJourney, waitForCount } from '../lib/journeys';
 import { rssBytes, sleep } from '../lib/proc';
 import { CLINICS } from '../lib/stack';
 import { journeyWorkflowId, snapshotQuery } from '../../src/workflows/definitions';
@@ -78,21 +78,8 @@ async function wake(
   const { stack, client, config } = ctx;
   const before = await apiFigures(stack.apiUrl);
   const t0 = performance.now();
-  const acks: number[] = [];
-  let not200 = 0;
   ctx.log(`waiting: waking ${items.length} journeys (${label}) with their event 1 through the webhook...`);
-  await pool(items, 32, async (it) => {
-    const t = performance.now();
-    const res = await fetch(`${stack.apiUrl}${webhookPath(it.journeyId, config.api.webhookSecret)}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: event1Body(it.patientExamId, 'Approved'),
-      signal: AbortSignal.timeout(30_000),
-    }).catch(() => undefined);
-    if (res) await res.arrayBuffer();
-    acks.push(performance.now() - t);
-    if (res?.status !== 200) not200++;
-  });
+  const { acks, not200 } = await postEvent1s(stack.apiUrl, config.api.webhookSecret, items, 32);
   const query = `ClinicId = '${CLINICS.waiting.clinicId}' AND ExecutionStatus = 'Completed'`;
   let completed = completedBefore;
   try {
