@@ -2,6 +2,8 @@
 // (Temporal Cloud with mTLS or an API key) and the payload codec, so every client reads and writes the same way.
 import { Client, Connection, type ConnectionOptions, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
+import { encodeToPayloads } from '@temporalio/common/lib/internal-non-workflow/codec-helpers';
+import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers';
 import { toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import { EncryptionCodec } from './codec/encryption-codec';
@@ -77,4 +79,31 @@ export function lazyClient(config: Pick<Config, 'temporal' | 'codec'>, extras: C
 
 export function connectWorkerConnection(t: TemporalConfig): Promise<NativeConnection> {
   return NativeConnection.connect(connectionOptions(t));
+}
+
+/** How long a worker waits for Temporal to record an activity's heartbeat before it counts as not recorded. */
+const HEARTBEAT_RECORD_TIMEOUT_MS = 10_000;
+
+/**
+ * Records an activity's heartbeat details with Temporal and resolves only once the server has them (the SDK's own
+ * `heartbeat()` is sent later, without an answer). Details go through the data converter, encrypted like any payload.
+ */
+export function heartbeatRecorder(
+  connection: NativeConnection,
+  namespace: string,
+  dataConverter?: DataConverter,
+): (taskToken: Uint8Array, details: unknown[]) => Promise<void> {
+  const converter = loadDataConverter(dataConverter);
+  const identity = `${process.pid}@journey-worker`;
+  return async (taskToken, details) => {
+    const payloads = await encodeToPayloads(converter, ...details);
+    await connection.withDeadline(Date.now() + HEARTBEAT_RECORD_TIMEOUT_MS, () =>
+      connection.workflowService.recordActivityTaskHeartbeat({
+        taskToken,
+        namespace,
+        identity,
+        ...(payloads ? { details: { payloads } } : {}),
+      }),
+    );
+  };
 }

@@ -9,11 +9,11 @@ import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
 import { jsonLogger, jsonLogLine } from './observability/json-log';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
-import { connectWorkerConnection, dataConverterOf } from './temporal';
+import { connectWorkerConnection, dataConverterOf, heartbeatRecorder } from './temporal';
 import { webhookUrl } from './webhook-url';
 import { readWorkflowBundle } from './workflow-bundle';
 
-export function activityDeps(config: Config): ActivityDeps & { close(): Promise<void> } {
+export function activityDeps(config: Config, connection: NativeConnection): ActivityDeps & { close(): Promise<void> } {
   const clients = examServiceClients(config);
   return {
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
@@ -22,6 +22,7 @@ export function activityDeps(config: Config): ActivityDeps & { close(): Promise<
     attachments: createAttachmentStore(config, new RecordSealer(sealerKeys(config))),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
+    recordHeartbeat: heartbeatRecorder(connection, config.temporal.namespace, dataConverterOf(config)),
     close: () => clients.close(),
   };
 }
@@ -39,8 +40,8 @@ export interface WorkerOverrides {
 
 export async function createWorker(config: Config, overrides: WorkerOverrides = {}) {
   const dataConverter = dataConverterOf(config);
-  const deps = activityDeps(config);
   const connection = overrides.connection ?? (await connectWorkerConnection(config.temporal));
+  const deps = activityDeps(config, connection);
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -7,7 +7,14 @@ import { isPatientBoundQuestions, type ExamInviteInput } from '../exam-service/s
 import type { CatalogEntry } from '../workflows/catalog-rules';
 import type { JourneyInput } from '../workflows/journey-request';
 import { sendNotification, type NotificationSender } from './notify';
-import { FailureType, type FailureFacts, type JourneyActivities } from './types';
+import {
+  FailureType,
+  INVITE_SENDING,
+  type CreateInviteInput,
+  type CreateInviteResult,
+  type FailureFacts,
+  type JourneyActivities,
+} from './types';
 
 /** Reads attachment bytes from the claim-check store. */
 export interface AttachmentReader {
@@ -23,6 +30,11 @@ export interface ActivityDeps {
   /** The clinic's Standard Webhooks secret; notifications are not sent for a clinic without one. */
   notificationSecretFor(clinicId: string): string | undefined;
   catalogTtlMs: number;
+  /**
+   * Records an activity's heartbeat details with Temporal, resolving once the server has them (src/temporal.ts
+   * `heartbeatRecorder`): `sendInvite` records INVITE_SENDING this way before it sends.
+   */
+  recordHeartbeat(taskToken: Uint8Array, details: unknown[]): Promise<void>;
   sendNotification?: NotificationSender;
   now?: () => number;
 }
@@ -157,6 +169,25 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
     return client;
   };
 
+  async function invite({ input, examIds }: CreateInviteInput): Promise<CreateInviteResult> {
+    const client = clientFor(input.clinicId, 'exam_invite');
+    try {
+      const r = await client.examInvite(toInviteInput(input, examIds, deps.webhookUrlFor(input.journeyId)));
+      log.info('invite created', { journeyId: input.journeyId, patientExams: r.patient_exams.length });
+      return {
+        meetingUuid: r.meeting_uuid,
+        meetingUrl: r.meeting_url,
+        patientExams: r.patient_exams.map((pe) => ({
+          patientExamId: pe.patient_exam_id,
+          examId: pe.exam_id,
+          examTitle: pe.exam_title,
+        })),
+      };
+    } catch (err) {
+      rethrow(err, 'exam_invite', { ambiguousOnServerError: true });
+    }
+  }
+
   return {
     async getExamCatalog(clinicId) {
       const cached = catalogCache.get(clinicId);
@@ -178,23 +209,21 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
       return entries;
     },
 
-    async createInvite({ input, examIds }) {
-      const client = clientFor(input.clinicId, 'exam_invite');
+    createInvite: invite,
+
+    async sendInvite(req) {
       try {
-        const r = await client.examInvite(toInviteInput(input, examIds, deps.webhookUrlFor(input.journeyId)));
-        log.info('invite created', { journeyId: input.journeyId, patientExams: r.patient_exams.length });
-        return {
-          meetingUuid: r.meeting_uuid,
-          meetingUrl: r.meeting_url,
-          patientExams: r.patient_exams.map((pe) => ({
-            patientExamId: pe.patient_exam_id,
-            examId: pe.exam_id,
-            examTitle: pe.exam_title,
-          })),
-        };
-      } catch (err) {
-        rethrow(err, 'exam_invite', { ambiguousOnServerError: true });
+        await deps.recordHeartbeat(Context.current().info.taskToken, [INVITE_SENDING]);
+      } catch {
+        // Nothing went out: the workflow sends it again (the error itself may name the server, nothing more).
+        fail(
+          'not_sent',
+          { kind: 'not_sent', operation: 'exam_invite' },
+          'exam service exam_invite: not_sent (Temporal did not record that the invite was about to be sent)',
+          true,
+        );
       }
+      return invite(req);
     },
 
     async uploadAttachment({ clinicId, patientExamId, attachment }) {

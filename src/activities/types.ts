@@ -83,9 +83,18 @@ export interface NotifyClinicInput {
   notification: ExamNotification;
 }
 
+/**
+ * What `sendInvite` has Temporal record before the invite goes out. An attempt that timed out without it never reached
+ * the service (its task was lost on the way to a worker, or the worker stopped first): sending again is safe.
+ */
+export const INVITE_SENDING = 'sending the invite';
+
 export interface JourneyActivities {
   getExamCatalog(clinicId: string): Promise<CatalogEntry[]>;
+  /** The invite as journeys started before INVITE_SENDING call it (no record before sending). */
   createInvite(req: CreateInviteInput): Promise<CreateInviteResult>;
+  /** The invite, once Temporal has recorded INVITE_SENDING for this attempt (see there). */
+  sendInvite(req: CreateInviteInput): Promise<CreateInviteResult>;
   /** attachmentId: the service's id for the upload, null when its answer named none. */
   uploadAttachment(req: UploadAttachmentInput): Promise<{ attachmentId: string | null }>;
   submitAnswers(req: SubmitAnswersInput): Promise<{ answered: number }>;

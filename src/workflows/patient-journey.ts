@@ -1,20 +1,18 @@
 // One durable workflow per invite: check the catalog, invite, prepare (attachments, answers), then follow the
 // service's callbacks 1 -> 2 -> 3 with timers for the waits that can go wrong. State lives in the pure reducer.
 import {
-  ActivityFailure,
   allHandlersFinished,
-  ApplicationFailure,
   condition,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   sleep,
-  TimeoutFailure,
   upsertSearchAttributes,
   log,
   patched,
 } from '@temporalio/workflow';
-import { FailureType, type FailureFacts, type JourneyActivities, type ExamNotification } from '../activities/types';
+import { FailureType, type ExamNotification, type JourneyActivities } from '../activities/types';
+import { classify, type Classified } from './activity-failures';
 import { checkAgainstCatalog } from './catalog-rules';
 import {
   abandonUpdate,
@@ -81,7 +79,8 @@ const service = proxyActivities<JourneyActivities>({
 });
 
 // The invite is not idempotent at the service: one attempt per activity, and the workflow retries only what was
-// provably not sent. A timeout (worker died mid-call) is ambiguous like any other.
+// provably not sent. A timeout is ambiguous once the attempt had Temporal record INVITE_SENDING (sendInvite); one
+// without it never reached the service (its task was lost on the way to a worker, or the worker stopped first).
 const invite = proxyActivities<JourneyActivities>({
   startToCloseTimeout: '60 seconds',
   retry: { maximumAttempts: 1 },
@@ -99,25 +98,6 @@ const notify = proxyActivities<JourneyActivities>({
 });
 
 const INVITE_NOT_SENT_RETRIES = 6;
-
-interface Classified {
-  facts: FailureFacts;
-  failureType: string;
-}
-
-function classify(err: unknown, operation: string): Classified {
-  if (err instanceof ActivityFailure) {
-    const cause = err.cause;
-    if (cause instanceof ApplicationFailure) {
-      const facts = (cause.details?.[0] as FailureFacts | undefined) ?? { kind: cause.type ?? 'unknown', operation };
-      return { facts, failureType: cause.type ?? 'unknown' };
-    }
-    if (cause instanceof TimeoutFailure) {
-      return { facts: { kind: 'ambiguous', operation }, failureType: FailureType.ambiguous };
-    }
-  }
-  return { facts: { kind: 'unknown', operation }, failureType: 'unknown' };
-}
 
 function errorFacts(c: Classified, at: string): ErrorFacts {
   const f = c.facts;
@@ -148,6 +128,8 @@ const INVITE_EVIDENCE = 'invite-evidence-adopted';
 const DRUGS_GRACE = 'flat-drugs-grace';
 /** Clinic notifications one after the other: each waits for the previous one's delivery or its final failure. */
 const NOTIFICATIONS_IN_SEQUENCE = 'notifications-in-sequence';
+/** Invites by `sendInvite` (INVITE_SENDING recorded before sending): a timeout without the record is sent again. */
+const INVITE_SENDING_RECORDED = 'invite-sending-recorded';
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
@@ -166,6 +148,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   // Journeys started before this sent each notification at once, so a clinic could see the stage go backwards;
   // they replay (and go on) that way.
   const inSequence = patched(NOTIFICATIONS_IN_SEQUENCE);
+  // Journeys started before this invite with createInvite, and a timeout of theirs stays in doubt.
+  const sendingRecorded = patched(INVITE_SENDING_RECORDED);
+  const inviteActivity = sendingRecorded ? invite.sendInvite : invite.createInvite;
   let lastNotification: Promise<unknown> = Promise.resolve();
 
   const dispatch = (ev: JourneyEvent) => {
@@ -469,7 +454,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       let notSent = 0;
       for (;;) {
         try {
-          const r = await invite.createInvite.executeWithOptions(
+          const r = await inviteActivity.executeWithOptions(
             {
               summary: `invite the patient to exams ${examIds.join(', ')}${notSent > 0 ? ` (try ${notSent + 1})` : ''}`,
             },
@@ -485,7 +470,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
           });
           return true;
         } catch (err) {
-          const c = classify(err, 'exam_invite');
+          const c = classify(err, 'exam_invite', sendingRecorded);
           if (c.failureType === FailureType.not_sent && ++notSent <= INVITE_NOT_SENT_RETRIES) {
             await sleep(Math.min(2_000 * 2 ** (notSent - 1), 120_000), {
               summary: `the invite was not sent: pause before try ${notSent + 1}`,

@@ -17,10 +17,10 @@ const root = path.resolve(__dirname, '../..');
 
 describe('incident operations in bulk', () => {
   const fakes = fakeActivities(80_000);
-  const invite = fakes.activities.createInvite;
+  const invite = fakes.activities.sendInvite;
   const activities: JourneyActivities = {
     ...fakes.activities,
-    createInvite: (req) =>
+    sendInvite: (req) =>
       req.input.patient.lastName === 'Park'
         ? Promise.reject(
             ApplicationFailure.create({

@@ -103,8 +103,8 @@ export function fakeActivities(firstPatientExamId = 90_000) {
           attachments: e.attachments,
         })),
       ),
-    createInvite: (req) => {
-      calls.push({ name: 'createInvite', arg: req.examIds });
+    sendInvite: (req) => {
+      calls.push({ name: 'sendInvite', arg: req.examIds });
       return Promise.resolve({
         meetingUuid: `meeting-${next}`,
         meetingUrl: `https://meet.example/${next}`,
@@ -115,6 +115,7 @@ export function fakeActivities(firstPatientExamId = 90_000) {
         })),
       });
     },
+    createInvite: (req) => activities.sendInvite(req),
     uploadAttachment: (req) => {
       calls.push({ name: 'uploadAttachment', arg: req });
       return Promise.resolve({ attachmentId: `upl-${req.attachment.ref}` });

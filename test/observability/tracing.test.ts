@@ -142,9 +142,9 @@ describe('tracing', () => {
       const run = one('RunWorkflow:patientJourney');
       expect(parentOf(run)).toBe(start);
       expect(run.resource.attributes['service.name']).toBe(WORKER_SERVICE_NAME);
-      const scheduled = one('StartActivity:createInvite');
+      const scheduled = one('StartActivity:sendInvite');
       expect(parentOf(scheduled)).toBe(run);
-      const activity = one('RunActivity:createInvite');
+      const activity = one('RunActivity:sendInvite');
       expect(parentOf(activity)).toBe(scheduled);
       expect(activity.resource.attributes['service.name']).toBe(WORKER_SERVICE_NAME);
       const invite = one('POST /api/exam_invite');

@@ -161,7 +161,7 @@ describe('worker and API metrics pages', () => {
     );
     expect(byKind.find((x) => x.name.endsWith('journey_activity_failures_total'))?.labels).toMatchObject({
       kind: 'ExamService.ambiguous',
-      activity_type: 'createInvite',
+      activity_type: 'sendInvite',
       task_queue: TASK_QUEUE,
     });
     expect((await settled(parked)).journey.stage).toBe('needs_attention');

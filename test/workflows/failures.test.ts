@@ -1,6 +1,7 @@
 // How the journey meets the exam service's failures: what it retries by itself, what it parks for an operator (and
 // what the operator's retry/abandon then does), and what ends it. Every failure is a real ExamServiceError thrown by
 // the fake and classified by the real activities.
+import { INVITE_SENDING } from '../../src/activities/types';
 import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
 import {
   FakeExamService,
@@ -56,6 +57,21 @@ describe('an invite that may or may not have been created', () => {
       await j.env.sleep(3 * 24 * 60 * MINUTE);
       expect(j.fake.count('exam_invite')).toBe(1);
       expect((await j.snapshot()).stage).toBe('needs_attention');
+    });
+  });
+
+  it('is sent again when Temporal could not record that it was about to be sent (nothing went out)', async () => {
+    let recordings = 0;
+    const recordHeartbeat = (_token: Uint8Array, details: unknown[]) => {
+      expect(details).toEqual([INVITE_SENDING]);
+      return ++recordings === 1 ? Promise.reject(new Error('deadline exceeded')) : Promise.resolve();
+    };
+    await withJourney(h, { recordHeartbeat }, async (j) => {
+      await j.env.sleep(10_000);
+      const s = await j.waitFor('invited', (x) => x.exams.length === 1);
+      expect(recordings).toBe(2);
+      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(s.attention).toEqual([]);
     });
   });
 

@@ -6,6 +6,7 @@ import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/se
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
+import { heartbeatRecorder } from '../../src/temporal';
 import {
   callbackReceived,
   journeyWorkflowId,
@@ -116,6 +117,8 @@ export interface JourneyOptions {
   input?: JourneyInput;
   /** The clinic's notification secret (none: notifications are skipped) and how they are sent. */
   notifications?: Pick<Parameters<typeof createActivities>[0], 'notificationSecretFor' | 'sendNotification'>;
+  /** Stands in for recording heartbeat details with the server (default: the real recorder). */
+  recordHeartbeat?: Parameters<typeof createActivities>[0]['recordHeartbeat'];
 }
 
 export const PRESCRIPTIONS: PrescriptionFacts[] = [
@@ -134,18 +137,20 @@ export async function withJourney(
   const fake = options.fake ?? new FakeExamService();
   const input = options.input ?? journeyInput('gfe');
   const taskQueue = `journeys-${input.journeyId}`;
+  const real = createActivities({
+    examServiceFor: () => fake,
+    webhookUrlFor: (id) => 'http://127.0.0.1:1/webhooks/' + id,
+    attachments: { get: (_ref: string) => Promise.resolve({ bytes: Buffer.from('x') }) },
+    notificationSecretFor: () => undefined,
+    ...options.notifications,
+    catalogTtlMs: 60_000,
+    recordHeartbeat: options.recordHeartbeat ?? heartbeatRecorder(h.env.nativeConnection, h.env.namespace ?? 'default'),
+  });
   const worker = await Worker.create({
     connection: h.env.nativeConnection,
     taskQueue,
     workflowBundle: h.bundle,
-    activities: createActivities({
-      examServiceFor: () => fake,
-      webhookUrlFor: (id) => 'http://127.0.0.1:1/webhooks/' + id,
-      attachments: { get: (_ref: string) => Promise.resolve({ bytes: Buffer.from('x') }) },
-      notificationSecretFor: () => undefined,
-      ...options.notifications,
-      catalogTtlMs: 60_000,
-    }),
+    activities: real,
   });
   await worker.runUntil(async () => {
     const handle: JourneyHandle = await h.env.client.workflow.start<typeof patientJourney>('patientJourney', {
