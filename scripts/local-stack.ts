@@ -12,6 +12,7 @@ import {
   searchAttributeTypeName,
   sha256,
   stackSecrets,
+  stackTemporalProfile,
   writeDemoClinics,
 } from './lib/stack-secrets';
 
@@ -60,6 +61,7 @@ function localConfig(): Record<string, string> {
   return {
     DATA_DIR: dataDir,
     TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal}`,
+    TEMPORAL_CONFIG_FILE: stackTemporalProfile(dataDir),
     EXAM_SERVICE_BASE_URL: external?.baseUrl ?? `http://127.0.0.1:${ports.sandbox}`,
     CLINICS_FILE: clinicsFile,
     WEBHOOK_SECRET: secrets.webhookSecret,

@@ -13,7 +13,14 @@ import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
 import { startObjectStore, type ObjectStoreServer } from './object-store';
 import { startPostgres, type PostgresServer } from './postgres-server';
-import { DEMO_CLINIC_TOKEN, LOCAL_ADMIN_TOKEN, sha256, stackSecrets, writeDemoClinics } from './stack-secrets';
+import {
+  DEMO_CLINIC_TOKEN,
+  LOCAL_ADMIN_TOKEN,
+  sha256,
+  stackSecrets,
+  stackTemporalProfile,
+  writeDemoClinics,
+} from './stack-secrets';
 import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -259,6 +266,7 @@ export class ProductionStack {
     const engineEnv = (name: string): Record<string, string> => ({
       DATA_DIR: path.join(dataDir, 'processes', name),
       TEMPORAL_ADDRESS: this.temporalAddress,
+      TEMPORAL_CONFIG_FILE: stackTemporalProfile(dataDir),
       EXAM_SERVICE_BASE_URL: this.sandboxUrl,
       CLINICS_FILE: clinicsFile,
       WEBHOOK_SECRET: secrets.webhookSecret,

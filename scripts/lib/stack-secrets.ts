@@ -77,3 +77,21 @@ export function searchAttributeTypeName(type: string): string {
   };
   return names[type] ?? type;
 }
+
+/**
+ * The stack's own Temporal client profile (an empty temporal.toml in its data folder), so the engine it starts does
+ * not take the CLI's default profile of the person running it (a cloud API key or TLS settings meant for another
+ * server). The address comes from TEMPORAL_ADDRESS as before.
+ */
+export function stackTemporalProfile(dataDir: string): string {
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'temporal.toml');
+  if (!existsSync(file)) {
+    writeFileSync(
+      file,
+      "# The stack's Temporal client profile: empty, so the engine does not read your CLI's default profile.\n" +
+        '[profile.default]\n',
+    );
+  }
+  return file;
+}

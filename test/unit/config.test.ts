@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stackTemporalProfile } from '../../scripts/lib/stack-secrets';
 import { ConfigError, loadCodecConfig, loadConfig } from '../../src/config';
 
 const base = { WEBHOOK_SECRET: 'webhook-secret-0123456789' };
@@ -11,6 +15,23 @@ describe('configuration', () => {
       /JOURNEY_CONSULTATION_DEADLINE_MS: /,
     );
     expect(() => loadConfig({ ...base, JOURNEY_REMINDERS_MS: '1000,soon' })).toThrow(/JOURNEY_REMINDERS_MS: /);
+  });
+
+  it("reads the CLI's default profile, except in a stack started here (its own empty profile)", () => {
+    const home = mkdtempSync(path.join(tmpdir(), 'config-home-'));
+    try {
+      mkdirSync(path.join(home, '.config', 'temporalio'), { recursive: true });
+      writeFileSync(
+        path.join(home, '.config', 'temporalio', 'temporal.toml'),
+        '[profile.default]\naddress = "cloud.example.test:7233"\napi_key = "a-cloud-key"\n',
+      );
+      const own = { ...base, HOME: home, TEMPORAL_ADDRESS: '127.0.0.1:7233' };
+      expect(loadConfig(own).temporal.apiKey).toBe('a-cloud-key');
+      const stack = loadConfig({ ...own, TEMPORAL_CONFIG_FILE: stackTemporalProfile(path.join(home, 'stack')) });
+      expect(stack.temporal).toMatchObject({ address: '127.0.0.1:7233', apiKey: undefined, namespace: 'default' });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('names a secret file it cannot read', () => {
