@@ -24,12 +24,24 @@ export async function runLoad(
   return JSON.parse(await readFile(resultFile, 'utf8')) as LevelResult[];
 }
 
+/** Bursts a generator sends the bare route before it is measured (LoadSpec.warmBursts). */
+export const GENERATOR_WARM_BURSTS = 5;
+
 /**
  * A burst: `targets.length` requests all due at the same instant, over as many connections (a fresh generator):
- * established beforehand (`warm`: a GET /healthz on each, then a pause) or opened by the burst itself.
+ * established beforehand (`warm`: a GET /healthz on each, then a pause) or opened by the burst itself. With
+ * `warmOrigin` (the bare route), the generator first sends it GENERATOR_WARM_BURSTS unrecorded bursts of the same
+ * requests, so its own code is compiled, as a sender that has been running is.
  */
-export function burstSpec(origin: string, targets: LoadSpec['targets'], collect: boolean, warm: boolean): LoadSpec {
+export function burstSpec(
+  origin: string,
+  targets: LoadSpec['targets'],
+  collect: boolean,
+  warm: boolean,
+  warmOrigin?: string,
+): LoadSpec {
   return {
+    ...(warmOrigin ? { warmBursts: { origin: warmOrigin, count: GENERATOR_WARM_BURSTS } } : {}),
     origin,
     targets,
     levels: [

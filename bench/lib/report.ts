@@ -1,5 +1,6 @@
 // docs/performance.md and docs/webhook-latency.svg from one run's results.
 import type { AloneRun } from '../api-alone';
+import { GENERATOR_WARM_BURSTS } from './load';
 import type { ColdStartResults, NpmTestResults } from '../phases/cold';
 import type { ThroughputResults, ThroughputRun } from '../phases/throughput';
 import type { AbResult, TuningResults } from '../phases/tuning';
@@ -714,7 +715,10 @@ function webhookSection(r: Results, L: string[]): void {
       '### Bursts',
       '',
       `${bursts[0]!.size} callbacks, one per journey, all due at the same instant, from a fresh generator process ` +
-        `whose ${bursts[0]!.size} keep-alive connections were opened just before (a GET /healthz on each); ` +
+        `whose ${bursts[0]!.size} keep-alive connections were opened just before (a GET /healthz on each), its ` +
+        `code warmed first by ${GENERATOR_WARM_BURSTS} unrecorded bursts of the same requests against the bare route (a ` +
+        'fresh Node process hands its first requests over several times slower; the exam service is a sender that ' +
+        'has been running); ' +
         `${bursts[0]!.bursts.length} bursts per condition, the figures over all of them; with Temporal up after the ` +
         'levels (each burst into an empty inbox), and with Temporal stopped after the outage levels (the backlog ' +
         'waiting). *Writes*: inbox writes each burst took; *bare route*: the same bursts against the bare route just ' +

@@ -367,7 +367,12 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
   const burstTargets = (k: number) =>
     Array.from({ length: BURST }, (_, i) => hooks.targets[(i * 2 + k) % hooks.targets.length]!);
   const bareBurst = async (warm: boolean) => {
-    const runs = await runLoad(burstSpec(bareOrigin, burstTargets(0), false, warm), ctx.workDir, ctx.logDir, 60_000);
+    const runs = await runLoad(
+      burstSpec(bareOrigin, burstTargets(0), false, warm, bareOrigin),
+      ctx.workDir,
+      ctx.logDir,
+      60_000,
+    );
     await sleep(500);
     return runs[0]!.latencySamples ?? [];
   };
@@ -377,7 +382,12 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
     // BURST callbacks, one per journey while there are enough journeys (a different one of its two each burst).
     const targets = burstTargets(hooks.bursts++ % 2);
     const before = await apiFigures(stack.apiUrl);
-    const runs = await runLoad(burstSpec(stack.apiUrl, targets, true, warm), ctx.workDir, ctx.logDir, 60_000);
+    const runs = await runLoad(
+      burstSpec(stack.apiUrl, targets, true, warm, bareOrigin),
+      ctx.workDir,
+      ctx.logDir,
+      60_000,
+    );
     const d = diff(await apiFigures(stack.apiUrl), before);
     const r = runs[0]!;
     const latencies = r.latencySamples ?? [];
