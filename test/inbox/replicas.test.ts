@@ -68,15 +68,22 @@ describe('two API replicas on one PostgreSQL inbox', () => {
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const base = `http://127.0.0.1:${port}`;
-    await eventually(
-      () =>
-        fetch(`${base}/healthz`).then(
-          (r) => r.status,
-          () => 0,
-        ),
-      (s) => s === 200,
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
+    // Starting takes seconds alone, far longer beside the rest of the suite on a busy machine: what is tested is what
+    // the replicas do once up. A replica that never answers says why (its exit and its last output).
+    try {
+      await eventually(
+        () =>
+          fetch(`${base}/healthz`).then(
+            (r) => r.status,
+            () => (child.exitCode === null ? 0 : -1),
+          ),
+        (s) => s === 200 || s === -1,
+        { timeoutMs: 90_000, intervalMs: 200 },
+      );
+    } catch (err) {
+      throw new Error(`${name} did not answer /healthz: ${(err as Error).message}; stderr: ${stderr.slice(-2000)}`);
+    }
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}): ${stderr.slice(-2000)}`);
     const replica = { name, base, child, exited, stderr: () => stderr };
     replicas.push(replica);
     return replica;
