@@ -12,6 +12,8 @@ export interface ObjectStoreServer {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
   stop(): Promise<void>;
+  /** SIGKILL without waiting: the last resort of a process that is exiting. */
+  killNow(): void;
 }
 
 export function objectStoreInstalled(): boolean {
@@ -70,6 +72,9 @@ export async function startObjectStore(o: {
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
+    },
+    killNow() {
+      if (child.exitCode === null) child.kill('SIGKILL');
     },
   };
 }

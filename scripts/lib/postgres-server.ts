@@ -42,6 +42,9 @@ export interface PostgresServer {
   stop(): Promise<void>;
   /** SIGKILL of the postmaster, a crash; resolves once it and its backends are gone. The next start recovers. */
   kill(): Promise<void>;
+  /** An immediate shutdown (SIGQUIT: the postmaster ends its backends) without waiting: the last resort of a process
+   * that is exiting. */
+  killNow(): void;
   /** (Re)starts on the same port and data dir; resolves once it accepts connections. */
   start(): Promise<void>;
 }
@@ -246,6 +249,10 @@ class PostgresProcess implements PostgresServer {
     const children = await childPids(pid);
     await this.#signalAndWait('SIGKILL', 10_000);
     await waitGone(children, 10_000);
+  }
+
+  killNow(): void {
+    this.#child?.kill('SIGQUIT');
   }
 
   /** initdb when the data dir holds no cluster yet; settles the password either way. */

@@ -119,6 +119,8 @@ export class ProductionStack {
   temporal: TemporalServer | undefined;
   objectStore: ObjectStoreServer | undefined;
   #apps: ManagedProcess[] = [];
+  /** Codec, UI, sandbox, load balancer. */
+  #infra: ManagedProcess[] = [];
   #stopping = false;
   #started: { name: string; stop: () => Promise<void> }[] = [];
   readonly #log: (line: string) => void;
@@ -338,9 +340,13 @@ export class ProductionStack {
     this.#started = [];
   }
 
-  /** Kills every child at once (the stack's own process is exiting). */
+  /** Kills every part at once, apps and infrastructure (the stack's own process is exiting). */
   killNow(): void {
-    for (const p of this.#apps) p.killNow();
+    this.#stopping = true;
+    for (const p of [...this.#apps, ...this.#infra]) p.killNow();
+    this.objectStore?.killNow();
+    this.temporal?.killNow();
+    this.postgres?.killNow();
   }
 
   /** The demo clinic's bearer token and the admin routes' token of this stack (local only). */
@@ -376,6 +382,7 @@ export class ProductionStack {
   }
 
   #startInfra(p: ManagedProcess) {
+    this.#infra.push(p);
     p.start();
     this.#started.push({ name: p.name, stop: () => p.close() });
   }

@@ -57,6 +57,8 @@ export interface TemporalServer {
   stop(): Promise<void>;
   /** SIGKILL: a crash. */
   kill(): Promise<void>;
+  /** SIGKILL without waiting: the last resort of a process that is exiting. */
+  killNow(): void;
 }
 
 export function temporalServerInstalled(): boolean {
@@ -184,6 +186,9 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
       if (!child || child.exitCode !== null) return;
       child.kill('SIGKILL');
       await exited;
+    },
+    killNow() {
+      if (child && child.exitCode === null) child.kill('SIGKILL');
     },
   };
   return server;
