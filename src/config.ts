@@ -91,6 +91,8 @@ const ConfigSchema = z.object({
     maxBackoffMs: z.number().int().positive(),
     /** A webhook answer slower than this makes the forwarder yield (fewer signals in flight); 0: never. */
     ackPressureMs: z.number().int().min(0),
+    /** Under that pressure a callback waits to be signalled at most this long after it was received. */
+    maxDeferMs: z.number().int().min(0),
     /**
      * Deadline of one forwarded signal. Short on purpose: while Temporal is away a signal fails at its deadline (the
      * client retries within it), and the forwarder's probe finds Temporal back sooner than a long deadline runs out.
@@ -315,6 +317,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'FORWARDER_CONCURRENCY',
   'FORWARDER_MAX_BACKOFF_MS',
   'FORWARDER_ACK_PRESSURE_MS',
+  'FORWARDER_MAX_DEFER_MS',
   'FORWARDER_SIGNAL_TIMEOUT_MS',
   'WORKFLOW_BUNDLE_PATH',
   'FORWARDER_THREAD',
@@ -464,6 +467,7 @@ export function loadConfig(env: Env = process.env): Config {
           env.FORWARDER_ACK_PRESSURE_MS,
           5,
         ),
+        maxDeferMs: num(z.coerce.number().int().min(0), 'FORWARDER_MAX_DEFER_MS', env.FORWARDER_MAX_DEFER_MS, 10_000),
         signalTimeoutMs: num(ms, 'FORWARDER_SIGNAL_TIMEOUT_MS', env.FORWARDER_SIGNAL_TIMEOUT_MS, 3_000),
         thread: flag('FORWARDER_THREAD', env.FORWARDER_THREAD, true),
         threadNice: num(z.coerce.number().int().min(0).max(19), 'FORWARDER_THREAD_NICE', env.FORWARDER_THREAD_NICE, 5),

@@ -110,6 +110,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     concurrency: config.forwarder.concurrency,
     maxBackoffMs: config.forwarder.maxBackoffMs,
     pressure: () => ackPressure.underPressure(),
+    maxDeferMs: config.forwarder.maxDeferMs,
     probe: () =>
       deps.temporal.connection
         .withDeadline(Date.now() + 1_000, () => deps.temporal.workflowService.getSystemInfo({}))

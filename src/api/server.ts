@@ -46,7 +46,7 @@ export async function startApi(
   const thread = config.forwarder.thread
     ? new SignalThread(config, {
         nice: config.forwarder.threadNice,
-        // Runs only once the app exists: a thread starts with the first signal.
+        // Runs only once the app exists: a thread that exits is started again with the next signal.
         onExit: (code) => app.log.warn({ code }, 'signal thread exited; started again on the next signal'),
       })
     : undefined;
@@ -59,6 +59,8 @@ export async function startApi(
     ...(tracing ? { tracer: tracing.tracer } : {}),
     logger: apiLoggerOptions(config),
   });
+  // The thread loads before the API listens, so its start does not compete with the first callbacks for the CPU.
+  await thread?.start();
   await app.listen({ host: config.api.host, port: config.api.port });
   return {
     app,

@@ -85,14 +85,17 @@ export interface InboxForwarderOptions {
   /** While idle, the inbox is looked at this often even without a wake-up (another replica's append missed). */
   idlePollMs?: number;
   /**
-   * Acknowledgements first: true while the webhook is answering slowly. Signals cost this process CPU and cost the
-   * Temporal server more (on a shared host, CPU the webhook needs), so under pressure the forwarder halves the
-   * signals it has in flight (down to one) and grows them back by one every `recoverMs` without pressure. Forwarding
-   * only waits: callbacks are durable in the inbox.
+   * Acknowledgements first: true while the webhook is answering slowly. A signal costs this process CPU and costs the
+   * Temporal server and the worker several times more (on a shared host, CPU the webhook needs), so under pressure the
+   * forwarder sends nothing new: callbacks wait, durably, until the acknowledgements are fast again or until they
+   * have waited `maxDeferMs`. Its signals in flight are halved (down to one) and grow back by one every `recoverMs`
+   * without pressure.
    */
   pressure?: () => boolean;
   recoverMs?: number;
-  /** Under pressure, at least this long between two signals (one in flight at most): 20 ms, about 50 a second. */
+  /** Under pressure, a callback that has waited this long since it was received goes anyway: 10 s unless set. */
+  maxDeferMs?: number;
+  /** Such overdue callbacks go one at a time, at least this long apart: 20 ms, at most 50 a second. */
   pressureIntervalMs?: number;
   /** While backing off longer than a second, Temporal is asked once a second whether it answers again. */
   probe?: () => Promise<boolean>;
@@ -116,6 +119,7 @@ export class InboxForwarder {
   #inFlight = 0;
   #lastChange = 0;
   #lastSignalAt = 0;
+  #ticking: Promise<void> | undefined;
 
   constructor(options: InboxForwarderOptions) {
     this.#o = options;
@@ -127,12 +131,16 @@ export class InboxForwarder {
     return this.#limit;
   }
 
-  /** Waits for a signal slot under the current limit, adjusting the limit to the webhook's pressure first. */
-  async #slot(): Promise<void> {
+  /**
+   * Waits for a signal slot for `entry` under the current limit, adjusting the limit to the webhook's pressure first.
+   * Under pressure only an entry received `maxDeferMs` ago or more goes, one at a time and spaced.
+   */
+  async #slot(entry: InboxEntry): Promise<void> {
     const max = this.#o.concurrency ?? 16;
     for (;;) {
       const now = Date.now();
-      if (this.#o.pressure?.()) {
+      const pressed = this.#o.pressure?.() ?? false;
+      if (pressed) {
         if (this.#limit > 1 && now - this.#lastChange >= 100) {
           this.#limit = Math.max(1, Math.floor(this.#limit / 2));
           this.#lastChange = now;
@@ -141,15 +149,28 @@ export class InboxForwarder {
         this.#limit += 1;
         this.#lastChange = now;
       }
-      const spaced =
-        this.#limit > 1 || now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20) || !this.#o.pressure?.();
-      if ((this.#inFlight < this.#limit && spaced) || this.#stopping) {
+      const allowed =
+        !pressed ||
+        (now - Date.parse(entry.signal.receivedAt) >= (this.#o.maxDeferMs ?? 10_000) &&
+          now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20));
+      if ((allowed && this.#inFlight < this.#limit) || this.#stopping) {
         this.#inFlight++;
         this.#lastSignalAt = now;
         return;
       }
-      await new Promise((r) => setTimeout(r, 5));
+      await this.#tick();
     }
+  }
+
+  /** One timer for every lane that waits for a slot (not one each): the event loop wakes 200 times a second at most. */
+  #tick(): Promise<void> {
+    this.#ticking ??= new Promise<void>((resolve) =>
+      setTimeout(() => {
+        this.#ticking = undefined;
+        resolve();
+      }, 5),
+    );
+    return this.#ticking;
   }
 
   /** Starts the loop: it forwards what the inbox holds (also from before a restart), then waits for more. */
@@ -232,7 +253,7 @@ export class InboxForwarder {
       const runLane = async (entries: InboxEntry[]) => {
         for (const entry of entries) {
           if (retryLater || this.#stopping) return;
-          await this.#slot();
+          await this.#slot(entry);
           let r: Awaited<ReturnType<typeof signalJourney>>;
           try {
             r = this.#o.signal

@@ -8,6 +8,7 @@ import type { Config } from '../config';
 import { lazyClient } from '../temporal';
 import type { CallbackSignal } from '../workflows/definitions';
 import { signalJourney, temporalUnreachable } from './forwarder';
+import { READY } from './signaller';
 
 export interface SignalThreadData {
   temporal: Config['temporal'];
@@ -68,6 +69,7 @@ function main(): void {
       port.postMessage(reply);
     });
   });
+  port.postMessage(READY);
 }
 
 main();

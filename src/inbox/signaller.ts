@@ -7,6 +7,9 @@ import type { CallbackSignal } from '../workflows/definitions';
 import type { SignalOutcome } from './forwarder';
 import type { SignalReply, SignalRequest, SignalThreadData } from './signal-thread';
 
+/** What the thread posts once it has loaded and can take signals. */
+export const READY = 'ready';
+
 /** One callback signalled to its journey, bounded by `timeoutMs`; never rejects. */
 export type Signaller = (journeyId: string, signal: CallbackSignal, timeoutMs: number) => Promise<SignalOutcome>;
 
@@ -47,6 +50,34 @@ export class SignalThread {
       this.#thread().postMessage(request);
     });
 
+  /**
+   * Starts the thread now and resolves once it has loaded (its Temporal client and codec: a second or so of CPU), so
+   * that cost is paid while the API starts rather than beside the webhook's first acknowledgements. Without it the
+   * thread starts with the first signal. Rejects when the thread exits before it is ready.
+   */
+  start(timeoutMs = 60_000): Promise<void> {
+    const worker = this.#thread();
+    return new Promise<void>((resolve, reject) => {
+      const done = (err?: Error) => {
+        clearTimeout(timer);
+        worker.off('message', onMessage);
+        worker.off('exit', onExit);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onMessage = (m: unknown) => {
+        if (m === READY) done();
+      };
+      const onExit = (code: number) => done(new Error(`the signal thread exited while starting (code ${code})`));
+      const timer = setTimeout(
+        () => done(new Error(`the signal thread was not ready within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      worker.on('message', onMessage);
+      worker.on('exit', onExit);
+    });
+  }
+
   /** Lets the signals in flight answer, then ends the thread. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -69,7 +100,8 @@ export class SignalThread {
       nice: this.options.nice,
     };
     const worker = spawn(data);
-    worker.on('message', (reply: SignalReply) => {
+    worker.on('message', (reply: SignalReply | typeof READY) => {
+      if (reply === READY) return;
       const resolve = this.#pending.get(reply.id);
       if (!resolve) return;
       this.#pending.delete(reply.id);

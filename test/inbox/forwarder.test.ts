@@ -78,6 +78,7 @@ describe.each([
       idlePollMs?: number;
       on?: CallbackInbox;
       pressure?: () => boolean;
+      maxDeferMs?: number;
       probe?: () => Promise<boolean>;
       maxBackoffMs?: number;
     } = {},
@@ -94,6 +95,7 @@ describe.each([
       idlePollMs: o.idlePollMs ?? 200,
       log: silentLog,
       ...(o.pressure ? { pressure: o.pressure, recoverMs: 50 } : {}),
+      ...(o.maxDeferMs !== undefined ? { maxDeferMs: o.maxDeferMs } : {}),
       ...(o.probe ? { probe: o.probe } : {}),
     });
     forwarders.push(f);
@@ -195,20 +197,34 @@ describe.each([
     expect(Date.now() - t0).toBeLessThan(10_000);
   });
 
-  it('yields to the webhook: one signal in flight while acknowledgements are slow, back up to the limit after', async () => {
+  it('yields to the webhook: sends nothing new while acknowledgements are slow, back up to the limit after', async () => {
     const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
     const order = await appendInterleaved(journeys, 36);
     let pressure = true;
     const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
-    const f = forwarder(t.client, { concurrency: 2, pressure: () => pressure });
+    const f = forwarder(t.client, { concurrency: 2, pressure: () => pressure, maxDeferMs: 60_000 });
     f.start();
-    while (t.calls.length < 12) await new Promise((r) => setTimeout(r, 5));
-    expect(t.maxInFlight()).toBe(1);
-    expect(f.currentLimit).toBe(1);
+    await new Promise((r) => setTimeout(r, 500));
+    // Fresh callbacks wait (durably) while the webhook is slow.
+    expect(t.calls).toHaveLength(0);
+    expect((await inbox.stats()).depth).toBe(36);
     pressure = false;
     expect(await f.drained(20_000)).toBe(true);
     for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
     expect(f.currentLimit).toBeGreaterThan(1);
+  });
+
+  it('under lasting pressure, still signals a callback that has waited its longest deferral: one at a time', async () => {
+    const journeys = ['a', 'b', 'c', 'd'];
+    const order = await appendInterleaved(journeys, 12);
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
+    const f = forwarder(t.client, { concurrency: 4, pressure: () => true, maxDeferMs: 300 });
+    const t0 = Date.now();
+    f.start();
+    expect(await f.drained(20_000)).toBe(true);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    expect(t.maxInFlight()).toBe(1);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
   });
 
   it('cuts a long backoff short once Temporal answers again (probe once a second)', async () => {

@@ -85,3 +85,10 @@ it('fails what it is asked once closed, instead of hanging', async () => {
   await thread.close();
   await expect(thread.signal('thread-2', signalFor(), 5_000)).resolves.toMatchObject({ ok: false, unreachable: true });
 }, 30_000);
+
+it('starts ahead of the first signal when asked, and signals from that same thread', async () => {
+  const thread = threadTo(env.address);
+  await expect(thread.start()).resolves.toBeUndefined();
+  await parkedJourney('thread-3');
+  await expect(thread.signal('thread-3', signalFor(), 5_000)).resolves.toEqual({ ok: true });
+}, 30_000);

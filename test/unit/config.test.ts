@@ -56,10 +56,13 @@ describe('configuration', () => {
       concurrency: 16,
       maxBackoffMs: 30_000,
       ackPressureMs: 5,
+      maxDeferMs: 10_000,
       signalTimeoutMs: 3_000,
       thread: true,
       threadNice: 5,
     });
+    expect(loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: '0' }).forwarder.maxDeferMs).toBe(0);
+    expect(() => loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: 'soon' })).toThrow('FORWARDER_MAX_DEFER_MS');
     expect(loadConfig({ ...base, FORWARDER_THREAD: 'false', FORWARDER_THREAD_NICE: '0' }).forwarder).toMatchObject({
       thread: false,
       threadNice: 0,
