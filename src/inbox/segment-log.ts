@@ -18,6 +18,8 @@ import { crc32 } from 'node:zlib';
 const HEADER_BYTES = 8;
 const SEGMENT_FILE = /^seg_([0-9]{15})\.log$/;
 const ZEROS = Buffer.alloc(1024 * 1024);
+/** Pause after each megabyte of a segment prepared ahead. */
+const PACE_MS = 10;
 
 export interface Segment {
   readonly seq: number;
@@ -191,7 +193,7 @@ export class SegmentLog {
     if (this.#current) await this.#current.handle.close().catch(() => undefined);
     this.#current = next;
     this.segments.push(next.segment);
-    const ahead = this.#prepare(this.#o.segmentBytes);
+    const ahead = this.#prepare(this.#o.segmentBytes, true);
     ahead.catch(() => undefined);
     this.#next = ahead;
     return next;
@@ -199,9 +201,12 @@ export class SegmentLog {
 
   /**
    * A new segment, created exclusively (a name another process took is skipped), zero-filled to its size and synced,
-   * the folder synced. A crash while filling leaves a segment of zeros, which reads as empty.
+   * the folder synced. A crash while filling leaves a segment of zeros, which reads as empty. `paced` (the segment
+   * prepared ahead, in the background): a megabyte at a time, each synced, with a pause after it, so the appends
+   * under way never queue behind the flush of a whole segment (16 MiB at once held them up to 17 ms here; a megabyte
+   * at a time, 2 to 7 ms).
    */
-  async #prepare(size: number): Promise<OpenSegment> {
+  async #prepare(size: number, paced = false): Promise<OpenSegment> {
     let seq: number;
     let name: string;
     let handle: FileHandle;
@@ -218,6 +223,10 @@ export class SegmentLog {
     try {
       for (let written = 0; written < size; written += ZEROS.length) {
         await handle.write(ZEROS, 0, Math.min(ZEROS.length, size - written), written);
+        if (paced) {
+          await handle.datasync();
+          await new Promise((r) => setTimeout(r, PACE_MS));
+        }
       }
       await handle.sync();
       await handle.close();
