@@ -301,6 +301,17 @@ function developmentTuning(r: Results): string[] {
       'average 5.55): Temporal up 500/s p99 235.3 ms, 1000/s max 426.2 ms; Temporal stopped 500/s p99 11.2 ms, ' +
       '1000/s max 52.5 ms; the spooled backlog drained at 251/s after the restart | ' +
       `${inboxAfter(r)} |`,
+    '| **The forwarder sends no new signal while the webhook is slow** (src/inbox/forwarder.ts, ' +
+      'src/api/ack-pressure.ts; 2026-11-24). Before, pressure (one answer over 5 ms in the last 250 ms) only cut the ' +
+      'signals to one in flight every 20 ms: about 50 a second, each costing the Temporal server and the worker ' +
+      'several milliseconds of CPU beside the load. Now three slow answers within a second hold every fresh ' +
+      'callback in the inbox until the surge has passed (at most `FORWARDER_MAX_DEFER_MS`, 10 s); the signal thread ' +
+      'loads before the API listens (its start took a core for a second beside the first callbacks); the file ' +
+      'inbox holds waiting callbacks as JSON text, not object graphs; the next segment is zero-filled a megabyte at ' +
+      'a time. | The full run of 2026-11-23 16:12 UTC: 500/s p99 files 37.7 ms, PostgreSQL 19.8 ms, the Temporal ' +
+      "server 45 % and the worker 32 % of a core during the load, the API's event loop waiting for a CPU 22 %; bursts " +
+      'of 200 with Temporal up p99 133.0 and 133.5 ms, PostgreSQL with Temporal stopped 125.7 ms (3 of 4 missed) | ' +
+      'This run: the Targets table above and section 1 |',
     '| **`WORKER_MAX_CACHED_WORKFLOWS` default 1,000 instead of 2,000** (src/config.ts). Each cached journey costs the ' +
       'worker 0.2 to 0.3 MiB, and the cache, not the number of parked journeys, sets its RSS (the in-run A/B in ' +
       'section 3 repeats the comparison). Patients wake their ' +
@@ -391,7 +402,7 @@ function levelFacts(r: Results, l: WebhookLevel): string {
       ? `one durable write on its own (${storeWrite(r, l.store)}, the stack idle) takes p50 ${ms(probe.latencyMs.p50)}, p99 ${ms(probe.latencyMs.p99)}`
       : undefined,
     l.forwardRate !== undefined
-      ? `the forwarder signalled ${per(l.forwardRate)} beside the load (${l.depthAfter} callbacks still waiting at its end)`
+      ? `${l.depthAfter} of the ${l.figures.accepted} callbacks were still waiting in the inbox at the load's end (the forwarder defers while the webhook is slow), and it signalled ${per(l.forwardRate)} from the level's start until the inbox was empty`
       : undefined,
     `the generator was late handing requests over by ${ms(l.api.sendLagMs.p99)} at p99`,
     l.bare ? `the bare route just before: p99 ${ms(l.bare.latencyMs.p99)}, max ${ms(l.bare.latencyMs.max)}` : undefined,
@@ -446,7 +457,11 @@ function verdictFor(r: Results, l: WebhookLevel, q: 'p99' | 'max', limit: number
         ? `the API answered within ${fmtBoundSeconds(l.serverAck.p99)} at p99 once it had the request: the rest of ` +
             "the time the request waited outside the handler (the kernel's queue, an event loop busy with other work, " +
             'the generator itself)'
-        : 'the time is inside the API (its own histogram agrees): the webhook, the inbox write and the forwarder share ' +
+        : stack < 0.15
+          ? `the time is inside the API (its own histogram agrees) while the forwarder held its signals back (the ` +
+            `Temporal server and the worker ${pct(stack)} of a core together): the webhook's event loop and the ` +
+            'inbox write, in pauses that hold up every request that arrives during them'
+          : 'the time is inside the API (its own histogram agrees): the webhook, the inbox write and the forwarder share ' +
             'one event loop, which the load and the forwarder keep busy',
     );
   }

@@ -151,7 +151,8 @@ export class InboxForwarder {
       }
       const allowed =
         !pressed ||
-        (now - Date.parse(entry.signal.receivedAt) >= (this.#o.maxDeferMs ?? 10_000) &&
+        (this.#inFlight === 0 &&
+          now - Date.parse(entry.signal.receivedAt) >= (this.#o.maxDeferMs ?? 10_000) &&
           now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20));
       if ((allowed && this.#inFlight < this.#limit) || this.#stopping) {
         this.#inFlight++;
