@@ -89,7 +89,7 @@ const ConfigSchema = z.object({
     concurrency: z.number().int().positive(),
     /** Longest wait between attempts while Temporal is unreachable. */
     maxBackoffMs: z.number().int().positive(),
-    /** A webhook answer slower than this makes the forwarder yield (fewer signals in flight); 0: never. */
+    /** Three webhook answers slower than this within a second hold new signals back (a surge); 0: never. */
     ackPressureMs: z.number().int().min(0),
     /** Under that pressure a callback waits to be signalled at most this long after it was received. */
     maxDeferMs: z.number().int().min(0),

@@ -42,8 +42,7 @@ export interface PostgresServer {
   stop(): Promise<void>;
   /** SIGKILL of the postmaster, a crash; resolves once it and its backends are gone. The next start recovers. */
   kill(): Promise<void>;
-  /** An immediate shutdown (SIGQUIT: the postmaster ends its backends) without waiting: the last resort of a process
-   * that is exiting. */
+  /** An immediate shutdown (SIGQUIT: the postmaster ends its backends), not waited for: the last resort on exit. */
   killNow(): void;
   /** (Re)starts on the same port and data dir; resolves once it accepts connections. */
   start(): Promise<void>;
