@@ -111,6 +111,9 @@ async function main() {
       ),
     );
   }
+  // Development: BENCH_LOADGEN_TRACE=<folder> keeps [wall-clock due ms, latency ms] of every recorded request.
+  const traceDir = process.env.BENCH_LOADGEN_TRACE;
+  const trace: [number, number][] | undefined = traceDir ? [] : undefined;
   const inflight = new Set<Promise<void>>();
   const finish: (() => LevelResult)[] = [];
   let target = 0;
@@ -171,6 +174,7 @@ async function main() {
           lastDone = Math.max(lastDone, done);
           latencies.push(done - due);
           service.push(done - sentAt);
+          if (trace && level.record) trace.push([Math.round((performance.timeOrigin + due) * 10) / 10, Math.round((done - due) * 100) / 100]);
           inflight.delete(p);
           mine.delete(p);
         });
@@ -213,6 +217,7 @@ async function main() {
   }
   await Promise.all([...inflight]);
   await pool.close();
+  if (traceDir && trace) writeFileSync(`${traceDir}/loadgen-${process.pid}.json`, JSON.stringify(trace));
   const cpu = process.cpuUsage();
   const results = finish.map((f) => f());
   for (const r of results) r.generatorCpuSeconds = (cpu.user + cpu.system) / 1e6;

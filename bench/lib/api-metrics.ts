@@ -26,6 +26,8 @@ export interface ApiFigures {
   batch: Buckets;
   batchWrites: number;
   batchCallbacks: number;
+  /** Time of each inbox write (seconds): the log record synced, or the INSERT committed. */
+  write: Buckets;
   /** From receipt to the journey accepting the signal (seconds). */
   forwardDelay: Buckets;
   /** When this scrape was taken (performance.now()). */
@@ -78,6 +80,7 @@ export async function apiFigures(apiUrl: string): Promise<ApiFigures> {
     batch: bucketsOf(m, 'journey_api_inbox_append_batch_size'),
     batchWrites: sumOf(m, 'journey_api_inbox_append_batch_size_count'),
     batchCallbacks: sumOf(m, 'journey_api_inbox_append_batch_size_sum'),
+    write: bucketsOf(m, 'journey_api_inbox_write_seconds'),
     forwardDelay: bucketsOf(m, 'journey_api_callback_forward_delay_seconds'),
     at: performance.now(),
   };
@@ -103,6 +106,7 @@ export function diff(after: ApiFigures, before: ApiFigures): ApiFigures {
     batch: diffBuckets(after.batch, before.batch),
     batchWrites: after.batchWrites - before.batchWrites,
     batchCallbacks: after.batchCallbacks - before.batchCallbacks,
+    write: diffBuckets(after.write, before.write),
     forwardDelay: diffBuckets(after.forwardDelay, before.forwardDelay),
     at: after.at - before.at,
   };
@@ -148,6 +152,8 @@ export interface BatchSummary {
   p50: number | undefined;
   p99: number | undefined;
   max: number | undefined;
+  /** Each write's own time (the write histogram): bucket bounds, seconds; absent from results of older versions. */
+  writeSeconds?: { p50: number | undefined; p99: number | undefined; max: number | undefined };
 }
 
 export function batchSummary(d: ApiFigures): BatchSummary {
@@ -158,11 +164,17 @@ export function batchSummary(d: ApiFigures): BatchSummary {
     p50: bucketBound(d.batch, 0.5),
     p99: bucketBound(d.batch, 0.99),
     max: bucketMax(d.batch),
+    writeSeconds: { p50: bucketBound(d.write, 0.5), p99: bucketBound(d.write, 0.99), max: bucketMax(d.write) },
   };
 }
 
 export function fmtBatch(b: BatchSummary | undefined): string {
   if (!b || b.writes === 0) return '–';
   const bound = (v: number | undefined) => (v === undefined ? '–' : Number.isFinite(v) ? `≤ ${v}` : '> 1000');
-  return `${b.writes} writes, mean ${b.mean.toFixed(1)} (p50 ${bound(b.p50)}, p99 ${bound(b.p99)}, max ${bound(b.max)})`;
+  const w = b.writeSeconds;
+  const time =
+    w && w.p50 !== undefined
+      ? `; each write p50 ${fmtBoundSeconds(w.p50)}, p99 ${fmtBoundSeconds(w.p99)}, max ${fmtBoundSeconds(w.max)}`
+      : '';
+  return `${b.writes} writes, mean ${b.mean.toFixed(1)} (p50 ${bound(b.p50)}, p99 ${bound(b.p99)}, max ${bound(b.max)}${time})`;
 }

@@ -631,8 +631,9 @@ function webhookSection(r: Results, L: string[]): void {
       "bounded by the store's write time whatever the callback rate. Nothing in the answer waits for Temporal: the " +
       '**forwarder** signals the entries to their journeys in the background (`FORWARDER_CONCURRENCY` signals in ' +
       "flight, 16 by default; each journey's callbacks one at a time, in order; backing off while Temporal is away, " +
-      'up to `FORWARDER_MAX_BACKOFF_MS`). **Acknowledgements first**: while three or more webhook answers a ' +
-      'second are slower than `FORWARDER_ACK_PRESSURE_MS` (5 ms), the forwarder sends no new signal ' +
+      'up to `FORWARDER_MAX_BACKOFF_MS`). **Acknowledgements first**: three or more webhook answers within a ' +
+      'second slower than `FORWARDER_ACK_PRESSURE_MS` (5 ms) begin a surge, which lasts while the callbacks keep ' +
+      'coming at half the rate they came at when it began; during it the forwarder sends no new signal ' +
       '(each costs the Temporal server and the worker several milliseconds of CPU that the webhook shares on this ' +
       'machine), except for callbacks that have waited `FORWARDER_MAX_DEFER_MS` (10 s); so under a surge the ' +
       'callbacks wait in the inbox and are applied once it passes (the *ack -> applied* figures below).',

@@ -1,15 +1,23 @@
-// Whether the webhook is answering slowly right now: the forwarder sends no new signal while it is (see
-// InboxForwarder's `pressure`). Pressure is a few answers slower than the threshold within a second: one slow answer
-// now and then (a disk hiccup, a collector pause) is not a surge and must not hold the callbacks back, while a surge
-// (at 500/s a slow answer comes every few hundred milliseconds) keeps the forwarder quiet from its start to its end
-// instead of letting it wake the Temporal server in the gaps between slow answers.
+// Whether the webhook is under a surge right now: the forwarder sends no new signal while it is (see InboxForwarder's
+// `pressure`). A surge begins with a few answers slower than the threshold within a second: one slow answer now and
+// then (a disk hiccup, a collector pause) is not a surge and must not hold the callbacks back. Once begun, it lasts
+// while callbacks keep arriving at half the rate they came at when it began, slow answers or not: the answers are
+// fast again precisely because the forwarder went quiet, and a forwarder that woke at the first quiet second would
+// wake the Temporal server and the worker in the middle of the surge, slow the answers down and stop again, every
+// second until the surge ends. Where the webhook has CPU of its own, its answers never slow down and nothing is held.
 export class AckPressure {
   /** When the latest slow answers came (performance.now()), oldest first, at most `minSlow` of them. */
   readonly #slowAt: number[] = [];
+  /** Answers per tenth of the window, a ring over the last window: the current answer rate. */
+  readonly #counts = new Array<number>(10).fill(0);
+  /** The tenth of the window (a count since the clock's origin) the ring's latest slot is for. */
+  #tenth = Number.NEGATIVE_INFINITY;
+  /** Answers per window when the surge under way began (the highest seen while answers were slow); 0 if none. */
+  #surgeRate = 0;
 
   /**
    * @param thresholdMs an acknowledgement slower than this is slow; 0 turns the pacing off.
-   * @param minSlow slow answers within `windowMs` that make pressure.
+   * @param minSlow slow answers within `windowMs` that begin a surge.
    */
   constructor(
     readonly thresholdMs: number,
@@ -17,13 +25,50 @@ export class AckPressure {
     private readonly minSlow = 3,
   ) {}
 
+  /** One webhook answer and how long it took. */
   record(elapsedMs: number, now = performance.now()): void {
-    if (this.thresholdMs <= 0 || elapsedMs <= this.thresholdMs) return;
+    if (this.thresholdMs <= 0) return;
+    this.#advance(now);
+    this.#counts[this.#slotOf(this.#tenth)]! += 1;
+    if (elapsedMs <= this.thresholdMs) return;
     this.#slowAt.push(now);
     if (this.#slowAt.length > this.minSlow) this.#slowAt.shift();
+    if (this.#slow(now)) this.#surgeRate = Math.max(this.#surgeRate, this.#rate());
   }
 
   underPressure(now = performance.now()): boolean {
+    if (this.thresholdMs <= 0) return false;
+    this.#advance(now);
+    if (this.#slow(now)) {
+      this.#surgeRate = Math.max(this.#surgeRate, this.#rate());
+      return true;
+    }
+    if (this.#surgeRate > 0 && this.#rate() * 2 >= this.#surgeRate) return true;
+    this.#surgeRate = 0;
+    return false;
+  }
+
+  /** Answers within the last window. */
+  #rate(): number {
+    let sum = 0;
+    for (const n of this.#counts) sum += n;
+    return sum;
+  }
+
+  #slow(now: number): boolean {
     return this.#slowAt.length >= this.minSlow && now - this.#slowAt[0]! < this.windowMs;
+  }
+
+  #slotOf(tenth: number): number {
+    return ((tenth % 10) + 10) % 10;
+  }
+
+  /** Moves the ring to `now`, emptying the slots of the tenths that passed without an answer. */
+  #advance(now: number): void {
+    const tenth = Math.floor(now / (this.windowMs / 10));
+    if (tenth === this.#tenth) return;
+    const passed = Math.min(10, tenth - this.#tenth);
+    for (let i = 0; i < passed; i++) this.#counts[this.#slotOf(tenth - i)] = 0;
+    this.#tenth = tenth;
   }
 }

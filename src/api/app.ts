@@ -96,7 +96,10 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   const inbox =
     deps.inbox ??
     createInbox(config, sealer, {
-      onBatch: (size) => metrics.inboxAppendBatch.observe(size),
+      onBatch: (size, seconds) => {
+        metrics.inboxAppendBatch.observe(size);
+        metrics.inboxWriteSeconds.observe(seconds);
+      },
       onListenError: (err) => app.log.warn({ err }, 'inbox LISTEN connection lost; reconnecting'),
       now,
     });

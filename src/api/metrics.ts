@@ -60,6 +60,12 @@ export function createApiMetrics(
       buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
       registers,
     }),
+    inboxWriteSeconds: new Histogram({
+      name: 'journey_api_inbox_write_seconds',
+      help: 'Time of one durable inbox write (a group commit), from its start to stored: the log write and its sync, or the INSERT committed',
+      buckets: [0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    }),
     inboxFailures: new Counter({
       name: 'journey_api_inbox_failures_total',
       help: 'Callbacks the inbox could not store (answered 503), by what failed (inbox, dead_letters)',

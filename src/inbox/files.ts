@@ -145,7 +145,8 @@ export interface FileInboxOptions {
   segmentBytes?: number;
   /** Segments kept before the live entries of the oldest are carried forward: 8 unless set. */
   maxSegments?: number;
-  onBatch?: (size: number) => void;
+  /** Each group commit: callbacks it stored, and the time of its durable write (seconds). */
+  onBatch?: (size: number, seconds: number) => void;
   now?: () => Date;
 }
 
@@ -263,6 +264,7 @@ export class FileInbox implements CallbackInbox {
     for (const entries of [carried, appended]) if (entries.length > 0) records.push(this.#appendRecord(entries));
     if (settled.length > 0) records.push({ t: 's', ids: settled });
     let segment: Segment;
+    const started = performance.now();
     try {
       segment = await this.#log.write(records.map((r) => Buffer.from(JSON.stringify(r))));
     } catch (err) {
@@ -280,7 +282,7 @@ export class FileInbox implements CallbackInbox {
       segment.live += 1;
     }
     if (appended.length > 0) {
-      this.#o.onBatch?.(appended.length);
+      this.#o.onBatch?.(appended.length, (performance.now() - started) / 1000);
       for (const listener of this.#listeners) listener();
     }
   }

@@ -13,7 +13,8 @@ export class GroupCommit<T> {
   constructor(
     private readonly write: (batch: T[]) => Promise<void>,
     private readonly maxBatch = 1_000,
-    private readonly onBatch?: (size: number) => void,
+    /** After each write that succeeded: how many items it stored, and how long it took (seconds). */
+    private readonly onBatch?: (size: number, seconds: number) => void,
   ) {}
 
   add(item: T): Promise<void> {
@@ -38,8 +39,9 @@ export class GroupCommit<T> {
       while (this.#pending.length > 0) {
         const batch = this.#pending.splice(0, this.maxBatch);
         try {
+          const started = performance.now();
           await this.write(batch.map((p) => p.item));
-          this.onBatch?.(batch.length);
+          this.onBatch?.(batch.length, (performance.now() - started) / 1000);
           for (const p of batch) p.resolve();
         } catch (err) {
           for (const p of batch) p.reject(err);

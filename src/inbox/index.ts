@@ -13,8 +13,8 @@ export type { InboxForwarderOptions } from './forwarder';
 export { SignalThread } from './signaller';
 
 export interface InboxHooks {
-  /** Size of each group-commit write (for the batch histogram). */
-  onBatch?: (size: number) => void;
+  /** Each group-commit write: callbacks it stored and its time in seconds (for the batch and write histograms). */
+  onBatch?: (size: number, seconds: number) => void;
   onListenError?: (err: unknown) => void;
   now?: () => Date;
 }

@@ -35,7 +35,8 @@ export interface PostgresInboxOptions {
   /** An append (or any statement) that takes longer fails: the webhook answers 503 rather than hang. */
   statementTimeoutMs?: number;
   maxBatch?: number;
-  onBatch?: (size: number) => void;
+  /** Each group commit: callbacks it stored, and the time of its durable write (seconds). */
+  onBatch?: (size: number, seconds: number) => void;
   /** Errors of the background LISTEN connection (it reconnects by itself). */
   onListenError?: (err: unknown) => void;
   now?: () => Date;

@@ -88,6 +88,7 @@ describe('catalog pass-through (sandbox) and operations', () => {
     expect(metrics.body).toMatch(/journey_api_inbox_depth 0/);
     expect(metrics.body).toMatch(/journey_api_inbox_oldest_age_seconds 0/);
     expect(metrics.body).toMatch(/# TYPE journey_api_inbox_append_batch_size histogram/);
+    expect(metrics.body).toMatch(/# TYPE journey_api_inbox_write_seconds histogram/);
     expect(metrics.body).toMatch(/journey_api_dead_letters 0/);
     expect(metrics.body).toMatch(
       /journey_api_http_requests_total\{method="GET",route="\/v1\/catalog\/exams",status="200"\} \d/,

@@ -113,11 +113,20 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
 
   it('group-commits a burst: 200 simultaneous appends take a few writes, each durable when it resolves', async () => {
     const batches: number[] = [];
-    const burst = await h.open({ onBatch: (n) => batches.push(n) });
+    const writeTimes: number[] = [];
+    const burst = await h.open({
+      onBatch: (n, seconds) => {
+        batches.push(n);
+        writeTimes.push(seconds);
+      },
+    });
     const signals = Array.from({ length: 200 }, () => signalFor());
     await Promise.all(signals.map((s, i) => burst.append(`burst-${i % 20}`, s)));
     expect(batches.reduce((a, b) => a + b, 0)).toBe(200);
     expect(batches.length).toBeLessThanOrEqual(10);
+    // Each write's own time, in seconds (the write histogram): positive, and far from a millisecond read as seconds.
+    for (const t of writeTimes) expect(t).toBeGreaterThan(0);
+    expect(Math.max(...writeTimes)).toBeLessThan(5);
     expect((await burst.stats()).depth).toBe(200);
     // In arrival order per journey.
     const claim = await burst.claim(100, 100);

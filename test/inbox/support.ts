@@ -46,7 +46,7 @@ export function signalFor(patientExamId = 90_000 + ++sequence): CallbackSignal {
 export interface StoreHarness {
   kind: 'files' | 'postgres';
   /** A new inbox instance over the same storage (a restart, or another replica). */
-  open(options?: { keys?: EncryptionKey[]; onBatch?: (n: number) => void }): Promise<CallbackInbox>;
+  open(options?: { keys?: EncryptionKey[]; onBatch?: (n: number, seconds: number) => void }): Promise<CallbackInbox>;
   /** Everything the store holds at rest, as bytes (files' contents, or the tables' rows). */
   rawDump(): Promise<Buffer>;
   /** Empties the storage between tests. */

@@ -1,8 +1,14 @@
-// When the forwarder holds its signals back: a surge of slow acknowledgements, not one slow answer now and then.
+// When the forwarder holds its signals back: a surge that made the acknowledgements slow, for as long as the callbacks
+// keep coming; not one slow answer now and then, and not a high rate the webhook answers quickly.
 import { AckPressure } from '../../src/api/ack-pressure';
 
+/** Answers every `everyMs` from `from` to `to` (excluded), each taking `ms`. */
+function answers(p: AckPressure, from: number, to: number, everyMs: number, ms = 1): void {
+  for (let t = from; t < to; t += everyMs) p.record(ms, t);
+}
+
 describe('acknowledgement pressure', () => {
-  it('is three slow answers within a second, and lasts until the third-latest is a second old', () => {
+  it('begins with three slow answers within a second', () => {
     const p = new AckPressure(5);
     p.record(12, 0);
     p.record(2, 10);
@@ -10,19 +16,40 @@ describe('acknowledgement pressure', () => {
     expect(p.underPressure(150)).toBe(false);
     p.record(30, 400);
     expect(p.underPressure(450)).toBe(true);
-    // The surge goes on: fast answers in between do not end it.
-    p.record(1, 500);
-    p.record(7, 900);
-    expect(p.underPressure(1_050)).toBe(true);
-    // A second after the third-latest slow answer (100, of 100, 400, 900): over.
-    expect(p.underPressure(1_101)).toBe(false);
   });
 
-  it('ignores a slow answer now and then', () => {
+  it('lasts while callbacks keep coming at half the rate of its start, though the answers are fast again', () => {
+    const p = new AckPressure(5);
+    answers(p, 0, 1_000, 2); // 500 a second, fast
+    expect(p.underPressure(1_000)).toBe(false);
+    for (const t of [1_000, 1_001, 1_002]) p.record(20, t); // a stall: the surge begins at about 500 a second
+    expect(p.underPressure(1_003)).toBe(true);
+    answers(p, 1_003, 5_000, 2); // four more seconds at 500 a second, every answer fast
+    expect(p.underPressure(5_000)).toBe(true);
+    answers(p, 5_000, 7_000, 3); // 333 a second: still over half
+    expect(p.underPressure(7_000)).toBe(true);
+    answers(p, 7_000, 9_000, 10); // 100 a second: the surge has passed
+    expect(p.underPressure(9_000)).toBe(false);
+    // And it is over: a return to 500 a second of fast answers is no surge until answers are slow again.
+    answers(p, 9_000, 11_000, 2);
+    expect(p.underPressure(11_000)).toBe(false);
+  });
+
+  it('ends when the callbacks stop', () => {
+    const p = new AckPressure(5);
+    answers(p, 0, 1_000, 2);
+    for (const t of [1_000, 1_001, 1_002]) p.record(20, t);
+    expect(p.underPressure(1_500)).toBe(true);
+    // Nothing for a second after the last answer: the slow ones are a second old and the rate is zero.
+    expect(p.underPressure(2_010)).toBe(false);
+  });
+
+  it('ignores a slow answer now and then, and a high rate answered quickly', () => {
     const p = new AckPressure(5);
     for (let t = 0; t < 10_000; t += 700) {
       p.record(40, t);
-      expect(p.underPressure(t + 1)).toBe(false);
+      answers(p, t + 1, t + 700, 1);
+      expect(p.underPressure(t + 700)).toBe(false);
     }
   });
 
