@@ -174,7 +174,8 @@ async function main() {
           lastDone = Math.max(lastDone, done);
           latencies.push(done - due);
           service.push(done - sentAt);
-          if (trace && level.record) trace.push([Math.round((performance.timeOrigin + due) * 10) / 10, Math.round((done - due) * 100) / 100]);
+          if (trace && level.record)
+            trace.push([Math.round((performance.timeOrigin + due) * 10) / 10, Math.round((done - due) * 100) / 100]);
           inflight.delete(p);
           mine.delete(p);
         });
