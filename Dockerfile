@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image for the clinic API, the worker, the codec server and the exam-service sandbox; the command picks which:
-#   node dist/api/server.js | node dist/worker.js | node dist/codec/main.js | node dist/sandbox/main.js
+#   node --v8-pool-size=1 dist/api/server.js | node dist/worker.js | node dist/codec/main.js | node dist/sandbox/main.js
 # Debian, not Alpine: the worker's native Temporal core (@temporalio/core-bridge) ships glibc builds only.
 ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 
@@ -40,4 +40,4 @@ COPY package.json ./
 USER node
 # API, codec server, sandbox (the worker listens on nothing).
 EXPOSE 3000 8888 4010
-CMD ["node", "dist/api/server.js"]
+CMD ["node", "--v8-pool-size=1", "dist/api/server.js"]

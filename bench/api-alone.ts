@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
+import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { startPostgres } from '../scripts/lib/postgres-server';
 import { buildApp } from '../src/api/app';
 import { loadConfig } from '../src/config';
@@ -107,7 +108,11 @@ export async function apiAlone(o: {
         DATA_DIR: path.join(work, `data-${store}`),
       };
       if (store === 'postgres') env.INBOX_DATABASE_URL = await ownDatabase(o.postgres!.url);
-      const api = spawnTs(`api-alone-${store}`, 'bench/api-alone.ts', ['--serve'], { logDir: o.logDir, env });
+      const api = spawnTs(`api-alone-${store}`, 'bench/api-alone.ts', ['--serve'], {
+        logDir: o.logDir,
+        env,
+        nodeArgs: [...API_NODE_FLAGS],
+      });
       const origin = `http://127.0.0.1:${PORT}`;
       try {
         await waitFor('the API', () => httpOk(`${origin}/healthz`), 60_000);

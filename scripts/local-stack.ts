@@ -2,6 +2,7 @@
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { waitForPort } from './lib/managed-process';
@@ -176,7 +177,7 @@ async function main() {
     waitForPort(ports.codec, 'codec', { gaveUp: stopped }),
   ]);
   start('worker', process.execPath, [require.resolve('tsx/cli'), 'src/worker.ts'], env);
-  start('api', process.execPath, [require.resolve('tsx/cli'), 'src/api/server.ts'], env);
+  start('api', process.execPath, [...API_NODE_FLAGS, '--import', 'tsx', 'src/api/server.ts'], env);
   await waitForPort(ports.api, 'api', { gaveUp: stopped });
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);

@@ -8,6 +8,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { startPostgres, type PostgresServer } from '../../scripts/lib/postgres-server';
 import { searchAttributeTypeName } from '../../scripts/lib/stack-secrets';
 import { apiFigures } from './api-metrics';
@@ -330,7 +331,8 @@ export class BenchStack {
     const child = spawnTs(`api-${++this.#apiStarts}-${store}`, 'src/api/server.ts', [], {
       logDir: this.o.logDir,
       env: { ...this.env, ...inboxEnv, ...this.apiDevEnv, ...extraEnv },
-      nodeArgs,
+      // The flags the API runs with everywhere (src/api/node-flags.ts), then the development ones.
+      nodeArgs: [...API_NODE_FLAGS, ...nodeArgs],
     });
     this.api = child;
     this.apiStore = store;

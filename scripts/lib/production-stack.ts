@@ -8,6 +8,7 @@
 // orchestrator would.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
@@ -304,7 +305,7 @@ export class ProductionStack {
       const a = this.#process(
         name,
         process.execPath,
-        [...tsx, 'src/api/server.ts'],
+        [...API_NODE_FLAGS, ...tsx, 'src/api/server.ts'],
         {
           ...engineEnv(name),
           API_PORT: String(port),

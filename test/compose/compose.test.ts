@@ -11,6 +11,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import type { Payload } from '@temporalio/common';
 import { Client as PgClient } from 'pg';
 import YAML from 'yaml';
+import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { buildCodecServer } from '../../src/codec/server';
 import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig, type Config } from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
@@ -148,7 +149,7 @@ describe('docker-compose.yml', () => {
     for (const [name, entry] of Object.entries(commands)) {
       const s = svc(name);
       expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile' });
-      expect(s.command).toEqual(['node', entry]);
+      expect(s.command).toEqual(['node', ...(name.startsWith('api-') ? API_NODE_FLAGS : []), entry]);
       images.add(s.image);
       // tsconfig.build.json compiles src/ into dist/: the entry point has its source.
       expect(existsSync(path.join(ROOT, entry.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);

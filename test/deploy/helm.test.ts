@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
+import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig } from '../../src/config';
 import { parseDotenv } from '../compose/compose-file';
 
@@ -252,9 +253,15 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     for (const [name, entry] of Object.entries(entries)) {
       const c = containerOf(objects, name as keyof typeof entries);
       expect(c.image).toBe(`patient-journey-engine:${pkg.version}`);
-      expect(c.command).toEqual(['node', entry]);
+      expect(c.command).toEqual(['node', ...(name === 'api' ? API_NODE_FLAGS : []), entry]);
       expect(existsSync(path.join(ROOT, entry.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
     }
+    // The image's default command and `npm run api` start the API with the same flags.
+    const flags = API_NODE_FLAGS.map((f) => `"${f}", `).join('');
+    expect(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')).toContain(`CMD ["node", ${flags}"dist/api/server.js"]`);
+    expect((pkg as unknown as { scripts: Record<string, string> }).scripts.api).toBe(
+      `node ${API_NODE_FLAGS.join(' ')} --import tsx src/api/server.ts`,
+    );
     const digest = `sha256:${'a'.repeat(64)}`;
     const pinned = render({ 'image.repository': 'registry.local/pje', 'image.digest': digest });
     expect(containerOf(pinned, 'worker').image).toBe(`registry.local/pje@${digest}`);

@@ -7,6 +7,7 @@ import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'n
 import net from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { API_NODE_FLAGS } from '../../../src/api/node-flags';
 import { loadConfig } from '../../../src/config';
 import { DEMO_API_KEY } from '../../../src/sandbox/seed';
 import { dataConverterOf } from '../../../src/temporal';
@@ -319,7 +320,12 @@ export class FaultStack {
       { ...tsx('src/worker.ts'), env: this.env },
       path.join(logs, 'worker.log'),
     );
-    this.api = new ManagedProcess('api', { ...tsx('src/api/server.ts'), env: this.env }, path.join(logs, 'api.log'));
+    const api = tsx('src/api/server.ts');
+    this.api = new ManagedProcess(
+      'api',
+      { command: api.command, args: [...API_NODE_FLAGS, ...api.args], env: this.env },
+      path.join(logs, 'api.log'),
+    );
   }
 
   /** Starts everything and waits until each part answers. */
