@@ -127,6 +127,22 @@ export function bucketBound(b: Buckets, q: number): number | undefined {
   return Infinity;
 }
 
+/**
+ * The bucket bound just below the q-quantile: the quantile is above it (0 when it is in the first bucket); with
+ * bucketBound, the range it lies in.
+ */
+export function bucketFloor(b: Buckets, q: number): number | undefined {
+  const entries = sorted(b);
+  const total = entries.at(-1)?.[1] ?? 0;
+  if (total === 0) return undefined;
+  let below = 0;
+  for (const [le, n] of entries) {
+    if (n >= q * total) return below;
+    below = le;
+  }
+  return below;
+}
+
 /** The largest finite bound below which nothing fell above: "max ≤ x" (Infinity when the top bucket was used). */
 export function bucketMax(b: Buckets): number | undefined {
   const entries = sorted(b);

@@ -14,7 +14,7 @@ import type {
   WebhookLevel,
   WebhookResults,
 } from '../phases/webhook';
-import { fmtBatch, fmtBoundSeconds } from './api-metrics';
+import { bucketFloor, fmtBatch, fmtBoundSeconds } from './api-metrics';
 import type { Options } from './context';
 import type { DeliveryCheck, RawSignalRun } from './deliveries';
 import type { loadAverage, Machine } from './machine';
@@ -311,7 +311,20 @@ function developmentTuning(r: Results): string[] {
       'a time. | The full run of 2026-11-23 16:12 UTC: 500/s p99 files 37.7 ms, PostgreSQL 19.8 ms, the Temporal ' +
       "server 45 % and the worker 32 % of a core during the load, the API's event loop waiting for a CPU 22 %; bursts " +
       'of 200 with Temporal up p99 133.0 and 133.5 ms, PostgreSQL with Temporal stopped 125.7 ms (3 of 4 missed) | ' +
-      'This run: the Targets table above and section 1 |',
+      'The full run of 2026-11-24 03:04 UTC: 500/s p99 files 12.2 ms, PostgreSQL 19.7 ms; bursts of 200 met in ' +
+      'all four conditions (p99 67.7 to 83.4 ms) |',
+    '| **A surge holds the forwarder until it has passed, and the API runs with one V8 background thread** ' +
+      '(src/api/ack-pressure.ts, src/api/node-flags.ts; 2026-11-24). Per-request traces of the load generator beside ' +
+      "the API's threads (schedstat) and its inbox writes showed the stalls at 500/s coming every 1.1 s: the " +
+      'pressure ended at the first second without three slow answers (quiet because the forwarder had stopped), ' +
+      'the forwarder sent 10 to 60 signals, the Temporal server and the worker took both cores for 100-300 ms, and ' +
+      'the webhook stalled 20-30 ms. Now the surge lasts while callbacks keep coming at half the rate it began at. ' +
+      "And V8's four background threads (collector helpers, optimizing compiler), runnable at once after a burst " +
+      "of work, kept the API's event loop waiting for a CPU: `--v8-pool-size=1` wherever the API is started. | " +
+      'The full run of 2026-11-24 03:04 UTC: 500/s p99 files 12.2 ms, PostgreSQL 19.7 ms; 100/s p99 10.2 and ' +
+      '18.7 ms; quick paired runs (files, 500/s) with four V8 threads p99 12.7 and 7.1 ms, p99.9 22.2 and 17.1 ms | ' +
+      'This run: the Targets table above and section 1; quick paired runs with one V8 thread p99 7.0 and 6.4 ms, ' +
+      'p99.9 9.6 and 8.3 ms |',
     '| **`WORKER_MAX_CACHED_WORKFLOWS` default 1,000 instead of 2,000** (src/config.ts). Each cached journey costs the ' +
       'worker 0.2 to 0.3 MiB, and the cache, not the number of parked journeys, sets its RSS (the in-run A/B in ' +
       'section 3 repeats the comparison). Patients wake their ' +
@@ -422,6 +435,15 @@ function verdictFor(r: Results, l: WebhookLevel, q: 'p99' | 'max', limit: number
   const stack = ['temporal', 'worker'].reduce((a, k) => a + (l.cpu[k] ?? 0), 0);
   const reasons: string[] = [];
   let cpu = false;
+  let storage = !!probe && probe.latencyMs[q] >= limit;
+  const writeAbove = (bucketFloor(l.figures.write ?? {}, 0.99) ?? 0) * 1000;
+  if (q === 'p99' && writeAbove * 2 >= limit) {
+    storage = true;
+    reasons.push(
+      `the inbox's own writes during this level had their p99 over ${ms(writeAbove)} (its write histogram) and a ` +
+        `callback can wait for two of them: the storage under this load sets a floor at about ${ms(limit)}`,
+    );
+  }
   if (probe && probe.latencyMs[q] >= limit) {
     reasons.push(
       `one durable write on its own already takes ${q} ${ms(probe.latencyMs[q])} on this disk and every 200 waits ` +
@@ -465,13 +487,37 @@ function verdictFor(r: Results, l: WebhookLevel, q: 'p99' | 'max', limit: number
             'one event loop, which the load and the forwarder keep busy',
     );
   }
-  const fix = cpu
-    ? ' What would meet it: cores for the API that the Temporal server and the worker do not compete for (its own ' +
-      'machine or a container with CPU reserved; the 2-core machine here holds the whole stack and the load generator).'
-    : probe && probe.latencyMs[q] >= limit
-      ? ' What would meet it: storage with a faster flush (local NVMe with power-loss protection).'
+  const cores =
+    'cores for the API that the Temporal server and the worker do not compete for (its own machine or a container ' +
+    'with CPU reserved; the 2-core machine here holds the whole stack and the load generator)';
+  const disk = 'storage with a faster flush (local NVMe with power-loss protection)';
+  const fix =
+    cpu || storage
+      ? ` What would meet it: ${[cpu ? cores : '', storage ? disk : ''].filter(Boolean).join('; and ')}.`
       : '';
   return `Measured: ${reasons.join('; ')}.${fix}`;
+}
+
+/**
+ * The inbox's writes during the level itself (the API's write histogram), against 3x the bare route: a callback that
+ * arrives while a write is under way waits for the rest of it and then for the write that carries it.
+ */
+function underLoad(l: WebhookLevel, bare: number): string {
+  const w = l.batch.writeSeconds;
+  if (!w || w.p99 === undefined) return '';
+  const above = (bucketFloor(l.figures.write ?? {}, 0.99) ?? 0) * 1000;
+  const text =
+    `. During this level each write itself took p50 ${fmtBoundSeconds(w.p50)} and p99 ${fmtBoundSeconds(w.p99)}` +
+    (above > 0 ? ` (over ${ms(above)})` : '') +
+    ` (the API's write histogram), and a callback that arrives while a write is under way waits for the rest of it, ` +
+    'then for the write that carries it';
+  return above >= 3 * bare
+    ? `${text}: the write under this load alone is over 3x the bare route's p99 (${ms(3 * bare)}), so the storage ` +
+        "on this machine's disk sets a floor above the target"
+    : above * 2 >= 3 * bare
+      ? `${text}: two such writes in a row are over 3x the bare route's p99 (${ms(3 * bare)}), so the storage under ` +
+        'this load sets a floor at about the target'
+      : text;
 }
 
 /** What stands in the way of each missed target, from this run's own figures. */
@@ -511,8 +557,9 @@ function analysis(r: Results): string[] {
               ? `the median durable write alone is ${(floor / bare).toFixed(1)}x the bare route's p99, so 3x the bare route is below the floor of a durable acknowledgement on this machine`
               : probe!.latencyMs.p99 >= 3 * bare
                 ? `its p99 alone is ${(probe!.latencyMs.p99 / bare).toFixed(1)}x the bare route's p99, so a durable acknowledgement cannot keep its p99 within 3x here even with nothing else running`
-                : `within 3x of the bare route even at its p99, so the write is not what stands in the way`)
+                : `within 3x of the bare route even at its p99 with the machine idle`)
           : '') +
+        underLoad(l, bare) +
         (down
           ? `. With Temporal stopped the same API and inbox answered 500/s with p99 ${ms(down.api.latencyMs.p99)} = ` +
             `${(down.api.latencyMs.p99 / bare).toFixed(1)}x the bare route`
