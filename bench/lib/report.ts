@@ -455,8 +455,12 @@ function verdictFor(r: Results, l: WebhookLevel, q: 'p99' | 'max', limit: number
     reasons.push(
       `with Temporal stopped, the same API on the same inbox met it in this run (${q} ${ms(down.api.latencyMs[q])}, ` +
         `its event loop waiting for a CPU ${pct(down.cpu['api/main-waiting-for-cpu'] ?? 0)} of the time): what ` +
-        `Temporal up adds is the Temporal server and the worker applying the signals (${pct(stack)} of a core here) ` +
-        "and the forwarder's signalling inside the API, all on the same cores as the webhook",
+        `Temporal up adds is the Temporal server and the worker running beside the webhook (${pct(stack)} of a ` +
+        "core here), on the same cores and, for the Temporal server's own store, the same disk" +
+        (l.forwardRate !== undefined
+          ? ` (the forwarder signalled ${l.figures.accepted - l.depthAfter} of the ${l.figures.accepted} ` +
+            'callbacks during the load, holding the rest for the surge)'
+          : ''),
     );
   }
   if (alone && alone.latencyMs[q] < limit) {
@@ -502,15 +506,21 @@ function verdictFor(r: Results, l: WebhookLevel, q: 'p99' | 'max', limit: number
  * The inbox's writes during the level itself (the API's write histogram), against 3x the bare route: a callback that
  * arrives while a write is under way waits for the rest of it and then for the write that carries it.
  */
-function underLoad(l: WebhookLevel, bare: number): string {
+function underLoad(l: WebhookLevel, bare: number, down: WebhookLevel | undefined): string {
   const w = l.batch.writeSeconds;
   if (!w || w.p99 === undefined) return '';
   const above = (bucketFloor(l.figures.write ?? {}, 0.99) ?? 0) * 1000;
+  const stopped = down?.batch.writeSeconds?.p99;
   const text =
     `. During this level each write itself took p50 ${fmtBoundSeconds(w.p50)} and p99 ${fmtBoundSeconds(w.p99)}` +
     (above > 0 ? ` (over ${ms(above)})` : '') +
-    ` (the API's write histogram), and a callback that arrives while a write is under way waits for the rest of it, ` +
-    'then for the write that carries it';
+    ` (the API's write histogram)` +
+    (stopped !== undefined && stopped < w.p99
+      ? `, against p99 ${fmtBoundSeconds(stopped)} at the same rate with Temporal stopped (the Temporal server's own ` +
+        'store, on the same disk here, flushes beside the inbox)'
+      : '') +
+    ', and a callback that arrives while a write is under way waits for the rest of it, then for the write that ' +
+    'carries it';
   return above >= 3 * bare
     ? `${text}: the write under this load alone is over 3x the bare route's p99 (${ms(3 * bare)}), so the storage ` +
         "on this machine's disk sets a floor above the target"
@@ -559,7 +569,7 @@ function analysis(r: Results): string[] {
                 ? `its p99 alone is ${(probe!.latencyMs.p99 / bare).toFixed(1)}x the bare route's p99, so a durable acknowledgement cannot keep its p99 within 3x here even with nothing else running`
                 : `within 3x of the bare route even at its p99 with the machine idle`)
           : '') +
-        underLoad(l, bare) +
+        underLoad(l, bare, down) +
         (down
           ? `. With Temporal stopped the same API and inbox answered 500/s with p99 ${ms(down.api.latencyMs.p99)} = ` +
             `${(down.api.latencyMs.p99 / bare).toFixed(1)}x the bare route`
