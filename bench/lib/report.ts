@@ -530,6 +530,17 @@ function underLoad(l: WebhookLevel, bare: number, down: WebhookLevel | undefined
       : text;
 }
 
+/** The API alone (nothing else running) at 500/s against 3x the bare route, when it did not meet it either. */
+function aloneAgainstBare(r: Results, store: InboxStore, bare: number): string {
+  const alone = aloneAt(r, store, 500);
+  if (!alone || alone.latencyMs.p99 <= 3 * bare) return '';
+  return (
+    `. The API alone (a fake Temporal, no Temporal server, worker or sandbox running) answered 500/s on this store ` +
+    `with p99 ${ms(alone.latencyMs.p99)} = ${(alone.latencyMs.p99 / bare).toFixed(1)}x this bare route: a durable ` +
+    'acknowledgement does not keep within 3x of a route that writes nothing on this machine even without the stack'
+  );
+}
+
 /** What stands in the way of each missed target, from this run's own figures. */
 function analysis(r: Results): string[] {
   const out: string[] = [];
@@ -570,6 +581,7 @@ function analysis(r: Results): string[] {
                 : `within 3x of the bare route even at its p99 with the machine idle`)
           : '') +
         underLoad(l, bare, down) +
+        aloneAgainstBare(r, store, bare) +
         (down
           ? `. With Temporal stopped the same API and inbox answered 500/s with p99 ${ms(down.api.latencyMs.p99)} = ` +
             `${(down.api.latencyMs.p99 / bare).toFixed(1)}x the bare route`
