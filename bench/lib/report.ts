@@ -318,7 +318,8 @@ function developmentTuning(r: Results): string[] {
       "the API's threads (schedstat) and its inbox writes showed the stalls at 500/s coming every 1.1 s: the " +
       'pressure ended at the first second without three slow answers (quiet because the forwarder had stopped), ' +
       'the forwarder sent 10 to 60 signals, the Temporal server and the worker took both cores for 100-300 ms, and ' +
-      'the webhook stalled 20-30 ms. Now the surge lasts while callbacks keep coming at half the rate it began at. ' +
+      'the webhook stalled 20-30 ms. Now the surge lasts while callbacks keep coming at half the rate it began at ' +
+      '(at most `FORWARDER_MAX_DEFER_MS` after the answers were last slow). ' +
       "And V8's four background threads (collector helpers, optimizing compiler), runnable at once after a burst " +
       "of work, kept the API's event loop waiting for a CPU: `--v8-pool-size=1` wherever the API is started. | " +
       'The full run of 2026-11-24 03:04 UTC: 500/s p99 files 12.2 ms, PostgreSQL 19.7 ms; 100/s p99 10.2 and ' +
@@ -702,7 +703,8 @@ function webhookSection(r: Results, L: string[]): void {
       "flight, 16 by default; each journey's callbacks one at a time, in order; backing off while Temporal is away, " +
       'up to `FORWARDER_MAX_BACKOFF_MS`). **Acknowledgements first**: three or more webhook answers within a ' +
       'second slower than `FORWARDER_ACK_PRESSURE_MS` (5 ms) begin a surge, which lasts while the callbacks keep ' +
-      'coming at half the rate they came at when it began; during it the forwarder sends no new signal ' +
+      'coming at half the rate they came at when it began (at most `FORWARDER_MAX_DEFER_MS`, 10 s, after the ' +
+      'answers were last slow); during it the forwarder sends no new signal ' +
       '(each costs the Temporal server and the worker several milliseconds of CPU that the webhook shares on this ' +
       'machine), except for callbacks that have waited `FORWARDER_MAX_DEFER_MS` (10 s); so under a surge the ' +
       'callbacks wait in the inbox and are applied once it passes (the *ack -> applied* figures below).',
@@ -809,7 +811,9 @@ function webhookSection(r: Results, L: string[]): void {
         'fresh Node process hands its first requests over several times slower; the exam service is a sender that ' +
         'has been running); ' +
         `${bursts[0]!.bursts.length} bursts per condition, the figures over all of them; with Temporal up after the ` +
-        'levels (each burst into an empty inbox), and with Temporal stopped after the outage levels (the backlog ' +
+        'levels (each burst into an empty inbox, once the Temporal server and the worker had gone quiet: under 30 % ' +
+        'of a core together, the journeys done applying the levels before), and with Temporal stopped after the ' +
+        'outage levels (the backlog ' +
         'waiting). *Writes*: inbox writes each burst took; *bare route*: the same bursts against the bare route just ' +
         'before, the floor of the generator and the HTTP exchange on this machine; *new connections*: one more burst ' +
         `each whose ${bursts[0]!.size} connections the burst itself opened (API / bare route).`,

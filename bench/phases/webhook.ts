@@ -377,8 +377,12 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
     return runs[0]!.latencySamples ?? [];
   };
   const apiBurst = async (warm: boolean) => {
-    // Temporal up: each burst from the same state, the forwarder idle (stopped: the backlog waits anyway).
-    if (temporal === 'up') await waitInboxEmpty(ctx, 60_000);
+    // Temporal up: each burst from the same state, the forwarder idle and the journeys done applying what it sent
+    // (the Temporal server and the worker quiet); stopped: the backlog waits anyway.
+    if (temporal === 'up') {
+      await waitInboxEmpty(ctx, 60_000);
+      await waitQuiet(ctx, 0.3, 30_000);
+    }
     // BURST callbacks, one per journey while there are enough journeys (a different one of its two each burst).
     const targets = burstTargets(hooks.bursts++ % 2);
     const before = await apiFigures(stack.apiUrl);

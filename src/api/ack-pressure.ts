@@ -4,7 +4,10 @@
 // while callbacks keep arriving at half the rate they came at when it began, slow answers or not: the answers are
 // fast again precisely because the forwarder went quiet, and a forwarder that woke at the first quiet second would
 // wake the Temporal server and the worker in the middle of the surge, slow the answers down and stop again, every
-// second until the surge ends. Where the webhook has CPU of its own, its answers never slow down and nothing is held.
+// second until the surge ends. It lasts at most `holdMs` after the answers were last slow, so a steady stream of
+// callbacks that once had a slow second does not hold the forwarder for good: after that long the held callbacks are
+// due anyway (FORWARDER_MAX_DEFER_MS). Where the webhook has CPU of its own, its answers never slow down and nothing
+// is held.
 export class AckPressure {
   /** When the latest slow answers came (performance.now()), oldest first, at most `minSlow` of them. */
   readonly #slowAt: number[] = [];
@@ -14,13 +17,17 @@ export class AckPressure {
   #tenth = Number.NEGATIVE_INFINITY;
   /** Answers per window when the surge under way began (the highest seen while answers were slow); 0 if none. */
   #surgeRate = 0;
+  /** When the answers were last slow (a surge's evidence). */
+  #lastSlowAt = Number.NEGATIVE_INFINITY;
 
   /**
    * @param thresholdMs an acknowledgement slower than this is slow; 0 turns the pacing off.
+   * @param holdMs how long a surge lasts after the answers were last slow, while the callbacks keep coming.
    * @param minSlow slow answers within `windowMs` that begin a surge.
    */
   constructor(
     readonly thresholdMs: number,
+    private readonly holdMs = 10_000,
     private readonly windowMs = 1_000,
     private readonly minSlow = 3,
   ) {}
@@ -33,19 +40,24 @@ export class AckPressure {
     if (elapsedMs <= this.thresholdMs) return;
     this.#slowAt.push(now);
     if (this.#slowAt.length > this.minSlow) this.#slowAt.shift();
-    if (this.#slow(now)) this.#surgeRate = Math.max(this.#surgeRate, this.#rate());
+    if (this.#slow(now)) this.#surge(now);
   }
 
   underPressure(now = performance.now()): boolean {
     if (this.thresholdMs <= 0) return false;
     this.#advance(now);
     if (this.#slow(now)) {
-      this.#surgeRate = Math.max(this.#surgeRate, this.#rate());
+      this.#surge(now);
       return true;
     }
-    if (this.#surgeRate > 0 && this.#rate() * 2 >= this.#surgeRate) return true;
+    if (this.#surgeRate > 0 && this.#rate() * 2 >= this.#surgeRate && now - this.#lastSlowAt < this.holdMs) return true;
     this.#surgeRate = 0;
     return false;
+  }
+
+  #surge(now: number): void {
+    this.#surgeRate = Math.max(this.#surgeRate, this.#rate());
+    this.#lastSlowAt = now;
   }
 
   /** Answers within the last window. */

@@ -104,7 +104,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       now,
     });
   await inbox.init();
-  const ackPressure = new AckPressure(config.forwarder.ackPressureMs);
+  const ackPressure = new AckPressure(config.forwarder.ackPressureMs, config.forwarder.maxDeferMs);
   const forwarder = new InboxForwarder({
     inbox,
     temporal: deps.temporal,

@@ -35,6 +35,21 @@ describe('acknowledgement pressure', () => {
     expect(p.underPressure(11_000)).toBe(false);
   });
 
+  it('lasts at most the hold after the answers were last slow, however steady the callbacks', () => {
+    const p = new AckPressure(5, 10_000);
+    for (const t of [0, 1, 2]) p.record(20, t);
+    answers(p, 3, 9_990, 2);
+    expect(p.underPressure(9_990)).toBe(true);
+    answers(p, 9_990, 10_010, 2);
+    expect(p.underPressure(10_010)).toBe(false);
+    // Slow again: a new surge, with a hold of its own.
+    for (const t of [12_000, 12_001, 12_002]) p.record(20, t);
+    answers(p, 12_003, 20_000, 2);
+    expect(p.underPressure(20_000)).toBe(true);
+    answers(p, 20_000, 22_100, 2);
+    expect(p.underPressure(22_100)).toBe(false);
+  });
+
   it('ends when the callbacks stop', () => {
     const p = new AckPressure(5);
     answers(p, 0, 1_000, 2);
