@@ -36,7 +36,7 @@ export class AckPressure {
   record(elapsedMs: number, now = performance.now()): void {
     if (this.thresholdMs <= 0) return;
     this.#advance(now);
-    this.#counts[this.#slotOf(this.#tenth)]! += 1;
+    this.#counts[this.#tenth % 10]! += 1;
     if (elapsedMs <= this.thresholdMs) return;
     this.#slowAt.push(now);
     if (this.#slowAt.length > this.minSlow) this.#slowAt.shift();
@@ -71,16 +71,12 @@ export class AckPressure {
     return this.#slowAt.length >= this.minSlow && now - this.#slowAt[0]! < this.windowMs;
   }
 
-  #slotOf(tenth: number): number {
-    return ((tenth % 10) + 10) % 10;
-  }
-
   /** Moves the ring to `now`, emptying the slots of the tenths that passed without an answer. */
   #advance(now: number): void {
     const tenth = Math.floor(now / (this.windowMs / 10));
     if (tenth === this.#tenth) return;
-    const passed = Math.min(10, tenth - this.#tenth);
-    for (let i = 0; i < passed; i++) this.#counts[this.#slotOf(tenth - i)] = 0;
+    if (tenth - this.#tenth >= 10) this.#counts.fill(0);
+    else for (let t = this.#tenth + 1; t <= tenth; t++) this.#counts[t % 10] = 0;
     this.#tenth = tenth;
   }
 }
