@@ -2,7 +2,7 @@
 # One image for the clinic API, the worker, the codec server and the exam-service sandbox; the command picks which:
 #   node --v8-pool-size=1 dist/api/server.js | node dist/worker.js | node dist/codec/main.js | node dist/sandbox/main.js
 # Debian, not Alpine: the worker's native Temporal core (@temporalio/core-bridge) ships glibc builds only.
-ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # Production dependencies only, for the final image.
 FROM ${NODE_IMAGE} AS deps

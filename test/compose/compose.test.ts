@@ -737,7 +737,7 @@ describe('the image', () => {
     const stages = dockerfile.match(/^FROM /gm) ?? [];
     expect(stages.length).toBeGreaterThanOrEqual(2);
     expect(dockerfile).toContain('RUN npx tsc -p tsconfig.build.json');
-    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:20\.\d+\.\d+-bookworm-slim$/m);
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:24\.\d+\.\d+-bookworm-slim$/m);
     const final = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     expect(final).toMatch(/^USER node$/m);
     // node:*-slim has no root certificates; the worker's native Temporal connection needs them for TLS.
@@ -745,6 +745,19 @@ describe('the image', () => {
     expect(final).toMatch(/COPY --from=build \/app\/dist \.\/dist/);
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
     expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json');
+  });
+
+  test('runs the Node.js 24 LTS release CI tests on, inside the range package.json supports', () => {
+    const image = /^ARG NODE_IMAGE=node:(\d+\.\d+\.\d+)-bookworm-slim$/m.exec(dockerfile)![1]!;
+    const installed = /^version="\$\{1:-(\d+\.\d+\.\d+)\}"$/m.exec(read('scripts/install-node.sh'))![1]!;
+    expect(image).toBe(installed);
+    const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
+    expect(pkg.engines.node).toBe('>=24.11.0');
+    const [major, minor] = image.split('.').map(Number);
+    expect(major).toBe(24);
+    expect(minor).toBeGreaterThanOrEqual(11);
+    // The lowest supported release is the one CI's smoke run installs.
+    expect(read('.ci/run')).toContain('scripts/install-node.sh 24.11.0');
   });
 
   test('finds in the build context what it copies from it', () => {
