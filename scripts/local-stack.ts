@@ -1,11 +1,12 @@
 // The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { waitForPort } from './lib/managed-process';
+import { PART_LOG_ENV, StackLog, unsupportedNode } from './lib/stack-log';
 import {
   DEMO_CLINIC_ID,
   DEMO_CLINIC_TOKEN,
@@ -30,6 +31,20 @@ const ports = {
 const workerMetricsAddress =
   process.env.WORKER_METRICS_ADDRESS ?? `127.0.0.1:${Number(process.env.WORKER_METRICS_PORT ?? 9464)}`;
 const workerMetricsOff = ['', 'off'].includes(workerMetricsAddress.trim().toLowerCase());
+const log = (() => {
+  try {
+    return new StackLog();
+  } catch (err) {
+    console.error(`[stack] ${err instanceof Error ? err.message : String(err)}`);
+    return process.exit(2);
+  }
+})();
+const unsupported = unsupportedNode();
+if (unsupported) {
+  log.say(unsupported, 'error');
+  process.exit(2);
+}
+const say = (message: string) => log.say(message);
 /**
  * Another exam service for the demo clinic (a clinic's test account at the live service, or a sandbox run on its
  * own): the stack then starts no sandbox, and the key is the clinic's for that service.
@@ -38,7 +53,7 @@ const external = (() => {
   try {
     return externalExamService(process.env);
   } catch (err) {
-    console.error(`[stack] ${err instanceof Error ? err.message : String(err)}`);
+    log.say(err instanceof Error ? err.message : String(err), 'error');
     return process.exit(2);
   }
 })();
@@ -47,10 +62,6 @@ export { DEMO_CLINIC_ID, DEMO_CLINIC_TOKEN, LOCAL_ADMIN_TOKEN };
 const children: { name: string; proc: ChildProcess }[] = [];
 let stopping = false;
 const stopped = () => (stopping ? 'the stack is stopping' : undefined);
-
-function say(message: string) {
-  console.log(`[stack] ${message}`);
-}
 
 /** Local secrets and the demo clinic, made once and kept in the git-ignored data folder. */
 function localConfig(): Record<string, string> {
@@ -84,19 +95,12 @@ function start(name: string, command: string, args: string[], env: Record<string
   const proc = spawn(command, args, {
     cwd: root,
     // The API's and the worker's JSON lines at info (journey and workflow ids, never PHI); LOG_LEVEL sets another.
-    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env, ...PART_LOG_ENV },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
-  const prefix = (chunk: Buffer) =>
-    chunk
-      .toString()
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => `[${name}] ${line}\n`)
-      .join('');
-  proc.stdout?.on('data', (c: Buffer) => process.stdout.write(prefix(c)));
-  proc.stderr?.on('data', (c: Buffer) => process.stderr.write(prefix(c)));
+  log.follow(name, proc.stdout, 'stdout');
+  log.follow(name, proc.stderr, 'stderr');
   proc.on('exit', (code, signal) => {
     if (stopping) return;
     say(`${name} exited (${signal ?? code}); stopping the stack`);
@@ -131,8 +135,8 @@ async function stop(code: number) {
 
 async function main() {
   say('checking the Temporal tools (installed into .tools/ on first run)...');
-  const tools = spawnSync('bash', [path.join(root, 'scripts/install-temporal-tools.sh')], { stdio: 'inherit' });
-  if (tools.status !== 0) throw new Error('installing the Temporal tools failed');
+  const tools = await log.run('tools', 'bash', [path.join(root, 'scripts/install-temporal-tools.sh')]);
+  if (tools !== 0) throw new Error('installing the Temporal tools failed');
 
   const env = localConfig();
   // The key lives in the clinics file only: the processes get none of it through their environment.
@@ -218,6 +222,6 @@ process.on('exit', () => {
 });
 
 main().catch((err: unknown) => {
-  console.error(`[stack] ${err instanceof Error ? err.message : String(err)}`);
+  log.say(err instanceof Error ? err.message : String(err), 'error');
   void stop(1);
 });

@@ -8,21 +8,32 @@
 // CODEC_PORT) and DATA_DIR (default .data/production), plus POSTGRES_PORT (5433), OBJECT_STORE_PORT (9000),
 // OBJECT_STORE_CONSOLE_PORT (9001), API_REPLICA_PORTS (API_PORT+1,API_PORT+2), TEMPORAL_MEMBERSHIP_PORT (6933),
 // TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { ProductionStack, productionPorts } from './lib/production-stack';
+import { StackLog, unsupportedNode } from './lib/stack-log';
 
 const root = path.resolve(__dirname, '..');
 
-function say(line: string) {
-  console.log(`[production] ${line}`);
+const log = (() => {
+  try {
+    return new StackLog();
+  } catch (err) {
+    console.error(`[production] ${err instanceof Error ? err.message : String(err)}`);
+    return process.exit(2);
+  }
+})();
+const unsupported = unsupportedNode();
+if (unsupported) {
+  log.say(unsupported, 'error');
+  process.exit(2);
 }
+const say = (line: string) => log.say(line);
 
 async function main() {
   say('checking the servers (installed on first run: a few minutes)...');
-  const install = spawnSync('bash', [path.join(root, 'scripts/install-production.sh')], { stdio: 'inherit' });
-  if (install.status !== 0) throw new Error('installing the production parts failed');
+  const installed = await log.run('install', 'bash', [path.join(root, 'scripts/install-production.sh')]);
+  if (installed !== 0) throw new Error('installing the production parts failed');
 
   const workers = Number(process.env.WORKERS ?? 2);
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`WORKERS: not a count: ${process.env.WORKERS}`);
@@ -33,7 +44,7 @@ async function main() {
     dataDir,
     ports,
     workers,
-    echo: true,
+    echo: log,
     supervise: true,
     log: say,
     onFatal: () => void stop(1),
@@ -55,7 +66,10 @@ async function main() {
   try {
     await stack.start();
   } catch (err) {
-    say(`could not start: ${err instanceof Error ? err.message : String(err)} (logs in ${path.join(dataDir, 'logs')})`);
+    log.say(
+      `could not start: ${err instanceof Error ? err.message : String(err)} (logs in ${path.join(dataDir, 'logs')})`,
+      'error',
+    );
     await stop(1);
     return;
   }
@@ -77,6 +91,6 @@ async function main() {
 }
 
 main().catch((err: unknown) => {
-  say(err instanceof Error ? err.message : String(err));
+  log.say(err instanceof Error ? err.message : String(err), 'error');
   process.exit(1);
 });

@@ -145,6 +145,8 @@ const ConfigSchema = z.object({
   }),
   timings: JourneyTimings,
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  /** Unset: pretty lines on a terminal, JSON lines anywhere else. */
+  logFormat: z.enum(['json', 'pretty'], { message: 'LOG_FORMAT: json or pretty' }).optional(),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -354,6 +356,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'JOURNEY_FINAL_VERDICT_DEADLINE_MS',
   'JOURNEY_MORE_DRUGS_GRACE_MS',
   'LOG_LEVEL',
+  'LOG_FORMAT',
 ];
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
@@ -517,6 +520,7 @@ export function loadConfig(env: Env = process.env): Config {
         trackingHardLimitMs: timing('JOURNEY_TRACKING_HARD_LIMIT_MS', DEFAULT_TIMINGS.trackingHardLimitMs),
       },
       logLevel: env.LOG_LEVEL ?? 'info',
+      logFormat: env.LOG_FORMAT?.trim().toLowerCase() || undefined,
     };
   } catch (err) {
     if (err instanceof z.ZodError) throw new ConfigError(err.issues.map((i) => i.message));

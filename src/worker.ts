@@ -8,6 +8,7 @@ import { RecordSealer } from './codec/at-rest';
 import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
 import { jsonLogger, jsonLogLine } from './observability/json-log';
+import { logFormatOf, prettyLine } from './observability/log-format';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
 import { connectWorkerConnection, dataConverterOf, heartbeatRecorder } from './temporal';
 import { webhookUrl } from './webhook-url';
@@ -78,11 +79,14 @@ async function main() {
   const config = loadConfig();
   const levels = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN' } as const;
   const { metricsAddress } = config.worker;
+  const format = logFormatOf(config.logFormat, process.stdout);
+  const out = (line: string) => process.stdout.write(format === 'pretty' ? `${prettyLine(line.trimEnd())}\n` : line);
   // Once per process: the SDK's own series (slots, sticky cache, schedule-to-start, task latencies) for Prometheus.
   Runtime.install({
     logger: jsonLogger(
       config.logLevel in levels ? levels[config.logLevel as keyof typeof levels] : 'ERROR',
       WORKER_SERVICE_NAME,
+      out,
     ),
     ...(metricsAddress ? { telemetryOptions: { metrics: { prometheus: prometheusExporter(metricsAddress) } } } : {}),
   });
@@ -91,7 +95,7 @@ async function main() {
   const { taskQueue, address, namespace } = config.temporal;
   // The start-up lines are written whatever LOG_LEVEL says: supervisors, the stacks and people wait for them.
   const lifecycle = (message: string, meta: Record<string, unknown>) =>
-    process.stdout.write(
+    out(
       jsonLogLine(
         { level: 'INFO', message, meta, timestampNanos: BigInt(Date.now()) * 1_000_000n },
         { service: WORKER_SERVICE_NAME },

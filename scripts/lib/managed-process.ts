@@ -1,9 +1,10 @@
 // A child process a stack starts, stops in order, kills on purpose (fault drills) and starts again with the same
-// command and environment. Its output goes to a log file, and, when asked, to the console with its name in front.
+// command and environment. Its output (JSON lines) goes to a log file, and, when asked, to the stack's log.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
+import { PART_LOG_ENV, type StackLog } from './stack-log';
 
 export interface ManagedProcessOptions {
   name: string;
@@ -13,8 +14,8 @@ export interface ManagedProcessOptions {
   cwd: string;
   /** Output is appended to <logDir>/<name>.log. */
   logDir: string;
-  /** Also print each line as `[name] line`. */
-  echo?: boolean;
+  /** Also print each line through the stack's log (pretty on a terminal, JSON elsewhere). */
+  echo?: StackLog;
   /** Called when the process exits without having been asked to (a crash, or a kill from outside). */
   onUnexpectedExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
   /** SIGTERM grace before SIGKILL. Default 15 s. */
@@ -49,23 +50,17 @@ export class ManagedProcess {
     this.#log ??= createWriteStream(this.logFile, { flags: 'a' });
     const child = spawn(this.o.command, this.o.args, {
       cwd: this.o.cwd,
-      env: { ...process.env, ...this.o.env },
+      env: { ...process.env, ...this.o.env, ...PART_LOG_ENV },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Own process group: a Ctrl-C at the terminal reaches the stack alone, which stops the parts in order.
       detached: true,
     });
     this.#child = child;
-    const write = (chunk: Buffer) => {
-      this.#log?.write(chunk);
-      if (!this.o.echo) return;
-      const lines = chunk
-        .toString()
-        .split('\n')
-        .filter((l) => l.trim() !== '');
-      for (const line of lines) process.stdout.write(`[${this.name}] ${line}\n`);
-    };
+    const write = (chunk: Buffer) => this.#log?.write(chunk);
     child.stdout.on('data', write);
     child.stderr.on('data', write);
+    this.o.echo?.follow(this.name, child.stdout, 'stdout');
+    this.o.echo?.follow(this.name, child.stderr, 'stderr');
     this.#exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
         if (!this.#expectExit) this.o.onUnexpectedExit?.(code, signal);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import type { StackLog } from './stack-log';
 import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
 import { startObjectStore, type ObjectStoreServer } from './object-store';
 import { startPostgres, type PostgresServer } from './postgres-server';
@@ -100,8 +101,8 @@ export interface ProductionStackOptions {
   ports: ProductionPorts;
   /** Workers to run. Default 2. */
   workers?: number;
-  /** Print every part's output with its name in front (logs are kept in <dataDir>/logs either way). */
-  echo?: boolean;
+  /** Print every part's output through this log (logs are kept in <dataDir>/logs either way). */
+  echo?: StackLog;
   /** Start a worker or API replica again when it dies on its own (one second later). */
   supervise?: boolean;
   /** Extra environment for the sandbox (its provider's pace, callback retries). */

@@ -4,16 +4,18 @@ import { hostname } from 'node:os';
 import { loadConfig, type Config } from '../config';
 import { examServiceClients } from '../exam-service/clinic-clients';
 import { SignalThread } from '../inbox';
+import { logFormatOf, prettyStream } from '../observability/log-format';
 import { API_SERVICE_NAME, startTracing, tracingClientInterceptors, type Tracing } from '../observability/tracing';
 import { lazyClient } from '../temporal';
 import { buildApp, type ApiApp } from './app';
 
 /**
- * The API's logger: JSON lines (pino) without headers or URLs; request lines of a journey carry its journeyId and
- * workflowId (src/observability/request-log.ts).
+ * The API's logger: JSON lines (pino) without headers or URLs, pretty on a terminal; request lines of a journey carry
+ * its journeyId and workflowId (src/observability/request-log.ts).
  */
-export function apiLoggerOptions(config: Pick<Config, 'logLevel'>) {
+export function apiLoggerOptions(config: Pick<Config, 'logLevel' | 'logFormat'>) {
   return {
+    ...(logFormatOf(config.logFormat, process.stdout) === 'pretty' ? { stream: prettyStream() } : {}),
     level: config.logLevel,
     base: { pid: process.pid, hostname: hostname(), service: API_SERVICE_NAME },
     // Plugins may log request headers (@fastify/multipart logs its busboy options at trace, every header of the

@@ -44,12 +44,27 @@ export function jsonLogLine(entry: LogEntry, base: { service: string; pid?: numb
   }
 }
 
-/** The Runtime's logger: JSON lines on stdout at the given level. */
+/** The Runtime's logger: JSON lines at the given level, to stdout or to `write` (which may format them). */
 export function jsonLogger(
   level: LogLevel,
   service: string,
   write: (line: string) => void = (line) => process.stdout.write(line),
 ): DefaultLogger {
   const base = { service, pid: process.pid, hostname: hostname() };
-  return new DefaultLogger(level, (entry) => write(jsonLogLine(entry, base)));
+  return new DefaultLogger(level, (entry) => write(jsonLogLine(oneLineReport(entry), base)));
+}
+
+const WEBPACK_DONE = /^webpack (\S+) compiled (.+) in (\d+) ms$/m;
+const WEBPACK_ASSET = /^asset \S+ ([\d.]+ [KMG]?i?B)/m;
+
+/**
+ * The bundler's webpack report (dozens of lines) as one line with the bundle's size; a failed build keeps its whole
+ * report, which names what went wrong.
+ */
+export function oneLineReport(entry: LogEntry): LogEntry {
+  const done = entry.level === 'ERROR' ? null : WEBPACK_DONE.exec(entry.message);
+  if (!done || !entry.message.includes('\n')) return entry;
+  const size = WEBPACK_ASSET.exec(entry.message)?.[1];
+  const message = `workflow bundle${size ? ` ${size}` : ''}: webpack ${done[1]} compiled ${done[2]} in ${done[3]} ms`;
+  return { ...entry, message };
 }

@@ -3,6 +3,7 @@
  * store and a controllable clock. `npm run sandbox` (main.ts) uses the same builder.
  */
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import { logFormatOf, prettyStream } from '../observability/log-format';
 import { SandboxClock } from './clock';
 import { resolveSandboxConfig, type SandboxConfig, type SandboxConfigInput } from './config';
 import type { SandboxContext } from './context';
@@ -43,7 +44,14 @@ export async function buildSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let publicUrl = config.publicUrl ?? `http://${config.host}:${config.port}`;
 
   const app = Fastify({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    logger:
+      config.logLevel === 'silent'
+        ? false
+        : {
+            level: config.logLevel,
+            base: { service: 'sandbox' },
+            ...(logFormatOf(process.env.LOG_FORMAT, process.stdout) === 'pretty' ? { stream: prettyStream() } : {}),
+          },
     // Attachments travel as base64 in JSON; leave room so an oversized file still gets the sandbox's own 400.
     bodyLimit: Math.ceil((config.attachmentMaxBytes * 4) / 3) + 1024 * 1024,
     forceCloseConnections: true,

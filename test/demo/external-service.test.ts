@@ -20,9 +20,15 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function runStack(env: Record<string, string>): { proc: ChildProcess; output: () => string; exited: Promise<number> } {
+/** The stack with its output in a pipe, or (`terminal`) on a pseudo-terminal of util-linux `script`. */
+function runStack(
+  env: Record<string, string>,
+  o: { terminal?: boolean } = {},
+): { proc: ChildProcess; output: () => string; exited: Promise<number> } {
   let output = '';
-  const proc = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripts/local-stack.ts'], {
+  const command = [process.execPath, require.resolve('tsx/cli'), 'scripts/local-stack.ts'];
+  const [file, ...args] = o.terminal ? ['script', '-qec', command.join(' '), '/dev/null'] : command;
+  const proc = spawn(file!, args, {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -43,10 +49,18 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutM
   }
 }
 
-it('refuses a base URL without the key, before starting anything', async () => {
-  const stack = runStack({ EXAM_SERVICE_BASE_URL: 'http://127.0.0.1:1', EXAM_SERVICE_API_KEY: '' });
-  expect(await stack.exited).toBe(2);
-  expect(stack.output()).toContain('EXAM_SERVICE_API_KEY is required');
+it('refuses a base URL without the key, before starting anything: a JSON record into a pipe, a line on a terminal', async () => {
+  const env = { EXAM_SERVICE_BASE_URL: 'http://127.0.0.1:1', EXAM_SERVICE_API_KEY: '' };
+  const piped = runStack(env);
+  expect(await piped.exited).toBe(2);
+  expect(JSON.parse(piped.output())).toMatchObject({
+    level: 50,
+    service: 'stack',
+    msg: expect.stringContaining('EXAM_SERVICE_API_KEY is required'),
+  });
+  const terminal = runStack(env, { terminal: true });
+  expect(await terminal.exited).toBe(2);
+  expect(terminal.output().trim()).toMatch(/^\d{2}:\d{2}:\d{2}\.\d{3} stack +ERROR EXAM_SERVICE_API_KEY is required/);
 });
 
 describe('the local stack against a sandbox started on its own', () => {
@@ -92,8 +106,18 @@ describe('the local stack against a sandbox started on its own', () => {
   });
 
   it('starts no sandbox of its own and says which service it uses', async () => {
-    expect(stack.output()).toContain(`exam service   ${sandbox.baseUrl}`);
-    expect(stack.output()).not.toContain('[sandbox]');
+    // Its output into a pipe: JSON records, each naming the part it came from.
+    const records = stack
+      .output()
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as { service?: string; msg?: string });
+    expect(records.map((r) => r.msg)).toContain(
+      `  exam service   ${sandbox.baseUrl}  (the demo clinic's key from EXAM_SERVICE_API_KEY; no sandbox)`,
+    );
+    const parts = new Set(records.map((r) => r.service));
+    for (const part of ['stack', 'patient-journey-worker', 'patient-journey-api']) expect(parts).toContain(part);
+    expect(parts).not.toContain('sandbox');
     await expect(fetch(`http://127.0.0.1:${sandboxPort}/api/exam_list`, { method: 'POST' })).rejects.toThrow();
     // The key reaches the worker through the clinics file, never through a log line.
     expect(stack.output()).not.toContain(DEMO_API_KEY);
