@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
-import { parseEncryptionKeys, type EncryptionKey } from './codec/encryption-codec';
+import { parseEncryptionKeys, type EncryptionKey } from './encryption-keys';
 import { DEFAULT_TIMINGS, JourneyTimings } from './workflows/journey-request';
 import { TASK_QUEUE_DEFAULT } from './workflows/definitions';
 
@@ -194,10 +194,8 @@ function workerMetricsAddress(value: string | undefined): string | undefined {
 }
 
 /**
- * The Temporal connection by @temporalio/envconfig, as the Temporal CLI reads it: the profile TEMPORAL_PROFILE (else
- * `default`) of TEMPORAL_CONFIG_FILE (else the CLI's own temporal.toml), overridden by TEMPORAL_ADDRESS,
- * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY and TEMPORAL_TLS_*. Earlier names still work: TEMPORAL_API_KEY_FILE,
- * TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (the client certificate pair's paths), TEMPORAL_TLS=yes/no.
+ * The Temporal connection by @temporalio/envconfig, as the Temporal CLI reads it (a temporal.toml profile overridden by
+ * TEMPORAL_* variables); earlier names still work (docs/design-notes.md#the-temporal-connections-settings).
  */
 function temporalSettings(env: Env) {
   if (env.TEMPORAL_TLS !== undefined && !bool.safeParse(env.TEMPORAL_TLS).success) {

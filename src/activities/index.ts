@@ -14,7 +14,7 @@ import {
   type CreateInviteResult,
   type FailureFacts,
   type JourneyActivities,
-} from './types';
+} from '../workflows/activity-contract';
 
 /** Reads attachment bytes from the claim-check store. */
 export interface AttachmentReader {

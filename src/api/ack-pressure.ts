@@ -1,13 +1,5 @@
-// Whether the webhook is under a surge right now: the forwarder sends no new signal while it is (see InboxForwarder's
-// `pressure`). A surge begins with a few answers slower than the threshold within a second: one slow answer now and
-// then (a disk hiccup, a collector pause) is not a surge and must not hold the callbacks back. Once begun, it lasts
-// while callbacks keep arriving at half the rate they came at when it began, slow answers or not: the answers are
-// fast again precisely because the forwarder went quiet, and a forwarder that woke at the first quiet second would
-// wake the Temporal server and the worker in the middle of the surge, slow the answers down and stop again, every
-// second until the surge ends. It lasts at most `holdMs` after the answers were last slow, so a steady stream of
-// callbacks that once had a slow second does not hold the forwarder for good: after that long the held callbacks are
-// due anyway (FORWARDER_MAX_DEFER_MS). Where the webhook has CPU of its own, its answers never slow down and nothing
-// is held.
+// Whether the webhook is under a surge (a few slow answers within a second; it lasts while callbacks keep coming at
+// half that rate, at most `holdMs`): the forwarder holds new signals (docs/design-notes.md#acknowledgement-pressure).
 export class AckPressure {
   /** When the latest slow answers came (performance.now()), oldest first, at most `minSlow` of them. */
   readonly #slowAt: number[] = [];

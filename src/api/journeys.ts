@@ -17,7 +17,7 @@ import {
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
-import { FailureType, type FailureFacts } from '../activities/types';
+import { FailureType, type FailureFacts } from '../workflows/activity-contract';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../workflows/definitions';
 import type { JourneyInput } from '../workflows/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';

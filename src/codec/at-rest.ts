@@ -3,7 +3,7 @@
 // record. `purpose` is bound into the tag (additional authenticated data), so a record of one kind cannot be passed
 // off as another. Without keys (PAYLOAD_ENCRYPTION_DISABLED, throwaway setups) records are stored as they are.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { EncryptionKey } from './encryption-codec';
+import type { EncryptionKey } from '../encryption-keys';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;

@@ -4,6 +4,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import type { EncryptionKey } from '../encryption-keys';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 export const METADATA_KEY_ID = 'encryption-key-id';
@@ -11,12 +12,6 @@ export const METADATA_CIPHER = 'encryption-cipher';
 const CIPHER = 'AES-256-GCM';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-
-export interface EncryptionKey {
-  id: string;
-  /** 32 bytes. */
-  key: Buffer;
-}
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : undefined);
@@ -83,23 +78,4 @@ export class EncryptionCodec implements PayloadCodec {
       ),
     );
   }
-}
-
-/**
- * Keys from configuration: `id:base64key` entries separated by commas, the first one active, e.g.
- * `2026-11:3q2+7w...=,2026-05:...`. Each key is 32 random bytes (`openssl rand -base64 32`).
- */
-export function parseEncryptionKeys(spec: string): EncryptionKey[] {
-  return spec
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
-    .map((entry, i) => {
-      const at = entry.indexOf(':');
-      if (at <= 0) throw new Error(`encryption key ${i + 1}: expected id:base64key`);
-      const id = entry.slice(0, at);
-      const key = Buffer.from(entry.slice(at + 1), 'base64');
-      if (key.length !== 32) throw new Error(`encryption key ${id}: must decode to 32 bytes, got ${key.length}`);
-      return { id, key };
-    });
 }

@@ -1,10 +1,5 @@
-// The codec server: lets operators read decrypted payloads in the Temporal Web UI (Settings > Codec Server, or the
-// dev server's --ui-codec-endpoint). It decrypts for whoever reaches it, so it listens on loopback by default and
-// refuses to listen elsewhere without a token (src/config.ts). The browser calls it directly, hence CORS for the
-// UI's origins. The token goes either in `Authorization: Bearer <token>` or as the first path segment: the Web UI
-// sends no header of its own (only a signed-in user's access token), so its codec endpoint is configured as
-// `http://<codec>/<token>` and it posts to `/<token>/decode`. Whoever can open the UI can then decode, which is the
-// access the UI gives anyway; whoever only reaches the codec server's port cannot.
+// The codec server: decrypted payloads for the Temporal Web UI, on loopback unless it has a token; the token may be
+// the first path segment, as the Web UI sends no header of its own (docs/design-notes.md#the-codec-servers-token).
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';

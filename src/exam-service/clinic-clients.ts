@@ -1,14 +1,19 @@
 // One keep-alive exam-service client per clinic, built from configuration on first use. The worker's activities and
 // the API's catalog routes share this; the api_key stays inside the client.
-import { clinicById, type Config } from '../config';
 import { ExamServiceClient } from './client';
 
-export function examServiceClients(config: Pick<Config, 'clinics' | 'examService'>) {
+/** What the clients are built from: the configuration's clinics and exam-service settings (src/config.ts). */
+export interface ClinicServiceSettings {
+  clinics: readonly { clinicId: string; examServiceApiKey: string; examServiceBaseUrl?: string | undefined }[];
+  examService: { baseUrl: string; connectTimeoutMs: number; requestTimeoutMs: number };
+}
+
+export function examServiceClients(config: ClinicServiceSettings) {
   const clients = new Map<string, ExamServiceClient>();
   return {
     /** The clinic's client; undefined for a clinic that is not configured. */
     forClinic(clinicId: string): ExamServiceClient | undefined {
-      const clinic = clinicById(config, clinicId);
+      const clinic = config.clinics.find((c) => c.clinicId === clinicId);
       if (!clinic) return undefined;
       let client = clients.get(clinicId);
       if (!client) {

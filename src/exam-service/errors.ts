@@ -292,13 +292,8 @@ export const NOT_SENT_CODES: ReadonlySet<string> = new Set([
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE', // TLS: refused during the handshake
 ]);
 
-// Codes that mean the request may have been read (listed for the reader; anything not in NOT_SENT_CODES is ambiguous):
-//   UND_ERR_HEADERS_TIMEOUT (HeadersTimeoutError): written, no status line in time; the service may still act on it.
-//   UND_ERR_BODY_TIMEOUT (BodyTimeoutError): the service answered; the rest of the answer was lost.
-//   UND_ERR_SOCKET (SocketError 'other side closed'/'closed'): the peer closed a socket carrying the request.
-//   ECONNRESET / EPIPE: the peer reset the socket; on a written request we cannot know whether it was processed.
-//   UND_ERR_ABORTED / AbortError / TimeoutError: our deadline fired; whether that was before the write is the phase's call.
-//   UND_ERR_RES_CONTENT_LENGTH_MISMATCH, HPE_* (HTTPParserError): a broken answer to a request that was received.
+// Any code not in NOT_SENT_CODES means the request may have been read: a timeout, reset or close of a written request,
+// our deadline, a broken answer (the codes: docs/design-notes.md#transport-errors-not-sent-or-ambiguous).
 
 /** The code of a transport error (Node system errors, undici errors), or its name when it has no string code. */
 export function transportErrorCode(err: unknown): string | undefined {
@@ -310,12 +305,8 @@ export function transportErrorCode(err: unknown): string | undefined {
 }
 
 /**
- * not_sent only when no byte of the request can have reached the service:
- * - phase queued: undici fails queued requests only on connection errors (DNS, refused, connect/TLS timeout, a
- *   socket closed during the handshake) or our deadline; none of them had a socket carrying the request.
- * - phase dispatched/sent/responded: the socket owned the request; a reset, close or timeout is ambiguous. Dispatched
- *   counts too: composed dispatchers do not always report the end of the write.
- * - phase unknown: the code alone decides (NOT_SENT_CODES), everything else is ambiguous.
+ * not_sent only when no byte of the request can have reached the service: a queued request, or with no phase a code of
+ * NOT_SENT_CODES; everything else is ambiguous (docs/design-notes.md#transport-errors-not-sent-or-ambiguous).
  */
 export function classifyTransportError(err: unknown, phase?: RequestPhase): 'not_sent' | 'ambiguous' {
   if (phase === 'queued') return 'not_sent';

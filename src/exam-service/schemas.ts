@@ -809,9 +809,8 @@ export function requestFieldNames(operation: ExamServiceOperation): string[] {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Callbacks (POSTed by the service to the invite's webhook_url)
-//
-// Required: what a receiver needs to correlate and act (event, ids, verdict, prescriptions, tracking number).
-// Everything descriptive is optional but type-checked when present: a rejected callback is an outcome lost.
+// Required: what a receiver needs to correlate and act; the rest optional, type-checked when present: a rejected
+// callback is an outcome lost (docs/design-notes.md#callback-schemas).
 
 /** What events 1 and 2 both tell about the consultation ("same meaning as event 1", says the spec). */
 const consultationFields = {

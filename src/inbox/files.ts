@@ -1,10 +1,5 @@
-// The file inbox: the single-host default (`npm start`). Callbacks go into an append-only log of preallocated
-// segment files (segment-log.ts), group-committed: every callback that arrived while the previous write was under
-// way goes into one record, written and synced at once, so a burst costs about one write. Signalled entries are
-// settled by a record of their ids in the same log; a segment whose entries are all settled is deleted, and the
-// live entries of an old segment that holds up the rest are carried forward (same ids) so the log stays small.
-// The process keeps the waiting entries in memory (read back from the log at start) and claims them for its own
-// forwarder. One process owns the folder: API replicas on several hosts share the PostgreSQL inbox instead.
+// The file inbox, the single-host default (`npm start`): a group-committed log of segment files (segment-log.ts) that
+// one process owns, its waiting entries held in memory (docs/design-notes.md#the-file-inbox).
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
@@ -56,9 +51,8 @@ type Item =
   | { kind: 'settle'; ids: string[] };
 
 /**
- * A waiting entry as the process holds it: the signal as its JSON text, parsed when it is claimed. One string per
- * entry, not an object graph: thousands wait during a surge (the forwarder defers), and the garbage collector's pauses
- * grow with the objects it must trace and copy (a 22 ms mark-compact beside the webhook at 500/s with the graphs).
+ * A waiting entry as the process holds it: the signal as its JSON text, parsed when it is claimed. One string, not
+ * an object graph, so thousands waiting in a surge keep GC pauses short (docs/design-notes.md#the-file-inbox).
  */
 interface Held {
   id: string;

@@ -85,11 +85,8 @@ export interface InboxForwarderOptions {
   /** While idle, the inbox is looked at this often even without a wake-up (another replica's append missed). */
   idlePollMs?: number;
   /**
-   * Acknowledgements first: true while the webhook is answering slowly. A signal costs this process CPU and costs the
-   * Temporal server and the worker several times more (on a shared host, CPU the webhook needs), so under pressure the
-   * forwarder sends nothing new: callbacks wait, durably, until the acknowledgements are fast again or until they
-   * have waited `maxDeferMs`. Its signals in flight are halved (down to one) and grow back by one every `recoverMs`
-   * without pressure.
+   * Acknowledgements first: true while the webhook answers slowly; the forwarder then sends nothing new (callbacks wait
+   * durably, at most `maxDeferMs`) and halves its signals in flight (docs/design-notes.md#acknowledgement-pressure).
    */
   pressure?: () => boolean;
   recoverMs?: number;

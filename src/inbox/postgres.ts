@@ -1,8 +1,5 @@
-// The PostgreSQL inbox: one table shared by every API replica. An append is one INSERT of every callback that
-// arrived meanwhile (group commit) and a NOTIFY, committed before the 200. Any replica's forwarder claims whole
-// journeys in a transaction (`FOR UPDATE SKIP LOCKED` on each journey's oldest entry), signals them, deletes what was
-// signalled and commits; a forwarder that dies takes its transaction with it and the rows are free again, so a
-// replica that disappears loses nothing. Dead letters live in the same database.
+// The PostgreSQL inbox: one table shared by every API replica; forwarders claim whole journeys in a transaction, so a
+// replica that disappears loses nothing (docs/design-notes.md#the-postgresql-inbox).
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient, Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { RecordSealer } from '../codec/at-rest';

@@ -1,15 +1,6 @@
-// The file inbox's storage: an append-only log in preallocated segment files. A write is one positioned write to a
-// file opened O_DSYNC: the segment's blocks were allocated and zero-filled when it was prepared (ahead of need, in the
-// background), so the write changes no file metadata and its sync is a data flush alone, with no journal commit. The
-// temp file, fsync, rename and folder fsync of a file per batch cost three to six times as much on the same disk, and
-// the journal commits they need queue behind every other writer of the file system (the Temporal server's own store
-// on a single host).
-//
-// A record is framed as [u32 length][u32 crc32][payload] (little-endian); a zero length marks the end of what was
-// written. Only the last record of a segment can be torn by a crash (one write at a time, each acknowledged once it
-// is synced), and a process never appends to a segment it did not create: after a restart, writing starts in a new
-// segment. A record that fails its checksum with only zeros after it is such a torn write (never acknowledged); one
-// with data after it is damage, which the reader reports rather than hides.
+// The file inbox's storage: an append-only log in preallocated, zero-filled segment files opened O_DSYNC, so a write
+// is a data flush alone, with no journal commit (docs/design-notes.md#the-file-inboxs-segment-log).
+// A record: [u32 length][u32 crc32][payload] (little-endian); a zero length marks the end of what was written.
 import { constants, statSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -200,11 +191,8 @@ export class SegmentLog {
   }
 
   /**
-   * A new segment, created exclusively (a name another process took is skipped), zero-filled to its size and synced,
-   * the folder synced. A crash while filling leaves a segment of zeros, which reads as empty. `paced` (the segment
-   * prepared ahead, in the background): a megabyte at a time, each synced, with a pause after it, so the appends
-   * under way never queue behind the flush of a whole segment (16 MiB at once held them up to 17 ms here; a megabyte
-   * at a time, 2 to 7 ms).
+   * A new segment, created exclusively, zero-filled and synced; `paced` (prepared ahead) fills a megabyte at a time,
+   * pausing, so appends never queue behind its flush (docs/design-notes.md#the-file-inboxs-segment-log).
    */
   async #prepare(size: number, paced = false): Promise<OpenSegment> {
     let seq: number;

@@ -6,35 +6,8 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config';
 import { lazyClient } from '../temporal';
-import type { CallbackSignal } from '../workflows/definitions';
 import { signalJourney, temporalUnreachable } from './forwarder';
-import { READY } from './signaller';
-
-export interface SignalThreadData {
-  temporal: Config['temporal'];
-  codec: Pick<Config['codec'], 'keys' | 'disabled'>;
-  /** Nice value of this thread (0: as the event loop). */
-  nice: number;
-}
-
-export interface SignalRequest {
-  id: number;
-  journeyId: string;
-  signal: CallbackSignal;
-  timeoutMs: number;
-}
-
-export type SignalReply =
-  | { id: number; ok: true }
-  | {
-      id: number;
-      ok: false;
-      gone?: 'journey_finished' | 'journey_not_found';
-      unreachable: boolean;
-      /** The error's name and message: the SDK's errors name the workflow and the status, never a payload. */
-      name: string;
-      message: string;
-    };
+import { READY, type SignalReply, type SignalRequest, type SignalThreadData } from './signal-protocol';
 
 function main(): void {
   const port = parentPort;

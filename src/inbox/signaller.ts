@@ -5,10 +5,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config';
 import type { CallbackSignal } from '../workflows/definitions';
 import type { SignalOutcome } from './forwarder';
-import type { SignalReply, SignalRequest, SignalThreadData } from './signal-thread';
-
-/** What the thread posts once it has loaded and can take signals. */
-export const READY = 'ready';
+import { READY, type SignalReply, type SignalRequest, type SignalThreadData } from './signal-protocol';
 
 /** One callback signalled to its journey, bounded by `timeoutMs`; never rejects. */
 export type Signaller = (journeyId: string, signal: CallbackSignal, timeoutMs: number) => Promise<SignalOutcome>;

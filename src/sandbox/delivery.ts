@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import type { SandboxClock } from './clock';
 import type { SandboxConfig } from './config';
-import type { CallbackLayout } from './events';
+import type { CallbackLayout } from './layouts';
 import type { SandboxFaults } from './faults';
 import type { DeliveryRecord, SandboxStore } from './store';
 

@@ -1,6 +1,7 @@
 /** Callback payloads, field for field as the spec's Event tables (note the id types differ between events). */
 import type { Event1, Event2, Event3 } from '../exam-service/schemas';
 import { SEED_QUESTIONS } from './seed';
+import type { CallbackLayout } from './layouts';
 import type { Meeting, PatientExamRecord, StoredPrescription } from './store';
 
 export interface EventContext {
@@ -103,22 +104,7 @@ export function deliveryService(prescription: StoredPrescription): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Other layouts the service has been seen to send (docs/callback-layouts.md); the interface's layout is the default.
-
-/** Each alternative layout on its own, then every one at once, and `rotate` (each invite the next alternative). */
-export const CALLBACK_LAYOUTS = [
-  'interface',
-  'string-event',
-  'verdict-spelling',
-  'flat-prescription',
-  'tracking-array',
-  'all-alternatives',
-] as const;
-export type CallbackLayout = (typeof CALLBACK_LAYOUTS)[number];
-export const CALLBACK_LAYOUT_SETTINGS = [...CALLBACK_LAYOUTS, 'rotate'] as const;
-export type CallbackLayoutSetting = (typeof CALLBACK_LAYOUT_SETTINGS)[number];
-/** What `rotate` goes through, invite after invite. */
-export const ALTERNATIVE_LAYOUTS: readonly CallbackLayout[] = CALLBACK_LAYOUTS.filter((l) => l !== 'interface');
+// Other layouts the service has been seen to send (layouts.ts, docs/callback-layouts.md).
 
 /** Verdicts as receivers written against the real callbacks spell them. */
 const VERDICT_SPELLING: Record<string, string> = {

@@ -1,19 +1,12 @@
 import { z } from 'zod';
 import { EXAM_SERVICE_OPERATIONS, type ExamServiceOperation } from '../exam-service/schemas';
-import { CALLBACK_LAYOUT_SETTINGS } from './events';
+import { CALLBACK_LAYOUT_SETTINGS, SERVICE_LAYOUTS } from './layouts';
 
 /** The service's operations, named by their path under /api (the contract's list). */
 export const Operation = z.enum(EXAM_SERVICE_OPERATIONS as [ExamServiceOperation, ...ExamServiceOperation[]]);
 export type Operation = ExamServiceOperation;
 
 const Share = z.number().min(0).max(1);
-
-/**
- * How the operations answer (docs/live-service.md): as the interface document shows (`interface`), or in the
- * layouts public integrations of the live service read and send (`live`).
- */
-export const SERVICE_LAYOUTS = ['interface', 'live'] as const;
-export type ServiceLayout = (typeof SERVICE_LAYOUTS)[number];
 
 /**
  * Faults the sandbox injects. Every field has a neutral default, so `{}` means "behave".

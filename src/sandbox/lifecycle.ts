@@ -6,16 +6,9 @@
 import type { SandboxClock } from './clock';
 import type { SandboxConfig } from './config';
 import type { CallbackDelivery } from './delivery';
-import {
-  ALTERNATIVE_LAYOUTS,
-  event1,
-  event2,
-  event3,
-  inLayout,
-  type CallbackLayout,
-  type EventContext,
-} from './events';
+import { event1, event2, event3, inLayout, type EventContext } from './events';
 import type { SandboxFaults } from './faults';
+import { ALTERNATIVE_LAYOUTS, type CallbackLayout } from './layouts';
 import type { SandboxRandom } from './random';
 import {
   PARTNER_PHARMACY_CONTACTS,

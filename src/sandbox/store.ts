@@ -1,7 +1,6 @@
 /** The sandbox's in-memory state: invites (meetings), patient exams, callback deliveries. reset() restores the seed. */
 import type { ScheduledHandle } from './clock';
-import type { CallbackLayout } from './events';
-import type { ServiceLayout } from './faults';
+import type { CallbackLayout, ServiceLayout } from './layouts';
 import { SEED_CLINICS, type SeedClinic } from './seed';
 
 /** `pending` is our name for "before the provider acted" (the spec does not name it). */

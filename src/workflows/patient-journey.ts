@@ -11,7 +11,7 @@ import {
   log,
   patched,
 } from '@temporalio/workflow';
-import { FailureType, type ExamNotification, type JourneyActivities } from '../activities/types';
+import { FailureType, type ExamNotification, type JourneyActivities } from './activity-contract';
 import { classify, type Classified } from './activity-failures';
 import { checkAgainstCatalog } from './catalog-rules';
 import {

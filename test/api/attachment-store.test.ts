@@ -5,7 +5,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { LocalFolderAttachmentStore, newAttachmentRef, type AttachmentMeta } from '../../src/attachments/store';
 import { RecordSealer } from '../../src/codec/at-rest';
-import { parseEncryptionKeys } from '../../src/codec/encryption-codec';
+import { parseEncryptionKeys } from '../../src/encryption-keys';
 import { AttachmentRef } from '../../src/workflows/journey-request';
 import { tempDataDir, type TestDirs } from './support';
 

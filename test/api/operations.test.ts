@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { FailureType, type JourneyActivities } from '../../src/activities/types';
+import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { restrictToJourneys } from '../../src/api/journey-query';
 import { SearchAttr } from '../../src/workflows/definitions';
 import { exitCode, formatSummary, parseOptions, runOps, UsageError, type Io, type Options } from '../../scripts/ops';

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { ExamServiceApi } from '../../src/exam-service/client';
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { Exam } from '../../src/exam-service/schemas';
-import type { JourneyActivities } from '../../src/activities/types';
+import type { JourneyActivities } from '../../src/workflows/activity-contract';
 import { webhookToken } from '../../src/webhook-url';
 import { closedPortUrl } from '../support/stub-exam-service';
 

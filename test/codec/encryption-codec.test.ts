@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { EncryptionCodec, METADATA_KEY_ID, parseEncryptionKeys } from '../../src/codec/encryption-codec';
+import { EncryptionCodec, METADATA_KEY_ID } from '../../src/codec/encryption-codec';
+import { parseEncryptionKeys } from '../../src/encryption-keys';
 import { buildCodecServer } from '../../src/codec/server';
 import { loadCodecConfig, loadConfig } from '../../src/config';
 import { dataConverterOf } from '../../src/temporal';

@@ -4,7 +4,7 @@
 // prescription with its own tracking number, nothing held or ignored.
 import { readCallback } from '../../src/api/callbacks';
 import type { Sandbox } from '../../src/sandbox';
-import { CALLBACK_LAYOUTS, type CallbackLayout } from '../../src/sandbox/events';
+import { CALLBACK_LAYOUTS, type CallbackLayout } from '../../src/sandbox/layouts';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
 import {
   dueActions,

@@ -4,7 +4,7 @@
 // delays callbacks, each invite's in another of the layouts the service is known to send. Every journey must end right
 // (or parked as an ambiguous invite, then decided by an operator), never with two invites, and no callback may be lost,
 // refused (400) or dead-lettered for its layout.
-import { ALTERNATIVE_LAYOUTS } from '../../src/sandbox/events';
+import { ALTERNATIVE_LAYOUTS } from '../../src/sandbox/layouts';
 import { CI_RUN } from './harness/presets';
 import { problemsText, reportTable } from './harness/report';
 import { runFaultSuite } from './harness/suite';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { RecordSealer } from '../../src/codec/at-rest';
-import type { EncryptionKey } from '../../src/codec/encryption-codec';
+import type { EncryptionKey } from '../../src/encryption-keys';
 import { FileInbox } from '../../src/inbox/files';
 import { PostgresInbox } from '../../src/inbox/postgres';
 import type { CallbackInbox } from '../../src/inbox/types';

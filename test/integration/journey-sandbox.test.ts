@@ -12,7 +12,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { Worker } from '@temporalio/worker';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { readCallback } from '../../src/api/callbacks';
-import { ALTERNATIVE_LAYOUTS } from '../../src/sandbox/events';
+import { ALTERNATIVE_LAYOUTS } from '../../src/sandbox/layouts';
 import { loadConfig } from '../../src/config';
 import { createWorker } from '../../src/worker';
 import { patientJourney } from '../../src/workflows';

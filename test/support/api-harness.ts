@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { JourneyActivities } from '../../src/activities/types';
+import type { JourneyActivities } from '../../src/workflows/activity-contract';
 import { buildApp, type ApiApp, type ApiDeps } from '../../src/api/app';
 import type { ClinicConfig, Config } from '../../src/config';
 import { ExamServiceClient } from '../../src/exam-service/client';

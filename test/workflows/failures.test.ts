@@ -1,7 +1,7 @@
 // How the journey meets the exam service's failures: what it retries by itself, what it parks for an operator (and
 // what the operator's retry/abandon then does), and what ends it. Every failure is a real ExamServiceError thrown by
 // the fake and classified by the real activities.
-import { INVITE_SENDING } from '../../src/activities/types';
+import { INVITE_SENDING } from '../../src/workflows/activity-contract';
 import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
 import {
   FakeExamService,

@@ -1,9 +1,5 @@
-// Operator routes for incidents: find the journeys a Temporal visibility query matches (always restricted to journeys,
-// and to one clinic when given), and act on one journey with the workflow's own updates (retry, abandon, cancel,
-// resend), recording who and why. A bulk operation is a list, then one action per journey: a tool (npm run ops) sets
-// the concurrency and rate, shows progress, can stop between actions, and a second run acts on what is left. Each
-// action is safe to repeat: a journey that no longer applies answers the journey's refusal (409), never a change.
-// Admin bearer token.
+// Operator routes for incidents (admin bearer token): list journeys by a visibility query, act on one with the
+// workflow's own updates; each action is safe to repeat (docs/design-notes.md#incident-operations).
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { clinicById } from '../../config';
 import {

@@ -1,10 +1,5 @@
-// The exam service's callbacks. The URL carries the journey id and its HMAC token (the service signs nothing); a
-// wrong token learns nothing but a 404. The body is read as text, so even an unparseable one is kept for operators.
-// Durable first: a callback is appended to the inbox (group-committed) and only then acknowledged; nothing here waits
-// for Temporal. The service sends each callback once, so what we cannot store is answered 503, never 200.
-// Every layout the service has been seen to send is read (docs/callback-layouts.md): a JSON body with an event number
-// is always acknowledged and goes to its journey, read or held for a person; only a body that is not JSON (or has no
-// event number) is refused with a 400 and kept as a dead letter.
+// The exam service's callbacks: appended durably to the inbox before the 200, as the service sends each one once (what
+// cannot be stored is a 503); any JSON body with an event number is acknowledged (docs/design-notes.md#the-webhook).
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';

@@ -6,8 +6,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { SandboxContext } from '../context';
-import { CALLBACK_LAYOUTS } from '../events';
-import { SandboxFaults, SERVICE_LAYOUTS } from '../faults';
+import { SandboxFaults } from '../faults';
+import { CALLBACK_LAYOUTS, SERVICE_LAYOUTS } from '../layouts';
 import { LifecycleError } from '../lifecycle';
 import {
   DEMO_API_KEY,

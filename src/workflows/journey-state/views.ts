@@ -1,0 +1,140 @@
+// What the outside sees: the snapshot (queries), the workflow's result (summary) and its search attributes.
+import type { ScenarioType } from '../journey-request';
+import type {
+  Attention,
+  ErrorFacts,
+  ExamStatus,
+  Fulfilment,
+  JourneyStage,
+  JourneyState,
+  OperatorAction,
+  PatientExamState,
+  PrescriptionState,
+  ReceivedEvent,
+  ResolvedAttention,
+} from './types';
+import { examPhase, stageOf, type ExamPhase } from './phases';
+import { schedule, type DueAction } from './timers';
+
+export interface ExamSnapshot {
+  patientExamId: number;
+  examId: number;
+  examTitle: string;
+  rxType: 1 | 2;
+  fulfilment: Fulfilment;
+  phase: ExamPhase;
+  status: ExamStatus;
+  rxStatus: string | null;
+  verdictAt: string | null;
+  verdictSource: PatientExamState['verdictSource'];
+  examUrl: string | null;
+  reason: string | null;
+  providerName: string | null;
+  prescriptionOverdue: boolean;
+  trackingOverdue: boolean;
+  gaveUpWaiting: PatientExamState['gaveUpWaiting'];
+  prescriptions: PrescriptionState[];
+  attachmentsUploaded: string[];
+  answersSubmitted: number;
+  reinviteOf: number | null;
+  reinvitedAs: number | null;
+  cancelledAt: string | null;
+}
+
+export interface JourneySnapshot {
+  journeyId: string;
+  clinicId: string;
+  scenario: ScenarioType;
+  stage: JourneyStage;
+  startedAt: string;
+  updatedAt: string;
+  meetings: { meetingUuid: string; meetingUrl: string; createdAt: string; remindersSent: number }[];
+  exams: ExamSnapshot[];
+  deadlines: { at: string; action: DueAction['type']; patientExamId?: number; meetingUuid?: string }[];
+  events: ReceivedEvent[];
+  attention: Attention[];
+  lastError: ErrorFacts | null;
+  actions: OperatorAction[];
+  /** Attention settled by evidence rather than by an operator, with why. */
+  resolvedAttention: ResolvedAttention[];
+}
+
+export function snapshot(state: JourneyState): JourneySnapshot {
+  return {
+    journeyId: state.journeyId,
+    clinicId: state.clinicId,
+    scenario: state.scenario,
+    stage: stageOf(state),
+    startedAt: state.startedAt,
+    updatedAt: state.updatedAt,
+    meetings: state.meetings.map(({ meetingUuid, meetingUrl, createdAt, remindersSent }) => ({
+      meetingUuid,
+      meetingUrl,
+      createdAt,
+      remindersSent,
+    })),
+    exams: state.exams.map((e) => ({
+      patientExamId: e.patientExamId,
+      examId: e.examId,
+      examTitle: e.examTitle,
+      rxType: e.rxType,
+      fulfilment: e.fulfilment,
+      phase: examPhase(state, e),
+      status: e.status,
+      rxStatus: e.rxStatus,
+      verdictAt: e.verdictAt,
+      verdictSource: e.verdictSource,
+      examUrl: e.examUrl,
+      reason: e.reason,
+      providerName: e.providerName,
+      prescriptionOverdue: e.prescriptionOverdue,
+      trackingOverdue: e.trackingOverdue,
+      gaveUpWaiting: e.gaveUpWaiting,
+      prescriptions: e.prescriptions,
+      attachmentsUploaded: e.attachmentsUploaded,
+      answersSubmitted: e.answersSubmitted,
+      reinviteOf: e.reinviteOf,
+      reinvitedAs: e.reinvitedAs,
+      cancelledAt: e.cancelledAt,
+    })),
+    deadlines: schedule(state).map((s) => ({
+      at: new Date(s.at).toISOString(),
+      action: s.action.type,
+      ...('patientExamId' in s.action ? { patientExamId: s.action.patientExamId } : {}),
+      ...('meetingUuid' in s.action ? { meetingUuid: s.action.meetingUuid } : {}),
+    })),
+    events: state.received,
+    attention: state.attention,
+    lastError: state.lastError,
+    actions: state.actions,
+    resolvedAttention: state.resolvedAttention,
+  };
+}
+
+/** The workflow's result: what happened, without PHI. */
+export type JourneySummary = Omit<JourneySnapshot, 'events' | 'deadlines'> & {
+  endedAt: string;
+  eventsApplied: number;
+  eventsIgnored: number;
+};
+
+export function summary(state: JourneyState, endedAt: string): JourneySummary {
+  const { events: _events, deadlines: _deadlines, ...rest } = snapshot(state);
+  return {
+    ...rest,
+    endedAt,
+    eventsApplied: state.received.filter((r) => r.disposition === 'applied').length,
+    eventsIgnored: state.received.filter((r) => r.disposition !== 'applied').length,
+  };
+}
+
+/** Search attribute values: no PHI, only ids, stages and statuses. */
+export function searchAttributesOf(state: JourneyState) {
+  const uniq = (xs: string[]) => [...new Set(xs)].sort();
+  return {
+    JourneyStage: stageOf(state),
+    ExamStatus: uniq(state.exams.map((e) => e.status)),
+    RxStatus: uniq(state.exams.flatMap((e) => (e.rxStatus ? [e.rxStatus] : []))),
+    NeedsAttention: state.attention.length > 0,
+  };
+}

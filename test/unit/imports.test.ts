@@ -1,0 +1,158 @@
+// The shape of src/: no import circle (type-only imports count: they couple the files all the same), and every import
+// between modules runs from a higher layer down to a lower one, so the data path reads one way.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const SRC = path.resolve(__dirname, '../../src');
+
+/** The modules of src/ from the bottom up; a module imports only from the layers below its own. */
+const LAYERS: readonly (readonly string[])[] = [
+  // The exam service's contract and client, and leaves that depend on nothing of ours.
+  ['exam-service', 'encryption-keys', 'webhook-url'],
+  // Deterministic journey code: the reducer, the workflow, what it asks of activities.
+  ['workflows'],
+  ['config'],
+  ['codec'],
+  ['temporal', 'observability'],
+  ['attachments', 'activities'],
+  ['inbox'],
+  // The processes' own code: the clinic API and the exam-service sandbox.
+  ['api', 'sandbox'],
+  ['workflow-bundle'],
+  ['worker'],
+];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const file = path.join(dir, name);
+    if (statSync(file).isDirectory()) return sourceFiles(file);
+    return file.endsWith('.ts') ? [file] : [];
+  });
+}
+
+function resolveImport(from: string, specifier: string): string | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  const base = path.resolve(path.dirname(from), specifier);
+  return [`${base}.ts`, path.join(base, 'index.ts'), base].find((f) => existsSync(f) && statSync(f).isFile());
+}
+
+/** Every file of src/ and the files of src/ it imports: import, import type, export from, import(), require(). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const info = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+    const targets = info.importedFiles
+      .map((f) => resolveImport(file, f.fileName))
+      .filter((f): f is string => f !== undefined);
+    graph.set(file, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** The cycles of a graph, one path each (Tarjan's strongly connected components, then a walk within each). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, index.get(w)!));
+      }
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = new Set<string>();
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      component.add(w);
+      if (w === v) break;
+    }
+    if (component.size > 1 || graph.get(v)?.includes(v)) found.push(pathWithin(graph, component, v));
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+/** A path from `start` back to itself inside one strongly connected component. */
+function pathWithin(graph: Map<string, string[]>, component: Set<string>, start: string): string[] {
+  const seen = new Set<string>();
+  const walk = (v: string, trail: string[]): string[] | undefined => {
+    for (const w of graph.get(v) ?? []) {
+      if (w === start) return [...trail, start];
+      if (!component.has(w) || seen.has(w)) continue;
+      seen.add(w);
+      const done = walk(w, [...trail, w]);
+      if (done) return done;
+    }
+    return undefined;
+  };
+  return walk(start, [start]) ?? [start];
+}
+
+const rel = (file: string) => path.relative(SRC, file);
+/** The module a file belongs to: its folder under src/, or the file's own name for a file at the top. */
+const moduleOf = (file: string) => rel(file).split(path.sep)[0]!.replace(/\.ts$/, '');
+const layerOf = (module: string) => LAYERS.findIndex((layer) => layer.includes(module));
+
+describe('the imports of src/', () => {
+  const graph = importGraph();
+
+  it('are read from every file (the walk finds the imports it should)', () => {
+    expect(graph.size).toBeGreaterThan(80);
+    const worker = graph.get(path.join(SRC, 'worker.ts'))!.map(rel);
+    expect(worker).toEqual(expect.arrayContaining(['config.ts', 'activities/index.ts', 'workflow-bundle.ts']));
+    // Type-only imports count.
+    expect(graph.get(path.join(SRC, 'inbox/signaller.ts'))!.map(rel)).toContain('inbox/forwarder.ts');
+  });
+
+  it('form no circle', () => {
+    expect(cycles(graph).map((cycle) => cycle.map(rel).join(' -> '))).toEqual([]);
+  });
+
+  it('find a circle when there is one (the check can fail)', () => {
+    const a = path.join(SRC, 'a.ts');
+    const b = path.join(SRC, 'b.ts');
+    const c = path.join(SRC, 'c.ts');
+    const circle = new Map([
+      [a, [b]],
+      [b, [c]],
+      [c, [a]],
+    ]);
+    expect(cycles(circle).map((cycle) => cycle.map(rel))).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, []],
+        ]),
+      ),
+    ).toEqual([]);
+  });
+
+  it('belong each to a module placed in a layer', () => {
+    const unplaced = [...new Set([...graph.keys()].map(moduleOf))].filter((m) => layerOf(m) < 0);
+    expect(unplaced).toEqual([]);
+  });
+
+  it('run from a higher layer down to a lower one, never up or sideways', () => {
+    const wrong: string[] = [];
+    for (const [file, targets] of graph) {
+      for (const target of targets) {
+        const [from, to] = [moduleOf(file), moduleOf(target)];
+        if (from !== to && layerOf(to) >= layerOf(from)) wrong.push(`${rel(file)} -> ${rel(target)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
