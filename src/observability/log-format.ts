@@ -32,6 +32,7 @@ export function prettyLine(line: string, part?: string): string {
   const err = errorMessage(record.err ?? record.error);
   const message = [
     typeof record.msg === 'string' ? record.msg.replace(/\n/g, '\n    ') : '',
+    detailOf(record),
     err ? `(${err})` : '',
     journey ? `[${journey}]` : '',
   ]
@@ -57,6 +58,20 @@ export function prettyStream(out: Pick<Writable, 'write'> = process.stdout): { w
       for (const line of chunk.split('\n')) if (line.trim() !== '') out.write(`${prettyLine(line)}\n`);
     },
   };
+}
+
+/** The few fields a person wants on the line: a request's method, route, status and time; a worker's new state. */
+function detailOf(record: Record<string, unknown>): string {
+  const req = record.req as { method?: unknown; route?: unknown } | undefined;
+  const res = record.res as { statusCode?: unknown } | undefined;
+  const parts = [
+    typeof req?.method === 'string' ? req.method : '',
+    typeof req?.route === 'string' ? req.route : '',
+    typeof res?.statusCode === 'number' ? String(res.statusCode) : '',
+    typeof record.responseTime === 'number' ? `${record.responseTime.toFixed(1)} ms` : '',
+    typeof record.state === 'string' ? record.state : '',
+  ].filter(Boolean);
+  return parts.join(' ');
 }
 
 function parseRecord(line: string): Record<string, unknown> | undefined {

@@ -54,6 +54,19 @@ describe('a pretty line', () => {
       error: { message: 'HTTP 500' },
     });
     expect(prettyLine(worker, 'worker-1')).toBe(`09:05:07.042 worker-1 WARN  Activity failed (HTTP 500) [${JOURNEY}]`);
+    // A request line says what was asked and answered.
+    const request = JSON.stringify({
+      level: 30,
+      time,
+      journeyId: JOURNEY,
+      req: { method: 'POST', route: '/v1/journeys' },
+      res: { statusCode: 201 },
+      responseTime: 12.345,
+      msg: 'request completed',
+    });
+    expect(prettyLine(request, 'api')).toBe(
+      `09:05:07.042 api      INFO  request completed POST /v1/journeys 201 12.3 ms [${JOURNEY}]`,
+    );
     // Without a part, the record's own service.
     expect(prettyLine(JSON.stringify({ level: 50, time, service: 'sandbox', msg: 'boom' }))).toBe(
       '09:05:07.042 sandbox  ERROR boom',
