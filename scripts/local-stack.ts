@@ -1,11 +1,13 @@
 // The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { waitForPort } from './lib/managed-process';
+import { claimDataFolder, partCommand, startBlocker, type StackPort } from './lib/stack-guard';
 import { PART_LOG_ENV, StackLog, unsupportedNode } from './lib/stack-log';
 import {
   DEMO_CLINIC_ID,
@@ -91,8 +93,10 @@ function localConfig(): Record<string, string> {
 }
 
 function start(name: string, command: string, args: string[], env: Record<string, string>) {
-  // Own process group: Ctrl-C reaches the stack alone, which then stops the parts in order.
-  const proc = spawn(command, args, {
+  // Own process group: Ctrl-C reaches the stack alone, which then stops the parts in order. setpriv's parent-death
+  // signal stops the part if the stack's process dies without stopping it.
+  const part = partCommand(command, args);
+  const proc = spawn(part.command, part.args, {
     cwd: root,
     // The API's and the worker's JSON lines at info (journey and workflow ids, never PHI); LOG_LEVEL sets another.
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env, ...PART_LOG_ENV },
@@ -133,7 +137,30 @@ async function stop(code: number) {
   process.exit(code);
 }
 
+/** The ports this stack listens on, each with the part that needs it and the variable that moves it. */
+function stackPorts(): StackPort[] {
+  const metricsPort = Number(workerMetricsAddress.trim().split(':').pop());
+  return [
+    { part: 'Temporal frontend', port: ports.temporal, variable: 'TEMPORAL_PORT' },
+    { part: 'Temporal Web UI', port: ports.ui, variable: 'TEMPORAL_UI_PORT' },
+    ...(external ? [] : [{ part: 'exam-service sandbox', port: ports.sandbox, variable: 'SANDBOX_PORT' }]),
+    { part: 'codec server', port: ports.codec, variable: 'CODEC_PORT' },
+    { part: 'clinic API', port: ports.api, variable: 'API_PORT' },
+    ...(workerMetricsOff || !Number.isInteger(metricsPort)
+      ? []
+      : [{ part: "worker's metrics", port: metricsPort, variable: 'WORKER_METRICS_PORT' }]),
+  ];
+}
+
 async function main() {
+  const blocked = await startBlocker(dataDir, stackPorts());
+  if (blocked) {
+    log.say(`cannot start: ${blocked}`, 'error');
+    process.exit(1);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const release = claimDataFolder(dataDir);
+  process.on('exit', release);
   say('checking the Temporal tools (installed into .tools/ on first run)...');
   const tools = await log.run('tools', 'bash', [path.join(root, 'scripts/install-temporal-tools.sh')]);
   if (tools !== 0) throw new Error('installing the Temporal tools failed');
@@ -141,8 +168,8 @@ async function main() {
   const env = localConfig();
   // The key lives in the clinics file only: the processes get none of it through their environment.
   delete process.env.EXAM_SERVICE_API_KEY;
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
+  // Ctrl-C, a kill, or the terminal closing (SIGHUP, as when an SSH session drops): every part stops in order.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
 
   const temporal = path.join(root, '.tools/bin/temporal');
   start(
@@ -173,14 +200,15 @@ async function main() {
     ],
     {},
   );
-  start('codec', process.execPath, [require.resolve('tsx/cli'), 'src/codec/main.ts'], env);
-  if (!external) start('sandbox', process.execPath, [require.resolve('tsx/cli'), 'src/sandbox/main.ts'], env);
+  // Node itself with tsx's loader (not tsx's CLI, which runs the program in a second process): one process a part.
+  start('codec', process.execPath, ['--import', 'tsx', 'src/codec/main.ts'], env);
+  if (!external) start('sandbox', process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], env);
   await Promise.all([
     waitForPort(ports.temporal, 'temporal', { gaveUp: stopped }),
     ...(external ? [] : [waitForPort(ports.sandbox, 'sandbox', { gaveUp: stopped })]),
     waitForPort(ports.codec, 'codec', { gaveUp: stopped }),
   ]);
-  start('worker', process.execPath, [require.resolve('tsx/cli'), 'src/worker.ts'], env);
+  start('worker', process.execPath, ['--import', 'tsx', 'src/worker.ts'], env);
   start('api', process.execPath, [...API_NODE_FLAGS, '--import', 'tsx', 'src/api/server.ts'], env);
   await waitForPort(ports.api, 'api', { gaveUp: stopped });
   say('the engine is up:');

@@ -8,9 +8,11 @@
 // CODEC_PORT) and DATA_DIR (default .data/production), plus POSTGRES_PORT (5433), OBJECT_STORE_PORT (9000),
 // OBJECT_STORE_CONSOLE_PORT (9001), API_REPLICA_PORTS (API_PORT+1,API_PORT+2), TEMPORAL_MEMBERSHIP_PORT (6933),
 // TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
-import { ProductionStack, productionPorts } from './lib/production-stack';
+import { ProductionStack, productionPorts, productionStackPorts } from './lib/production-stack';
+import { claimDataFolder, startBlocker } from './lib/stack-guard';
 import { StackLog, unsupportedNode } from './lib/stack-log';
 
 const root = path.resolve(__dirname, '..');
@@ -31,14 +33,23 @@ if (unsupported) {
 const say = (line: string) => log.say(line);
 
 async function main() {
-  say('checking the servers (installed on first run: a few minutes)...');
-  const installed = await log.run('install', 'bash', [path.join(root, 'scripts/install-production.sh')]);
-  if (installed !== 0) throw new Error('installing the production parts failed');
-
   const workers = Number(process.env.WORKERS ?? 2);
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`WORKERS: not a count: ${process.env.WORKERS}`);
   const ports = productionPorts(process.env, 2);
   const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production'));
+  const blocked = await startBlocker(dataDir, productionStackPorts(ports, workers));
+  if (blocked) {
+    log.say(`cannot start: ${blocked}`, 'error');
+    process.exit(1);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const release = claimDataFolder(dataDir);
+  process.on('exit', release);
+
+  say('checking the servers (installed on first run: a few minutes)...');
+  const installed = await log.run('install', 'bash', [path.join(root, 'scripts/install-production.sh')]);
+  if (installed !== 0) throw new Error('installing the production parts failed');
+
   let stopping: Promise<void> | undefined;
   const stack = new ProductionStack({
     dataDir,
@@ -58,8 +69,8 @@ async function main() {
     })();
     return stopping;
   };
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
+  // Ctrl-C, a kill, or the terminal closing (SIGHUP, as when an SSH session drops): every part stops in order.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
   process.on('exit', () => stack.killNow());
 
   const started = Date.now();

@@ -25,11 +25,15 @@ export class LocalStack {
     apiPort: number,
   ) {
     this.log = createWriteStream(logPath);
-    // tsx's CLI, as `npx tsx scripts/local-stack.ts` would run it, without npx in between. Its own process group:
-    // a Ctrl-C reaches the demo alone, which then stops the stack in order.
-    this.proc = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(root, 'scripts/local-stack.ts')], {
+    // As `npm start` runs it. Its own process group: a Ctrl-C reaches the demo alone, which then stops the stack in
+    // order. Its lines as the demo's own terminal wants them (pretty on a terminal, else JSON).
+    this.proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/local-stack.ts')], {
       cwd: root,
-      env: { ...process.env, API_PORT: String(apiPort) },
+      env: {
+        ...process.env,
+        API_PORT: String(apiPort),
+        LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
+import { partCommand } from './stack-guard';
 import { PART_LOG_ENV, type StackLog } from './stack-log';
 
 export interface ManagedProcessOptions {
@@ -48,7 +49,9 @@ export class ManagedProcess {
     if (this.running) return;
     this.#expectExit = false;
     this.#log ??= createWriteStream(this.logFile, { flags: 'a' });
-    const child = spawn(this.o.command, this.o.args, {
+    // The parent-death signal stops the part if the stack's process dies without stopping it.
+    const part = partCommand(this.o.command, this.o.args);
+    const child = spawn(part.command, part.args, {
       cwd: this.o.cwd,
       env: { ...process.env, ...this.o.env, ...PART_LOG_ENV },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { partCommand } from './stack-guard';
 
 const ROOT = path.resolve(__dirname, '../..');
 const MINIO = path.join(process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools'), 'minio', 'bin', 'minio');
@@ -30,20 +31,27 @@ export async function startObjectStore(o: {
   if (!objectStoreInstalled()) throw new Error('MinIO is not installed: run `bash scripts/install-object-store.sh`');
   mkdirSync(o.dataDir, { recursive: true });
   const log = createWriteStream(path.join(path.dirname(o.dataDir), 'minio.log'), { flags: 'a' });
-  const child: ChildProcess = spawn(
-    MINIO,
-    ['server', o.dataDir, '--address', `127.0.0.1:${o.port}`, '--console-address', `127.0.0.1:${o.consolePort}`],
-    {
-      env: {
-        ...process.env,
-        MINIO_ROOT_USER: o.accessKeyId,
-        MINIO_ROOT_PASSWORD: o.secretAccessKey,
-        MINIO_BROWSER: 'off',
-        MINIO_UPDATE: 'off',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  // Own process group (a terminal's signals reach the stack alone); the parent-death signal stops it if this process
+  // dies without stopping it.
+  const part = partCommand(MINIO, [
+    'server',
+    o.dataDir,
+    '--address',
+    `127.0.0.1:${o.port}`,
+    '--console-address',
+    `127.0.0.1:${o.consolePort}`,
+  ]);
+  const child: ChildProcess = spawn(part.command, part.args, {
+    detached: true,
+    env: {
+      ...process.env,
+      MINIO_ROOT_USER: o.accessKeyId,
+      MINIO_ROOT_PASSWORD: o.secretAccessKey,
+      MINIO_BROWSER: 'off',
+      MINIO_UPDATE: 'off',
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -312,10 +312,10 @@ class PostgresProcess implements PostgresServer {
     let child: ChildProcess;
     try {
       await logFd.chown(this.runAs.uid, this.runAs.gid);
-      // The postmaster stays our child (same process group, so a terminal's Ctrl-C reaches it too) and is unref'd:
-      // it does not keep node alive, and PDEATHSIG shuts it down when node goes.
+      // The postmaster stays our child in a process group of its own (a terminal's signals reach the stack alone,
+      // which stops it in order); PDEATHSIG shuts it down when node goes without stopping it.
       const [command, ...rest] = [...this.runAs.prefix, path.join(this.bin, 'postgres'), ...args];
-      child = spawn(command!, rest, { cwd: '/', stdio: ['ignore', logFd.fd, logFd.fd] });
+      child = spawn(command!, rest, { cwd: '/', stdio: ['ignore', logFd.fd, logFd.fd], detached: true });
     } finally {
       await logFd.close();
     }

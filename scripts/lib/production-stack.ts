@@ -11,6 +11,7 @@ import path from 'node:path';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import type { StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
 import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
 import { startObjectStore, type ObjectStoreServer } from './object-store';
@@ -94,6 +95,34 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
     objectStoreConsole: n('OBJECT_STORE_CONSOLE_PORT', 9001),
     workerMetrics: list('WORKER_METRICS_PORTS', 9464, workersAndReplicas),
   };
+}
+
+/** Every port the production stack listens on, with the part that needs it and the variable that moves it. */
+export function productionStackPorts(ports: ProductionPorts, workers: number): StackPort[] {
+  return [
+    { part: 'load balancer (clinic API)', port: ports.api, variable: 'API_PORT' },
+    ...ports.apiReplicas.map((port, i) => ({ part: `API replica ${i + 1}`, port, variable: 'API_REPLICA_PORTS' })),
+    { part: 'Temporal frontend', port: ports.temporal, variable: 'TEMPORAL_PORT' },
+    { part: 'Temporal HTTP API', port: ports.temporalHttp, variable: 'TEMPORAL_HTTP_PORT' },
+    { part: 'Temporal history', port: ports.temporalHistory, variable: 'TEMPORAL_HISTORY_PORT' },
+    { part: 'Temporal matching', port: ports.temporalMatching, variable: 'TEMPORAL_MATCHING_PORT' },
+    { part: 'Temporal worker service', port: ports.temporalWorker, variable: 'TEMPORAL_WORKER_PORT' },
+    ...[0, 1, 2, 3].map((i) => ({
+      part: 'Temporal cluster membership',
+      port: ports.temporalMembership + i,
+      variable: 'TEMPORAL_MEMBERSHIP_PORT',
+    })),
+    { part: "Temporal's metrics", port: ports.temporalMetrics, variable: 'TEMPORAL_METRICS_PORT' },
+    { part: 'Temporal Web UI', port: ports.ui, variable: 'TEMPORAL_UI_PORT' },
+    { part: 'codec server', port: ports.codec, variable: 'CODEC_PORT' },
+    { part: 'exam-service sandbox', port: ports.sandbox, variable: 'SANDBOX_PORT' },
+    { part: 'PostgreSQL', port: ports.postgres, variable: 'POSTGRES_PORT' },
+    { part: 'object store', port: ports.objectStore, variable: 'OBJECT_STORE_PORT' },
+    { part: "object store's console", port: ports.objectStoreConsole, variable: 'OBJECT_STORE_CONSOLE_PORT' },
+    ...(ports.workerMetrics ?? [])
+      .slice(0, workers)
+      .map((port, i) => ({ part: `worker ${i + 1}'s metrics`, port, variable: 'WORKER_METRICS_PORTS' })),
+  ];
 }
 
 export interface ProductionStackOptions {

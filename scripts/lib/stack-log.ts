@@ -14,6 +14,8 @@ export class StackLog {
     private readonly err: NodeJS.WritableStream = process.stderr,
   ) {
     this.format = logFormatOf(env.LOG_FORMAT, out);
+    // A closed terminal (SIGHUP) fails every later write with EIO: the stack keeps stopping its parts all the same.
+    for (const stream of [out, err]) stream.on('error', () => undefined);
   }
 
   /** One of the stack's own lines. */

@@ -9,6 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { Client as PgClient } from 'pg';
+import { partCommand } from './stack-guard';
 
 const ROOT = path.resolve(__dirname, '../..');
 export const TEMPORAL_SERVER_DIR = path.join(
@@ -147,10 +148,18 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     logFile,
     async start() {
       const out = createWriteStream(logFile, { flags: 'a' });
-      child = spawn(SERVER_BIN, ['-r', path.join(ROOT, 'deploy'), '-c', 'temporal', '-e', 'production', 'start'], {
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      // Own process group (a terminal's signals reach the stack alone, which stops the parts in order); the
+      // parent-death signal stops it if this process dies without stopping it.
+      const part = partCommand(SERVER_BIN, [
+        '-r',
+        path.join(ROOT, 'deploy'),
+        '-c',
+        'temporal',
+        '-e',
+        'production',
+        'start',
+      ]);
+      child = spawn(part.command, part.args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       child.stdout!.pipe(out);
       child.stderr!.pipe(out);
       const c = child;

@@ -26,7 +26,7 @@ function runStack(
   o: { terminal?: boolean } = {},
 ): { proc: ChildProcess; output: () => string; exited: Promise<number> } {
   let output = '';
-  const command = [process.execPath, require.resolve('tsx/cli'), 'scripts/local-stack.ts'];
+  const command = [process.execPath, '--import', 'tsx', 'scripts/local-stack.ts'];
   const [file, ...args] = o.terminal ? ['script', '-qec', command.join(' '), '/dev/null'] : command;
   const proc = spawn(file!, args, {
     cwd: root,
@@ -94,6 +94,12 @@ describe('the local stack against a sandbox started on its own', () => {
       EXAM_SERVICE_API_KEY: DEMO_API_KEY,
     });
     await until('the stack to be ready', async () => ((await fetch(`${api}/readyz`)).ok ? true : undefined), 240_000);
+    // The API answers a moment before the stack prints where everything is.
+    await until(
+      'the stack to say it is up',
+      () => Promise.resolve(stack.output().includes('Ctrl-C stops everything.') ? true : undefined),
+      30_000,
+    );
   });
 
   afterAll(async () => {

@@ -1,0 +1,304 @@
+// Both stacks, started in a process group of their own as a terminal starts them: SIGHUP to the group (the terminal
+// closed), SIGTERM and SIGKILL to the stack's process each leave no part running and every port free within 15 s, and a
+// second start while the first runs fails saying which part needed the port and which stack holds it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ProductionPorts } from '../../scripts/lib/production-stack';
+import { listenerPid } from '../../scripts/lib/stack-guard';
+import { pickProductionPorts } from '../faults/harness/production';
+
+jest.setTimeout(600_000);
+
+const root = path.resolve(__dirname, '../..');
+const GONE_WITHIN_MS = 15_000;
+
+interface Stack {
+  proc: ChildProcess;
+  pid: number;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+function runStack(script: string, env: Record<string, string>): Stack {
+  let output = '';
+  // Own process group, as a shell starts a job: the group's id is the stack's pid.
+  const proc = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  proc.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, pid: proc.pid!, output: () => output, exited };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Clock ticks since boot (the unit of a process's start time in /proc/<pid>/stat). */
+const ticksNow = () => Math.floor(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
+
+/**
+ * Whether a process that was running when the stack was told to stop still listens on the port. Another test may
+ * listen on a freed port later: a process started after the signal is not the stack's.
+ */
+function heldSince(port: number, ticks: number): boolean {
+  const pid = listenerPid(port);
+  const s = pid === undefined ? undefined : stat(pid);
+  return s !== undefined && Number(s.start) <= ticks;
+}
+
+/** A process as /proc shows it: its parent, its start time (with the pid, its identity) and its state. */
+function stat(pid: number): { ppid: number; start: string; state: string } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0]!, ppid: Number(fields[1]), start: fields[19]! };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process under `pid` (children, theirs, ...), each with its start time. */
+function descendants(pid: number): { pid: number; start: string; command: string }[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const s = stat(Number(entry));
+    if (s) children.set(s.ppid, [...(children.get(s.ppid) ?? []), Number(entry)]);
+  }
+  const found: { pid: number; start: string; command: string }[] = [];
+  const queue = [...(children.get(pid) ?? [])];
+  while (queue.length > 0) {
+    const p = queue.shift()!;
+    const s = stat(p);
+    if (!s) continue;
+    let command = '';
+    try {
+      command = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    } catch {
+      // gone meanwhile
+    }
+    found.push({ pid: p, start: s.start, command });
+    queue.push(...(children.get(p) ?? []));
+  }
+  return found;
+}
+
+const running = (p: { pid: number; start: string }) => {
+  const s = stat(p.pid);
+  return s !== undefined && s.start === p.start && s.state !== 'Z';
+};
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * Sends the signal, then waits (at most 15 s) until no process of the stack runs and every port is free; gives what
+ * was still there when the time was up, and how long the rest took.
+ */
+async function stopAndCheck(stack: Stack, ports: number[], send: () => void) {
+  const parts = descendants(stack.pid);
+  expect(parts.length).toBeGreaterThanOrEqual(4);
+  const everyone = [{ pid: stack.pid, start: stat(stack.pid)!.start, command: 'the stack' }, ...parts];
+  const t0 = Date.now();
+  const ticks = ticksNow();
+  send();
+  let left: string[] = [];
+  let taken: number[] = [];
+  while (Date.now() - t0 < GONE_WITHIN_MS) {
+    left = everyone.filter(running).map((p) => `${p.pid} ${p.command}`);
+    taken = ports.filter((port) => heldSince(port, ticks));
+    if (left.length === 0 && taken.length === 0) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  // What outlived the stack is named in the failure, then killed, so one failure does not hold the next test's ports.
+  for (const p of everyone.filter(running)) process.kill(p.pid, 'SIGKILL');
+  return { left, taken, ms: Date.now() - t0, parts: parts.length };
+}
+
+describe('the local stack (npm start)', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+  let ports: number[];
+  let api: string;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'stack-stop-'));
+    const named = {
+      TEMPORAL_PORT: await freePort(),
+      TEMPORAL_UI_PORT: await freePort(),
+      SANDBOX_PORT: await freePort(),
+      API_PORT: await freePort(),
+      CODEC_PORT: await freePort(),
+      WORKER_METRICS_PORT: await freePort(),
+    };
+    ports = Object.values(named);
+    api = `http://127.0.0.1:${named.API_PORT}`;
+    env = { ...Object.fromEntries(Object.entries(named).map(([k, v]) => [k, String(v)])), DATA_DIR: dataDir };
+  });
+  afterAll(() => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const startReady = async () => {
+    const stack = runStack('scripts/local-stack.ts', env);
+    await until('the stack to be ready', async () => ((await fetch(`${api}/readyz`)).ok ? true : undefined), 240_000);
+    // The worker polls once the API answers; its metrics port is the last to open.
+    await until(
+      'the worker',
+      async () => ((await fetch(`http://127.0.0.1:${ports[5]}/metrics`)).ok ? true : undefined),
+      60_000,
+    );
+    return stack;
+  };
+
+  it('refuses a second start while the first runs, naming the part, the stack and how to stop it', async () => {
+    const first = await startReady();
+    try {
+      const second = runStack('scripts/local-stack.ts', { ...env, DATA_DIR: `${dataDir}-other` });
+      expect(await second.exited).toBe(1);
+      const record = JSON.parse(second.output().trim().split('\n').pop()!) as { level: number; msg: string };
+      expect(record.level).toBe(50);
+      expect(record.msg).toContain(
+        `(Temporal frontend) is taken: a stack is still running (pid ${first.pid}, data folder ${dataDir})`,
+      );
+      expect(record.msg).toContain(`\`kill ${first.pid}\``);
+      expect(record.msg).toContain('TEMPORAL_PORT');
+      // The same data folder is refused even on other ports: two stacks would share one Temporal database.
+      const same = runStack('scripts/local-stack.ts', { DATA_DIR: dataDir, TEMPORAL_PORT: String(await freePort()) });
+      expect(await same.exited).toBe(1);
+      expect(same.output()).toContain(`a stack is already running on the data folder ${dataDir} (pid ${first.pid})`);
+      // The first runs on, untouched.
+      expect((await fetch(`${api}/readyz`)).ok).toBe(true);
+      // SIGHUP to the whole group: the terminal closed.
+      const result = await stopAndCheck(first, ports, () => process.kill(-first.pid, 'SIGHUP'));
+      expect(result).toMatchObject({ left: [], taken: [] });
+      expect(await first.exited).toBe(0);
+      expect(first.output()).toContain('temporal stopped');
+    } finally {
+      try {
+        process.kill(-first.pid, 'SIGKILL');
+      } catch {
+        // stopped
+      }
+      rmSync(`${dataDir}-other`, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    ['SIGTERM', 0],
+    ['SIGKILL', null],
+  ] as const)('%s to the stack process leaves no part running and every port free', async (signal, code) => {
+    const stack = await startReady();
+    const result = await stopAndCheck(stack, ports, () => process.kill(stack.pid, signal));
+    expect(result).toMatchObject({ left: [], taken: [] });
+    expect(await stack.exited).toBe(code);
+  });
+});
+
+describe('the production stack (npm run start:production)', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+  let ports: number[];
+  let api: string;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'production-stop-'));
+    const p: ProductionPorts = await pickProductionPorts(20_400);
+    const workerMetrics = [await freePort(), await freePort()];
+    env = {
+      DATA_DIR: dataDir,
+      API_PORT: String(p.api),
+      API_REPLICA_PORTS: p.apiReplicas.join(','),
+      TEMPORAL_PORT: String(p.temporal),
+      TEMPORAL_HTTP_PORT: String(p.temporalHttp),
+      TEMPORAL_HISTORY_PORT: String(p.temporalHistory),
+      TEMPORAL_MATCHING_PORT: String(p.temporalMatching),
+      TEMPORAL_WORKER_PORT: String(p.temporalWorker),
+      TEMPORAL_MEMBERSHIP_PORT: String(p.temporalMembership),
+      TEMPORAL_METRICS_PORT: String(p.temporalMetrics),
+      TEMPORAL_UI_PORT: String(p.ui),
+      CODEC_PORT: String(p.codec),
+      SANDBOX_PORT: String(p.sandbox),
+      POSTGRES_PORT: String(p.postgres),
+      OBJECT_STORE_PORT: String(p.objectStore),
+      OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
+      WORKER_METRICS_PORTS: workerMetrics.join(','),
+    };
+    ports = [
+      p.api,
+      ...p.apiReplicas,
+      p.temporal,
+      p.temporalHistory,
+      p.temporalMatching,
+      p.temporalMetrics,
+      p.ui,
+      p.codec,
+      p.sandbox,
+      p.postgres,
+      p.objectStore,
+      ...workerMetrics,
+    ];
+    api = `http://127.0.0.1:${p.api}`;
+  });
+  afterAll(() => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const startReady = async () => {
+    const stack = runStack('scripts/production-stack.ts', env);
+    await until(
+      'the production stack to be up',
+      () => Promise.resolve(stack.output().includes('the production-shaped stack is up') ? true : undefined),
+      420_000,
+    );
+    expect((await fetch(`${api}/healthz`)).ok).toBe(true);
+    return stack;
+  };
+
+  it('stops every part on SIGHUP to its group (the terminal closed), and refuses a second start meanwhile', async () => {
+    const stack = await startReady();
+    try {
+      const second = runStack('scripts/production-stack.ts', { ...env, DATA_DIR: `${dataDir}-other` });
+      expect(await second.exited).toBe(1);
+      expect(second.output()).toContain(
+        `is taken: a stack is still running (pid ${stack.pid}, data folder ${dataDir})`,
+      );
+      const result = await stopAndCheck(stack, ports, () => process.kill(-stack.pid, 'SIGHUP'));
+      expect(result).toMatchObject({ left: [], taken: [] });
+      expect(await stack.exited).toBe(0);
+    } finally {
+      try {
+        process.kill(-stack.pid, 'SIGKILL');
+      } catch {
+        // stopped
+      }
+      rmSync(`${dataDir}-other`, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves no part running when its process is killed (SIGKILL)', async () => {
+    const stack = await startReady();
+    const result = await stopAndCheck(stack, ports, () => process.kill(stack.pid, 'SIGKILL'));
+    expect(result).toMatchObject({ left: [], taken: [] });
+    expect(await stack.exited).toBeNull();
+  });
+});
