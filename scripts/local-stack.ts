@@ -3,12 +3,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
+import { DEFAULT_DEPLOYMENT_NAME } from '../src/config';
+import { makeCurrentVersion } from '../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { waitForPort } from './lib/managed-process';
+import { stackBuildId } from './lib/build-id';
 import { claimDataFolder, partCommand, startBlocker, type StackPort } from './lib/stack-guard';
-import { PART_LOG_ENV, StackLog, unsupportedNode } from './lib/stack-log';
+import { partEnv, StackLog, unsupportedNode } from './lib/stack-log';
 import {
   DEMO_CLINIC_ID,
   DEMO_CLINIC_TOKEN,
@@ -99,7 +103,7 @@ function start(name: string, command: string, args: string[], env: Record<string
   const proc = spawn(part.command, part.args, {
     cwd: root,
     // The API's and the worker's JSON lines at info (journey and workflow ids, never PHI); LOG_LEVEL sets another.
-    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env, ...PART_LOG_ENV },
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env, ...partEnv() },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -135,6 +139,27 @@ async function stop(code: number) {
     say(`${name} stopped`);
   }
   process.exit(code);
+}
+
+/**
+ * The worker's version: the commit (and a hash of the changes to src/), so a restart with other workflow code is a new
+ * version of the deployment; WORKER_VERSIONING=off runs it unversioned.
+ */
+const workerVersion: Record<string, string> =
+  process.env.WORKER_VERSIONING?.trim().toLowerCase() === 'off'
+    ? {}
+    : { WORKER_BUILD_ID: stackBuildId(root), WORKER_BOOTSTRAP_CURRENT: 'false' };
+
+/** The stack's worker version becomes current: new journeys and every running one's next task go to it. */
+async function makeWorkerVersionCurrent(buildId: string) {
+  const deploymentName = process.env.WORKER_DEPLOYMENT_NAME?.trim() || DEFAULT_DEPLOYMENT_NAME;
+  const connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
+  try {
+    const { changed } = await makeCurrentVersion(connection.workflowService, 'default', { deploymentName, buildId });
+    say(`worker deployment ${deploymentName}: version ${buildId} ${changed ? 'made current' : 'is current'}`);
+  } finally {
+    await connection.close();
+  }
 }
 
 /** The ports this stack listens on, each with the part that needs it and the variable that moves it. */
@@ -208,9 +233,10 @@ async function main() {
     ...(external ? [] : [waitForPort(ports.sandbox, 'sandbox', { gaveUp: stopped })]),
     waitForPort(ports.codec, 'codec', { gaveUp: stopped }),
   ]);
-  start('worker', process.execPath, ['--import', 'tsx', 'src/worker.ts'], env);
+  start('worker', process.execPath, ['--import', 'tsx', 'src/worker.ts'], { ...env, ...workerVersion });
   start('api', process.execPath, [...API_NODE_FLAGS, '--import', 'tsx', 'src/api/server.ts'], env);
   await waitForPort(ports.api, 'api', { gaveUp: stopped });
+  if (workerVersion.WORKER_BUILD_ID) await makeWorkerVersionCurrent(workerVersion.WORKER_BUILD_ID);
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
   say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);

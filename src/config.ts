@@ -142,6 +142,20 @@ const ConfigSchema = z.object({
       .optional(),
     /** A workflow bundle built ahead (npm run build:workflows; the image has one); undefined: built at start. */
     workflowBundlePath: z.string().min(1).optional(),
+    /** How long a stopping worker may take before it gives up waiting (a Temporal server gone first holds it). */
+    shutdownForceMs: z.number().int().positive(),
+    /**
+     * Worker Deployment Versioning (docs/deploy.md#deploying-a-workflow-change): the worker polls as one version of
+     * the deployment; undefined: unversioned (no build id, or WORKER_VERSIONING=off for a server without the feature).
+     */
+    deployment: z
+      .object({
+        name: z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'WORKER_DEPLOYMENT_NAME: letters, digits, - and _'),
+        buildId: z.string().regex(/^[A-Za-z0-9_.+-]{1,255}$/, 'WORKER_BUILD_ID: letters, digits, - _ . +'),
+        /** Make this version current when the deployment has none yet (the first deploy). */
+        bootstrapCurrent: z.boolean(),
+      })
+      .optional(),
   }),
   timings: JourneyTimings,
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -149,6 +163,9 @@ const ConfigSchema = z.object({
   logFormat: z.enum(['json', 'pretty'], { message: 'LOG_FORMAT: json or pretty' }).optional(),
 });
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** The Worker Deployment the engine's workers belong to, unless WORKER_DEPLOYMENT_NAME names another. */
+export const DEFAULT_DEPLOYMENT_NAME = 'patient-journey-engine';
 
 type Env = Record<string, string | undefined>;
 
@@ -185,6 +202,23 @@ function num(schema: z.ZodType<number>, name: string, value: string | undefined,
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ConfigError([`${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`]);
   return parsed.data;
+}
+
+/**
+ * The worker's deployment version: versioned wherever a build id is given (WORKER_BUILD_ID: the image's, or the
+ * stacks' from the commit), unless WORKER_VERSIONING=off; WORKER_VERSIONING=on without a build id is an error.
+ */
+function workerDeployment(env: Env) {
+  const buildId = env.WORKER_BUILD_ID?.trim() || undefined;
+  const versioning = env.WORKER_VERSIONING?.trim().toLowerCase();
+  if (versioning && !['on', 'off'].includes(versioning)) throw new ConfigError(['WORKER_VERSIONING: on or off']);
+  if (versioning === 'off' || (!buildId && versioning !== 'on')) return undefined;
+  if (!buildId) throw new ConfigError(['WORKER_BUILD_ID: required with WORKER_VERSIONING=on']);
+  return {
+    name: env.WORKER_DEPLOYMENT_NAME?.trim() || DEFAULT_DEPLOYMENT_NAME,
+    buildId,
+    bootstrapCurrent: flag('WORKER_BOOTSTRAP_CURRENT', env.WORKER_BOOTSTRAP_CURRENT, true),
+  };
 }
 
 /** WORKER_METRICS_ADDRESS: unset, empty or `off` turns the worker's metrics page off. */
@@ -343,6 +377,11 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WORKER_METRICS_ADDRESS',
+  'WORKER_SHUTDOWN_FORCE_MS',
+  'WORKER_VERSIONING',
+  'WORKER_DEPLOYMENT_NAME',
+  'WORKER_BUILD_ID',
+  'WORKER_BOOTSTRAP_CURRENT',
   'JOURNEY_REMINDERS_MS',
   'JOURNEY_CONSULTATION_DEADLINE_MS',
   'JOURNEY_REINVITE_MAX_ATTEMPTS',
@@ -497,6 +536,8 @@ export function loadConfig(env: Env = process.env): Config {
         ),
         metricsAddress: workerMetricsAddress(env.WORKER_METRICS_ADDRESS),
         workflowBundlePath: env.WORKFLOW_BUNDLE_PATH ? path.resolve(env.WORKFLOW_BUNDLE_PATH) : undefined,
+        shutdownForceMs: num(ms, 'WORKER_SHUTDOWN_FORCE_MS', env.WORKER_SHUTDOWN_FORCE_MS, 8_000),
+        deployment: workerDeployment(env),
       },
       timings: {
         remindersMs: env.JOURNEY_REMINDERS_MS

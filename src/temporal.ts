@@ -107,3 +107,81 @@ export function heartbeatRecorder(
     );
   };
 }
+
+type WorkflowService = Connection['workflowService'];
+
+export interface DeploymentVersion {
+  deploymentName: string;
+  buildId: string;
+}
+
+/** The deployment as the server lists it; undefined until a worker of it has polled. */
+async function deploymentSummary(service: WorkflowService, namespace: string, deploymentName: string) {
+  // Listed rather than described: a deployment no worker has polled yet is not an error to log on the server.
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await service.listWorkerDeployments({ namespace, pageSize: 100, nextPageToken });
+    const found = page.workerDeployments?.find((d) => d.name === deploymentName);
+    if (found) return found;
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return undefined;
+}
+
+/** The build id of the deployment's current version; undefined while it has none (or the server has not seen it). */
+export async function currentDeploymentVersion(
+  service: WorkflowService,
+  namespace: string,
+  deploymentName: string,
+): Promise<string | undefined> {
+  const summary = await deploymentSummary(service, namespace, deploymentName);
+  return summary?.routingConfig?.currentDeploymentVersion?.buildId || undefined;
+}
+
+/** Whether the server knows the version: its workers have polled. */
+async function versionKnown(service: WorkflowService, namespace: string, version: DeploymentVersion) {
+  if (!(await deploymentSummary(service, namespace, version.deploymentName))) return false;
+  const { workerDeploymentInfo } = await service.describeWorkerDeployment({
+    namespace,
+    deploymentName: version.deploymentName,
+  });
+  return (workerDeploymentInfo?.versionSummaries ?? []).some((v) => v.deploymentVersion?.buildId === version.buildId);
+}
+
+/**
+ * Makes a version current: its workers then get every new journey's tasks, and (auto-upgrade) every running
+ * journey's next one. With `onlyIfNone`, only where the deployment has no current version yet (a first deploy).
+ * The server knows a version once its workers have polled: until then this waits, up to `timeoutMs`.
+ */
+export async function makeCurrentVersion(
+  service: WorkflowService,
+  namespace: string,
+  version: DeploymentVersion,
+  o: { onlyIfNone?: boolean; timeoutMs?: number; identity?: string } = {},
+): Promise<{ changed: boolean; current: string }> {
+  const deadline = Date.now() + (o.timeoutMs ?? 60_000);
+  for (;;) {
+    try {
+      if (await versionKnown(service, namespace, version)) {
+        const current = await currentDeploymentVersion(service, namespace, version.deploymentName);
+        if (current === version.buildId || (current !== undefined && o.onlyIfNone)) return { changed: false, current };
+        await service.setWorkerDeploymentCurrentVersion({
+          namespace,
+          deploymentName: version.deploymentName,
+          buildId: version.buildId,
+          identity: o.identity ?? 'patient-journey-engine',
+        });
+        return { changed: true, current: version.buildId };
+      }
+      if (Date.now() > deadline) throw new Error('no worker of this version has polled the server');
+    } catch (err) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `could not make ${version.deploymentName}.${version.buildId} current: ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}

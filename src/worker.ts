@@ -1,5 +1,6 @@
 // The worker: builds the activities' dependencies from configuration and runs the journey workflows.
 // Scales out by running more of these against the same task queue.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
 import { createAttachmentStore } from './attachments';
@@ -8,9 +9,10 @@ import { RecordSealer } from './codec/at-rest';
 import { clinicById, loadConfig, type Config } from './config';
 import { examServiceClients } from './exam-service/clinic-clients';
 import { jsonLogger, jsonLogLine } from './observability/json-log';
+import { asStackPart } from './part-lifecycle';
 import { logFormatOf, prettyLine } from './observability/log-format';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
-import { connectWorkerConnection, dataConverterOf, heartbeatRecorder } from './temporal';
+import { connectWorkerConnection, dataConverterOf, heartbeatRecorder, makeCurrentVersion } from './temporal';
 import { webhookUrl } from './webhook-url';
 import { readWorkflowBundle } from './workflow-bundle';
 
@@ -56,6 +58,9 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     maxCachedWorkflows: config.worker.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTasks,
+    // Graceful first; past this, run() rejects and the process exits rather than wait on a server that is gone.
+    shutdownForceTime: config.worker.shutdownForceMs,
+    ...deploymentOptions(config),
     ...tracingWorkerOptions(overrides.tracing),
     // The bundle has the tracing interceptors built in: without tracing their spans go nowhere.
     ...(config.worker.workflowBundlePath && !overrides.tracing ? { sinks: NO_TRACING_SINKS } : {}),
@@ -63,9 +68,27 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
   });
   return {
     worker,
+    connection,
     async close() {
       await deps.close();
       if (!overrides.connection) await connection.close();
+    },
+  };
+}
+
+/**
+ * A versioned worker polls as one version of the engine's Worker Deployment. Journeys auto-upgrade: each moves to
+ * the current version at its next workflow task, so a change must replay every wait state's history (the replay gate)
+ * and reaches journeys parked for weeks (docs/deploy.md#deploying-a-workflow-change).
+ */
+export function deploymentOptions(config: Config): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  const d = config.worker.deployment;
+  if (!d) return {};
+  return {
+    workerDeploymentOptions: {
+      version: { deploymentName: d.name, buildId: d.buildId },
+      useWorkerVersioning: true,
+      defaultVersioningBehavior: 'AUTO_UPGRADE',
     },
   };
 }
@@ -90,25 +113,55 @@ async function main() {
     ),
     ...(metricsAddress ? { telemetryOptions: { metrics: { prometheus: prometheusExporter(metricsAddress) } } } : {}),
   });
-  const tracing = startTracing(WORKER_SERVICE_NAME);
-  const running = await createWorker(config, tracing ? { tracing } : {});
-  const { taskQueue, address, namespace } = config.temporal;
   // The start-up lines are written whatever LOG_LEVEL says: supervisors, the stacks and people wait for them.
-  const lifecycle = (message: string, meta: Record<string, unknown>) =>
+  const lifecycle = (message: string, meta: Record<string, unknown> = {}) =>
     out(
       jsonLogLine(
         { level: 'INFO', message, meta, timestampNanos: BigInt(Date.now()) * 1_000_000n },
         { service: WORKER_SERVICE_NAME },
       ),
     );
-  lifecycle(`worker polling task queue "${taskQueue}" on ${address} (namespace ${namespace})`, {
-    taskQueue,
-    namespace,
-    tracing: Boolean(tracing),
-  });
+  const version = config.worker.deployment;
+  // The SDK's own force time first; this is the backstop for a stop that still waits (a server that went first).
+  asStackPart(config.worker.shutdownForceMs + 2_000, (message) => lifecycle(message));
+  const tracing = startTracing(WORKER_SERVICE_NAME);
+  const running = await createWorker(config, tracing ? { tracing } : {});
+  const { taskQueue, address, namespace } = config.temporal;
+  lifecycle(
+    `worker polling task queue "${taskQueue}" on ${address} (namespace ${namespace}; ${
+      version ? `deployment ${version.name}, build ${version.buildId}` : 'unversioned'
+    })`,
+    { taskQueue, namespace, tracing: Boolean(tracing), buildId: version?.buildId },
+  );
   if (metricsAddress) lifecycle(`worker metrics on http://${metricsAddress}/metrics`, { metricsAddress });
   // Worker.run resolves after SIGINT/SIGTERM once running activities and workflow tasks have finished.
-  await running.worker.run();
+  const run = running.worker.run();
+  const { deployment } = config.worker;
+  if (deployment?.bootstrapCurrent) {
+    // The first deploy: no version is current yet, so no versioned worker would get a task. Later versions wait for
+    // an operator's ramp or set-current.
+    const version = { deploymentName: deployment.name, buildId: deployment.buildId };
+    // A moment for the pollers to register the version with the server.
+    sleep(1_000)
+      .then(() => makeCurrentVersion(running.connection.workflowService, namespace, version, { onlyIfNone: true }))
+      .then(
+        ({ changed, current }) =>
+          lifecycle(
+            changed
+              ? `worker deployment ${deployment.name}: version ${current} made current (the deployment had none)`
+              : current === deployment.buildId
+                ? `worker deployment ${deployment.name}: version ${current} is current`
+                : `worker deployment ${deployment.name}: version ${deployment.buildId} polls; ${current} stays current until a ramp or set-current`,
+            { deploymentName: deployment.name, buildId: deployment.buildId, currentBuildId: current },
+          ),
+        (err: unknown) =>
+          lifecycle(`worker deployment ${deployment.name}: ${err instanceof Error ? err.message : String(err)}`, {
+            deploymentName: deployment.name,
+            buildId: deployment.buildId,
+          }),
+      );
+  }
+  await run;
   await running.close();
   await tracing?.shutdown();
 }

@@ -5,7 +5,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { partCommand } from './stack-guard';
-import { PART_LOG_ENV, type StackLog } from './stack-log';
+import { partEnv, type StackLog } from './stack-log';
 
 export interface ManagedProcessOptions {
   name: string;
@@ -53,7 +53,7 @@ export class ManagedProcess {
     const part = partCommand(this.o.command, this.o.args);
     const child = spawn(part.command, part.args, {
       cwd: this.o.cwd,
-      env: { ...process.env, ...this.o.env, ...PART_LOG_ENV },
+      env: { ...process.env, ...this.o.env, ...partEnv() },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Own process group: a Ctrl-C at the terminal reaches the stack alone, which stops the parts in order.
       detached: true,

@@ -8,9 +8,13 @@
 // orchestrator would.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
+import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
+import { makeCurrentVersion } from '../../src/temporal';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { stackBuildId } from './build-id';
 import type { StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
 import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
@@ -323,7 +327,11 @@ export class ProductionStack {
         name,
         process.execPath,
         [...tsx, 'src/worker.ts'],
-        { WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off', ...engineEnv(name) },
+        {
+          WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off',
+          ...this.#workerVersionEnv(),
+          ...engineEnv(name),
+        },
         true,
       );
       this.workers.push(w);
@@ -352,9 +360,30 @@ export class ProductionStack {
       ),
     );
     this.#started.push({ name: 'workers and API replicas', stop: () => this.#stopApps() });
+    const version = this.#workerVersionEnv().WORKER_BUILD_ID;
+    if (version) await this.#makeCurrent(version);
     const lb = this.#process('load-balancer', haproxyBin(), ['-db', '-f', this.#haproxyConfig()], {});
     this.#startInfra(lb);
     await waitForHttp(`${this.apiUrl}/healthz`, 'load-balancer', { gaveUp: () => this.#died(lb) });
+  }
+
+  /** The workers' version: the commit (see build-id.ts) or WORKER_BUILD_ID; none with WORKER_VERSIONING=off. */
+  #workerVersionEnv(): Record<string, string> {
+    const env = { ...process.env, ...this.o.engineEnv };
+    if (env.WORKER_VERSIONING?.trim().toLowerCase() === 'off') return {};
+    return { WORKER_BUILD_ID: stackBuildId(ROOT, env), WORKER_BOOTSTRAP_CURRENT: 'false' };
+  }
+
+  /** The workers' version becomes the deployment's current one (as a deploy would make it, once they poll). */
+  async #makeCurrent(buildId: string) {
+    const deploymentName = this.o.engineEnv?.WORKER_DEPLOYMENT_NAME ?? DEFAULT_DEPLOYMENT_NAME;
+    const connection = await Connection.connect({ address: this.temporalAddress });
+    try {
+      const { changed } = await makeCurrentVersion(connection.workflowService, 'default', { deploymentName, buildId });
+      this.#log(`worker deployment ${deploymentName}: version ${buildId} ${changed ? 'made current' : 'is current'}`);
+    } finally {
+      await connection.close();
+    }
   }
 
   /** Stops everything in the reverse order of the start. */

@@ -54,6 +54,9 @@ const LEVELS = { info: 30, warn: 40, error: 50 } as const;
 /** The environment a stack gives each part: JSON lines, which the stack prints as it prints its own. */
 export const PART_LOG_ENV = { LOG_FORMAT: 'json' } as const;
 
+/** What a stack tells each part: its pid, so an engine process stops when the stack is gone (src/part-lifecycle.ts). */
+export const partEnv = (): Record<string, string> => ({ ...PART_LOG_ENV, STACK_PID: String(process.pid) });
+
 /** Why this Node.js cannot run the stack (the project supports Node.js 24 LTS from 24.11), or undefined. */
 export function unsupportedNode(version: string = process.versions.node): string | undefined {
   const [major = 0, minor = 0] = version.split('.').map(Number);

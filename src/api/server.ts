@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '../config';
 import { examServiceClients } from '../exam-service/clinic-clients';
 import { SignalThread } from '../inbox';
 import { logFormatOf, prettyStream } from '../observability/log-format';
+import { asStackPart } from '../part-lifecycle';
 import { API_SERVICE_NAME, startTracing, tracingClientInterceptors, type Tracing } from '../observability/tracing';
 import { lazyClient } from '../temporal';
 import { buildApp, type ApiApp } from './app';
@@ -75,6 +76,9 @@ export async function startApi(
   };
 }
 
+/** A stop that has not finished by then (a request or a signal held by a server that is gone) ends anyway. */
+const STOP_WITHIN_MS = 10_000;
+
 async function main() {
   const config = loadConfig();
   const tracing = startTracing(API_SERVICE_NAME);
@@ -97,6 +101,7 @@ async function main() {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  asStackPart(STOP_WITHIN_MS, (message) => running.app.log.warn(message));
 }
 
 if (require.main === module) {

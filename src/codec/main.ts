@@ -1,6 +1,7 @@
 // `npm run codec`: the codec server the Temporal UI calls to show decrypted payloads to operators.
 import { loadCodecConfig } from '../config';
 import { EncryptionCodec } from './encryption-codec';
+import { asStackPart } from '../part-lifecycle';
 import { buildCodecServer } from './server';
 
 async function main() {
@@ -20,6 +21,7 @@ async function main() {
   const stop = () => void app.close().then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  asStackPart(5_000, (message) => console.log(message));
 }
 
 main().catch((err: unknown) => {

@@ -1,4 +1,5 @@
 /** `npm run sandbox`: the exam-service sandbox as a standalone server (SANDBOX_* variables, see README.md). */
+import { asStackPart } from '../part-lifecycle';
 import { sandboxConfigFromEnv } from './config';
 import { DEMO_API_KEY } from './seed';
 import { buildSandbox } from './server';
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  asStackPart(5_000, (message) => console.log(message));
 }
 
 main().catch((err: unknown) => {

@@ -121,9 +121,10 @@ export async function postgresHarness(): Promise<StoreHarness & { server: TestPo
   const admin = new Pool({ connectionString: server.url, max: 2 });
   admin.on('error', () => undefined);
   const opened: CallbackInbox[] = [];
+  // Waits (up to 5 s each) until the backends are gone: their locks outlive the signal by a moment.
   const killHolders = async () => {
     await admin.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
         WHERE application_name = 'journey-api inbox' AND state LIKE 'idle in transaction%'`,
     );
   };

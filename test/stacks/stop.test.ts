@@ -6,8 +6,12 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { stackBuildId } from '../../scripts/lib/build-id';
 import type { ProductionPorts } from '../../scripts/lib/production-stack';
 import { listenerPid } from '../../scripts/lib/stack-guard';
+import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
+import { currentDeploymentVersion } from '../../src/temporal';
 import { pickProductionPorts } from '../faults/harness/production';
 
 jest.setTimeout(600_000);
@@ -95,10 +99,39 @@ function descendants(pid: number): { pid: number; start: string; command: string
   return found;
 }
 
+/** A process's state and what it waits in, for a failure's message. */
+function condition(pid: number): string {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1] ?? '?';
+    const wchan = readFileSync(`/proc/${pid}/wchan`, 'utf8');
+    const threads = readdirSync(`/proc/${pid}/task`).map((t) => {
+      try {
+        return `${readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim()}:${readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8')}`;
+      } catch {
+        return t;
+      }
+    });
+    return `state ${field('State')}, waits in ${wchan}, signals pending ${field('ShdPnd')}, caught ${field('SigCgt')}, ignored ${field('SigIgn')}, threads ${threads.join(' ')}`;
+  } catch {
+    return 'gone';
+  }
+}
+
 const running = (p: { pid: number; start: string }) => {
   const s = stat(p.pid);
   return s !== undefined && s.start === p.start && s.state !== 'Z';
 };
+
+/** The current version of the engine's Worker Deployment on the Temporal server at that port. */
+async function currentVersion(temporalPort: number): Promise<string | undefined> {
+  const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
+  try {
+    return await currentDeploymentVersion(connection.workflowService, 'default', DEFAULT_DEPLOYMENT_NAME);
+  } finally {
+    await connection.close();
+  }
+}
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -124,7 +157,7 @@ async function stopAndCheck(stack: Stack, ports: number[], send: () => void) {
   let left: string[] = [];
   let taken: number[] = [];
   while (Date.now() - t0 < GONE_WITHIN_MS) {
-    left = everyone.filter(running).map((p) => `${p.pid} ${p.command}`);
+    left = everyone.filter(running).map((p) => `${p.pid} ${p.command} (${condition(p.pid)})`);
     taken = ports.filter((port) => heldSince(port, ticks));
     if (left.length === 0 && taken.length === 0) break;
     await new Promise((r) => setTimeout(r, 250));
@@ -160,13 +193,13 @@ describe('the local stack (npm start)', () => {
 
   const startReady = async () => {
     const stack = runStack('scripts/local-stack.ts', env);
-    await until('the stack to be ready', async () => ((await fetch(`${api}/readyz`)).ok ? true : undefined), 240_000);
-    // The worker polls once the API answers; its metrics port is the last to open.
+    // The banner comes once every part is up and the worker's version is current.
     await until(
-      'the worker',
-      async () => ((await fetch(`http://127.0.0.1:${ports[5]}/metrics`)).ok ? true : undefined),
-      60_000,
+      'the stack to be up',
+      () => Promise.resolve(stack.output().includes('Ctrl-C stops everything.') ? true : undefined),
+      240_000,
     );
+    expect((await fetch(`${api}/readyz`)).ok).toBe(true);
     return stack;
   };
 
@@ -188,6 +221,9 @@ describe('the local stack (npm start)', () => {
       expect(same.output()).toContain(`a stack is already running on the data folder ${dataDir} (pid ${first.pid})`);
       // The first runs on, untouched.
       expect((await fetch(`${api}/readyz`)).ok).toBe(true);
+      // Its worker polls as the deployment's current version (the commit's build id).
+      expect(await currentVersion(ports[0]!)).toBe(stackBuildId(root));
+      expect(first.output()).toContain(`version ${stackBuildId(root)} made current`);
       // SIGHUP to the whole group: the terminal closed.
       const result = await stopAndCheck(first, ports, () => process.kill(-first.pid, 'SIGHUP'));
       expect(result).toMatchObject({ left: [], taken: [] });
@@ -277,6 +313,7 @@ describe('the production stack (npm run start:production)', () => {
   it('stops every part on SIGHUP to its group (the terminal closed), and refuses a second start meanwhile', async () => {
     const stack = await startReady();
     try {
+      expect(await currentVersion(Number(env.TEMPORAL_PORT))).toBe(stackBuildId(root));
       const second = runStack('scripts/production-stack.ts', { ...env, DATA_DIR: `${dataDir}-other` });
       expect(await second.exited).toBe(1);
       expect(second.output()).toContain(

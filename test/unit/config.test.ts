@@ -40,6 +40,24 @@ describe('configuration', () => {
     );
   });
 
+  it('runs the worker as a version of its deployment wherever a build id is given, unless versioning is off', () => {
+    expect(loadConfig(base).worker.deployment).toBeUndefined();
+    expect(loadConfig({ ...base, WORKER_BUILD_ID: '25d4cdb4a391' }).worker.deployment).toEqual({
+      name: 'patient-journey-engine',
+      buildId: '25d4cdb4a391',
+      bootstrapCurrent: true,
+    });
+    expect(
+      loadConfig({ ...base, WORKER_BUILD_ID: 'v2', WORKER_DEPLOYMENT_NAME: 'journeys', WORKER_BOOTSTRAP_CURRENT: 'no' })
+        .worker.deployment,
+    ).toEqual({ name: 'journeys', buildId: 'v2', bootstrapCurrent: false });
+    expect(loadConfig({ ...base, WORKER_BUILD_ID: 'v2', WORKER_VERSIONING: 'off' }).worker.deployment).toBeUndefined();
+    expect(() => loadConfig({ ...base, WORKER_VERSIONING: 'on' })).toThrow(/WORKER_BUILD_ID: required/);
+    expect(() => loadConfig({ ...base, WORKER_VERSIONING: 'maybe' })).toThrow(/WORKER_VERSIONING: on or off/);
+    expect(() => loadConfig({ ...base, WORKER_BUILD_ID: 'v 2/x' })).toThrow(/WORKER_BUILD_ID: letters/);
+    expect(loadConfig(base).worker.shutdownForceMs).toBe(8_000);
+  });
+
   it('names a missing required setting', () => {
     expect(() => loadConfig({})).toThrow(/api\.webhookSecret/);
   });
