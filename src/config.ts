@@ -447,6 +447,15 @@ export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
   }
 }
 
+/** The Temporal connection's settings alone, for tools that talk to Temporal and nothing else. */
+export function loadTemporalConfig(env: Env = process.env): Pick<Config, 'temporal'> {
+  const parsed = ConfigSchema.shape.temporal.safeParse(temporalSettings(env));
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `temporal.${i.path.join('.')}: ${i.message}`));
+  }
+  return { temporal: parsed.data };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   const timing = (name: string, fallback: number) => num(ms, name, env[name], fallback);

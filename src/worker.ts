@@ -77,9 +77,10 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
 }
 
 /**
- * A versioned worker polls as one version of the engine's Worker Deployment. Journeys auto-upgrade: each moves to
- * the current version at its next workflow task, so a change must replay every wait state's history (the replay gate)
- * and reaches journeys parked for weeks (docs/deploy.md#deploying-a-workflow-change).
+ * A versioned worker polls as one version of the engine's Worker Deployment. Journeys auto-upgrade (the worker's
+ * default, not an annotation on the workflow: an unversioned worker refuses one): each moves to the current version at
+ * its next workflow task, so a change must replay every wait state's history (the replay gate) and reaches journeys
+ * parked for weeks (docs/deploy.md#deploying-a-workflow-change).
  */
 export function deploymentOptions(config: Config): Pick<WorkerOptions, 'workerDeploymentOptions'> {
   const d = config.worker.deployment;

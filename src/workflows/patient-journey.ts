@@ -10,7 +10,6 @@ import {
   upsertSearchAttributes,
   log,
   patched,
-  setWorkflowOptions,
 } from '@temporalio/workflow';
 import { FailureType, type ExamNotification, type JourneyActivities } from './activity-contract';
 import { classify, type Classified } from './activity-failures';
@@ -731,7 +730,3 @@ function notificationOf(state: JourneyState): ExamNotification {
       : null,
   };
 }
-
-// Journeys wait for weeks: each moves to the current worker version at its next workflow task, so a rollout or a
-// rollback reaches parked journeys too; the replay gate keeps every change replay-safe (docs/deploy.md).
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, patientJourney);

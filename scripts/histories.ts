@@ -1,0 +1,261 @@
+// The replay gate, built from the real system:
+//   npm run histories:capture -- --query "<visibility query>" [--out DIR] [--per-state N]
+//     exports the histories of chosen journeys (running and closed; payloads left as the server holds them,
+//     encrypted) into a folder, one per wait state: invited, reminded, deferred to the medical director, awaiting
+//     the prescription, awaiting tracking, parked for an operator, completed, cancelled, expired.
+//   npm run replay -- <folder> [--workflows PATH]
+//     replays every history of a folder against the working tree's workflows (PAYLOAD_ENCRYPTION_KEYS decrypts them)
+//     and fails naming each history that does not replay and its first mismatching command.
+// The Temporal connection comes from TEMPORAL_* and the CLI's temporal.toml profile, as for the worker.
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
+import type { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { EncryptionCodec } from '../src/codec/encryption-codec';
+import { loadTemporalConfig } from '../src/config';
+import { parseEncryptionKeys } from '../src/encryption-keys';
+import { connectionOptions } from '../src/temporal';
+import { exitWith, parseCommandLine, table, UsageError } from './lib/cli';
+
+const ROOT = path.resolve(__dirname, '..');
+
+/** Where a journey can wait, as the replay gate covers them. */
+export const WAIT_STATES = [
+  'invited',
+  'reminded',
+  'deferred',
+  'awaiting_prescription',
+  'awaiting_tracking',
+  'parked',
+  'completed',
+  'cancelled',
+  'expired',
+] as const;
+export type WaitState = (typeof WAIT_STATES)[number];
+
+/** What visibility and the history tell of a journey, none of it patient data. */
+export interface JourneyFacts {
+  running: boolean;
+  stage: string | undefined;
+  examStatuses: readonly string[];
+  needsAttention: boolean;
+  /** The history schedules a reminder (resendInvite). */
+  reminded: boolean;
+}
+
+/** The wait state a journey is in; undefined for a passing stage (validating, inviting...) or an abandoned one. */
+export function waitStateOf(f: JourneyFacts): WaitState | undefined {
+  if (!f.running) {
+    if (f.examStatuses.includes('expired')) return 'expired';
+    if (f.stage === 'completed') return 'completed';
+    if (f.stage === 'cancelled') return 'cancelled';
+    return undefined;
+  }
+  if (f.needsAttention || f.stage === 'needs_attention') return 'parked';
+  switch (f.stage) {
+    case 'awaiting_consultation':
+      return f.reminded ? 'reminded' : 'invited';
+    case 'awaiting_final_verdict':
+      return f.examStatuses.includes('Deferred to Medical Director') ? 'deferred' : undefined;
+    case 'awaiting_prescription':
+      return 'awaiting_prescription';
+    case 'awaiting_tracking':
+      return 'awaiting_tracking';
+    default:
+      return undefined;
+  }
+}
+
+function remindedIn(history: temporal.api.history.v1.IHistory): boolean {
+  return (history.events ?? []).some(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'resendInvite',
+  );
+}
+
+export interface CapturedHistory {
+  file: string;
+  state: WaitState;
+  workflowId: string;
+  runId: string;
+  capturedAt: string;
+}
+
+/** Exports up to `perState` histories of each wait state among the journeys the query matches. */
+export async function captureHistories(
+  client: Client,
+  o: { query: string; out: string; perState: number; scanLimit: number },
+): Promise<{ captured: CapturedHistory[]; scanned: number }> {
+  mkdirSync(o.out, { recursive: true });
+  const counts = new Map<WaitState, number>();
+  const captured: CapturedHistory[] = [];
+  let scanned = 0;
+  const full = () => WAIT_STATES.every((s) => (counts.get(s) ?? 0) >= o.perState);
+  for await (const w of client.workflow.list({ query: `WorkflowType = 'patientJourney' AND (${o.query})` })) {
+    if (full() || scanned >= o.scanLimit) break;
+    scanned++;
+    const attrs = w.typedSearchAttributes;
+    const keyword = (name: string) => attrs.getAll().find((p) => p.key.name === name)?.value;
+    const statuses = keyword('ExamStatus');
+    const handle = client.workflow.getHandle(w.workflowId, w.runId);
+    const facts: Omit<JourneyFacts, 'reminded'> = {
+      running: w.status.name === 'RUNNING',
+      stage: typeof keyword('JourneyStage') === 'string' ? String(keyword('JourneyStage')) : undefined,
+      examStatuses: Array.isArray(statuses) ? statuses : [],
+      needsAttention: keyword('NeedsAttention') === true,
+    };
+    // A reminder shows only in the history: fetched for a journey waiting for its consultation, or one we keep.
+    const early = waitStateOf({ ...facts, reminded: false });
+    if (early === undefined || (counts.get(early) ?? 0) >= o.perState) {
+      if (early !== 'invited' || (counts.get('reminded') ?? 0) >= o.perState) continue;
+    }
+    const history = await handle.fetchHistory();
+    const state = waitStateOf({ ...facts, reminded: remindedIn(history) });
+    if (state === undefined || (counts.get(state) ?? 0) >= o.perState) continue;
+    const n = (counts.get(state) ?? 0) + 1;
+    counts.set(state, n);
+    const file = n === 1 ? `${state}.json` : `${state}-${n}.json`;
+    writeFileSync(path.join(o.out, file), historyToJSON(history));
+    captured.push({ file, state, workflowId: w.workflowId, runId: w.runId, capturedAt: new Date().toISOString() });
+  }
+  writeFileSync(
+    path.join(o.out, 'index.json'),
+    `${JSON.stringify({ query: o.query, histories: captured }, null, 2)}\n`,
+  );
+  return { captured, scanned };
+}
+
+export interface ReplayResult {
+  file: string;
+  workflowId: string;
+  /** The first mismatch, as the SDK names it; undefined when the history replays. */
+  error?: string;
+}
+
+/** Replays every history of a folder against the workflows at `workflowsPath`. */
+export async function replayFolder(
+  folder: string,
+  o: { workflowsPath: string; keys: string },
+): Promise<ReplayResult[]> {
+  const files = readdirSync(folder)
+    .filter((f) => f.endsWith('.json') && f !== 'index.json')
+    .sort();
+  if (files.length === 0) throw new UsageError(`${folder}: no histories (*.json) to replay`);
+  const index = readIndex(folder);
+  const histories = files.map((file) => ({
+    workflowId: index.get(file) ?? file.replace(/\.json$/, ''),
+    history: historyFromJSON(JSON.parse(readFileSync(path.join(folder, file), 'utf8'))),
+  }));
+  const keys = parseEncryptionKeys(o.keys);
+  const results: ReplayResult[] = [];
+  let i = 0;
+  for await (const r of Worker.runReplayHistories(
+    {
+      workflowsPath: o.workflowsPath,
+      ...(keys.length > 0 ? { dataConverter: { payloadCodecs: [new EncryptionCodec(keys)] } } : {}),
+    },
+    histories,
+  )) {
+    results.push({ file: files[i++]!, workflowId: r.workflowId, ...(r.error ? { error: firstLine(r.error) } : {}) });
+  }
+  return results;
+}
+
+function readIndex(folder: string): Map<string, string> {
+  try {
+    const index = JSON.parse(readFileSync(path.join(folder, 'index.json'), 'utf8')) as {
+      histories?: { file: string; workflowId: string }[];
+    };
+    return new Map((index.histories ?? []).map((h) => [h.file, h.workflowId]));
+  } catch {
+    return new Map();
+  }
+}
+
+function firstLine(err: Error): string {
+  return `${err.name}: ${err.message.split('\n')[0]}`;
+}
+
+const USAGE = `Usage:
+  npm run histories:capture -- --query "<visibility query>" [--out DIR] [--per-state N] [--scan N]
+  npm run replay -- <folder> [--workflows PATH]
+
+capture   exports the histories of the journeys the query matches (e.g. "StartTime > '2026-11-01T00:00:00Z'"),
+          running and closed, up to N per wait state (default 1): ${WAIT_STATES.join(', ')}.
+          Payloads stay as the server holds them (encrypted). --out: default .data/histories/<time>. --scan: look at
+          no more than this many journeys (default 5000).
+replay    replays every history of the folder against the workflows of this working tree (--workflows: another
+          folder of workflow code); PAYLOAD_ENCRYPTION_KEYS decrypts their payloads. Exit status 1 names each
+          history that does not replay and its first mismatching command.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'capture') return await captureCommand(rest);
+    if (command === 'replay') return await replayCommand(rest);
+    throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    console.error(err instanceof Error ? err.message : String(err));
+    return 1;
+  }
+}
+
+async function captureCommand(args: string[]): Promise<number> {
+  const { values } = parseCommandLine(args, {
+    query: { type: 'string' },
+    out: { type: 'string' },
+    'per-state': { type: 'string' },
+    scan: { type: 'string' },
+  });
+  if (!values.query) throw new UsageError('--query is required');
+  const count = (name: string, v: string | undefined, fallback: number) => {
+    const n = v === undefined ? fallback : Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number above 0`);
+    return n;
+  };
+  const out = path.resolve(
+    values.out ?? path.join(ROOT, '.data', 'histories', new Date().toISOString().replace(/[:.]/g, '-')),
+  );
+  const { temporal: t } = loadTemporalConfig();
+  const connection = await Connection.connect(connectionOptions(t));
+  try {
+    const client = new Client({ connection, namespace: t.namespace });
+    const { captured, scanned } = await captureHistories(client, {
+      query: values.query,
+      out,
+      perState: count('per-state', values['per-state'], 1),
+      scanLimit: count('scan', values.scan, 5_000),
+    });
+    console.log(
+      table([['state', 'file', 'workflow'], ...captured.map((c) => [c.state, c.file, c.workflowId])], { rule: true }),
+    );
+    const missing = WAIT_STATES.filter((s) => !captured.some((c) => c.state === s));
+    console.log(`\n${captured.length} histories of ${scanned} journeys looked at, into ${out}`);
+    if (missing.length > 0) console.log(`no journey in: ${missing.join(', ')}`);
+    return 0;
+  } finally {
+    await connection.close();
+  }
+}
+
+async function replayCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseCommandLine(args, { workflows: { type: 'string' } }, { positionals: true });
+  if (positionals.length !== 1) throw new UsageError('one folder of histories is required');
+  const folder = path.resolve(positionals[0]!);
+  const workflowsPath = path.resolve(values.workflows ?? path.join(ROOT, 'src', 'workflows'));
+  const results = await replayFolder(folder, { workflowsPath, keys: process.env.PAYLOAD_ENCRYPTION_KEYS ?? '' });
+  for (const r of results)
+    console.log(`${r.error ? 'FAIL' : 'ok  '} ${r.file} (${r.workflowId})${r.error ? `: ${r.error}` : ''}`);
+  const failed = results.filter((r) => r.error);
+  console.log(
+    `\n${results.length - failed.length} of ${results.length} histories replay against ${path.relative(ROOT, workflowsPath) || '.'}`,
+  );
+  return failed.length === 0 ? 0 : 1;
+}
+
+if (require.main === module) exitWith(() => main(process.argv.slice(2)));

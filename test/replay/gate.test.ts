@@ -1,0 +1,96 @@
+// The replay gate: `npm run replay -- <folder>` passes on this working tree's workflows and refuses a change that
+// breaks determinism, naming the history and its first mismatching command. The wait states it captures by.
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { waitStateOf, type JourneyFacts } from '../../scripts/histories';
+
+jest.setTimeout(120_000);
+
+const root = path.resolve(__dirname, '../..');
+const fixtures = path.join(root, 'test/fixtures/histories');
+
+function replay(...args: string[]) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/histories.ts', 'replay', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, PAYLOAD_ENCRYPTION_KEYS: readFixtureKey() },
+  });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/** The committed histories' payload key (a key for these synthetic journeys only), if they were captured encrypted. */
+function readFixtureKey(): string {
+  try {
+    return readFileSync(path.join(fixtures, 'payload-key.txt'), 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+describe('the replay gate', () => {
+  it("passes on this working tree's workflows", () => {
+    const { status, out } = replay(fixtures);
+    expect(out).toMatch(/\n(\d+) of \1 histories replay against src\/workflows/);
+    expect(status).toBe(0);
+  });
+
+  it('refuses an unguarded breaking change, naming each history and the first mismatching command', () => {
+    // The working tree's src/ with one more timer at the start of the journey, not behind patched().
+    const copy = path.join(root, '.scratch', `replay-gate-${process.pid}`);
+    rmSync(copy, { recursive: true, force: true });
+    mkdirSync(copy, { recursive: true });
+    try {
+      cpSync(path.join(root, 'src'), path.join(copy, 'src'), { recursive: true });
+      const file = path.join(copy, 'src/workflows/patient-journey.ts');
+      const source = readFileSync(file, 'utf8');
+      const start = 'export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {\n';
+      expect(source).toContain(start);
+      writeFileSync(file, source.replace(start, `${start}  await sleep(1_000);\n`));
+      const { status, out } = replay(fixtures, '--workflows', path.join(copy, 'src/workflows'));
+      expect(status).toBe(1);
+      const failed = out.split('\n').filter((l) => l.startsWith('FAIL '));
+      expect(failed.length).toBeGreaterThan(0);
+      for (const line of failed)
+        expect(line).toMatch(/^FAIL \S+\.json \(\S+\): \S*Nondeterminism|DeterminismViolation/i);
+      expect(out).toMatch(/\n0 of \d+ histories replay/);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  it('says what it needs', () => {
+    expect(replay()).toMatchObject({ status: 2, out: expect.stringContaining('one folder of histories is required') });
+  });
+});
+
+describe('the wait states the capture files histories by', () => {
+  const facts = (f: Partial<JourneyFacts>): JourneyFacts => ({
+    running: true,
+    stage: 'awaiting_consultation',
+    examStatuses: ['pending'],
+    needsAttention: false,
+    reminded: false,
+    ...f,
+  });
+
+  it('reads them from visibility and the history, never from a payload', () => {
+    expect(waitStateOf(facts({}))).toBe('invited');
+    expect(waitStateOf(facts({ reminded: true }))).toBe('reminded');
+    expect(
+      waitStateOf(facts({ stage: 'awaiting_final_verdict', examStatuses: ['Deferred to Medical Director'] })),
+    ).toBe('deferred');
+    expect(waitStateOf(facts({ stage: 'awaiting_prescription', examStatuses: ['Approved'] }))).toBe(
+      'awaiting_prescription',
+    );
+    expect(waitStateOf(facts({ stage: 'awaiting_tracking' }))).toBe('awaiting_tracking');
+    expect(waitStateOf(facts({ stage: 'awaiting_tracking', needsAttention: true }))).toBe('parked');
+    expect(waitStateOf(facts({ stage: 'needs_attention' }))).toBe('parked');
+    expect(waitStateOf(facts({ running: false, stage: 'completed', examStatuses: ['Approved'] }))).toBe('completed');
+    expect(waitStateOf(facts({ running: false, stage: 'cancelled', examStatuses: ['cancelled'] }))).toBe('cancelled');
+    expect(waitStateOf(facts({ running: false, stage: 'completed', examStatuses: ['expired'] }))).toBe('expired');
+    // Passing stages and ends that are no wait.
+    expect(waitStateOf(facts({ stage: 'inviting' }))).toBeUndefined();
+    expect(waitStateOf(facts({ running: false, stage: 'abandoned' }))).toBeUndefined();
+  });
+});
