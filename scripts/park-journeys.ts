@@ -8,8 +8,8 @@
 import { sleep } from './lib/http';
 import { exitWith, parseApiUrl, parseCommandLine, table, UsageError } from './lib/cli';
 import { DEMO_CLINIC_TOKEN } from './lib/stack-secrets';
-import { ApiClient, type JourneyView, type StartResponse } from './demo/api';
-import { PARTNER_PHARMACY_ID } from './demo/scenarios';
+import { ApiClient, type AttachmentRef, type JourneyView, type StartResponse } from './demo/api';
+import { PARTNER_PHARMACY_ID, sampleAttachment } from './demo/scenarios';
 import { WAIT_STATES, type WaitState } from './histories';
 
 interface Parking {
@@ -85,6 +85,7 @@ export async function parkJourneys(
           ? { type: 'partner_pharmacy', pharmacyId: PARTNER_PHARMACY_ID, orderSetId: '8101' }
           : { type: 'gfe' },
         ...(plan.timings ? { timings: plan.timings } : {}),
+        ...(plan.partner ? { attachments: [await uploadLab(api, plan.exams[0]!)] } : {}),
       };
       const { body: r } = await api.request<StartResponse>('POST', '/v1/journeys', {
         body,
@@ -119,8 +120,7 @@ export async function parkJourneys(
     const view = await until(
       api,
       j.journeyId,
-      (v) =>
-        v.journey.stage === plan.stage && (!plan.examStatus || (v.journey.examStatus ?? []).includes(plan.examStatus)),
+      (v) => v.journey.stage === plan.stage && (!plan.examStatus || statusesOf(v).includes(plan.examStatus)),
       Math.max(1_000, deadline - Date.now()),
     );
     parked.push({ state: j.state, journeyId: j.journeyId, ready: view !== undefined });
@@ -129,6 +129,17 @@ export async function parkJourneys(
   if (settle > 0) await sleep(settle);
   return parked;
 }
+
+/** The partner package's lab result, as the clinic uploads it before the start. */
+async function uploadLab(api: ApiClient, examId: number) {
+  const { body } = await api.request<{ attachment: AttachmentRef }>('POST', '/v1/attachments', {
+    body: sampleAttachment('Lab', examId),
+  });
+  return { examId, attachment: body.attachment };
+}
+
+/** The exams' statuses, from the view of a running journey or of a closed one. */
+const statusesOf = (v: JourneyView) => v.journey.examStatus ?? (v.journey.exams ?? []).map((e) => e.status);
 
 async function until(
   api: ApiClient,

@@ -3,12 +3,13 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { waitStateOf, type JourneyFacts } from '../../scripts/histories';
+import { WAIT_STATES, waitStateOf, type JourneyFacts } from '../../scripts/histories';
 
 jest.setTimeout(120_000);
 
 const root = path.resolve(__dirname, '../..');
-const fixtures = path.join(root, 'test/fixtures/histories');
+// Captured from a stack by npm run histories:capture, one per wait state, payloads encrypted.
+const fixtures = path.join(root, 'test/fixtures/wait-states');
 
 function replay(...args: string[]) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/histories.ts', 'replay', ...args], {
@@ -19,20 +20,27 @@ function replay(...args: string[]) {
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
-/** The committed histories' payload key (a key for these synthetic journeys only), if they were captured encrypted. */
+/** The committed histories' payload key: a key for these synthetic journeys only. */
 function readFixtureKey(): string {
-  try {
-    return readFileSync(path.join(fixtures, 'payload-key.txt'), 'utf8').trim();
-  } catch {
-    return '';
-  }
+  return readFileSync(path.join(fixtures, 'payload-key.txt'), 'utf8').trim();
 }
 
 describe('the replay gate', () => {
-  it("passes on this working tree's workflows", () => {
+  it("passes on this working tree's workflows, a history of every wait state", () => {
     const { status, out } = replay(fixtures);
-    expect(out).toMatch(/\n(\d+) of \1 histories replay against src\/workflows/);
+    expect(out).toContain('9 of 9 histories replay against src/workflows');
+    for (const state of WAIT_STATES) expect(out).toMatch(new RegExp(`^ok +${state}\\.json \\(journey-j`, 'm'));
     expect(status).toBe(0);
+  });
+
+  it('says so when the histories are encrypted and no key is given', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/histories.ts', 'replay', fixtures], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, PAYLOAD_ENCRYPTION_KEYS: '' },
+    });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("the histories' payloads are encrypted: set PAYLOAD_ENCRYPTION_KEYS");
   });
 
   it('refuses an unguarded breaking change, naming each history and the first mismatching command', () => {
@@ -53,7 +61,7 @@ describe('the replay gate', () => {
       expect(failed.length).toBeGreaterThan(0);
       for (const line of failed)
         expect(line).toMatch(/^FAIL \S+\.json \(\S+\): \S*Nondeterminism|DeterminismViolation/i);
-      expect(out).toMatch(/\n0 of \d+ histories replay/);
+      expect(out).toContain('0 of 9 histories replay');
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
