@@ -39,12 +39,17 @@ export interface Options {
   note?: string;
   reason?: string;
   since?: string;
+  /** reset: to before the first workflow task of this build. */
+  badBuild?: string;
+  /** reset: to the first workflow task after the last event of this type. */
+  afterEvent?: string;
 }
 
 const DEFAULTS = { concurrency: 8, ratePerSecond: 25, sample: 10 };
 
 export const USAGE = `Usage:
   npm run ops -- <retry|abandon|cancel|resend> --query "<visibility query>" --actor NAME --note TEXT [options]
+  npm run ops -- reset --query "<visibility query>" [--bad-build ID | --after-event TYPE] --actor NAME --note TEXT
   npm run ops -- replay-dead-letters [--reason R] [--since T] [options]
 
 Acts on journeys through the admin API: lists the running journeys the query matches (always restricted to journeys,
@@ -59,6 +64,12 @@ Journey actions:
   --clinic <id>        only this clinic's journeys
   --actor <name>       who acts (an operator name or ticket; recorded in each journey; never patient data)
   --note <text>        why (recorded in each journey; never patient data)
+
+Reset (journeys a bad build decided wrongly, running or ended; after the rollback, so the good version decides again):
+  --bad-build <id>     to before the first workflow task this build completed (e.g. after a rollback from it)
+  --after-event <type> to the first workflow task after the last event of this type, e.g. ActivityTaskCompleted
+                       (neither: to the last completed workflow task). A point before the invite's activity ended
+                       is refused: it would send a second invite.
 
 Dead letters:
   --reason <r>         only letters kept for this reason (${DEAD_LETTER_REASONS.join(', ')})
@@ -104,6 +115,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       note: { type: 'string' },
       reason: { type: 'string' },
       since: { type: 'string' },
+      'bad-build': { type: 'string' },
+      'after-event': { type: 'string' },
       'dry-run': { type: 'boolean', default: false },
       concurrency: { type: 'string' },
       rate: { type: 'string' },
@@ -160,6 +173,29 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     if (v.note === undefined) throw new UsageError('--note is required: why (recorded in each journey)');
     o.actor = zodMessage(Actor, v.actor, '--actor');
     o.note = zodMessage(Note, v.note, '--note');
+  }
+  if (cmd !== 'reset') {
+    for (const flag of ['bad-build', 'after-event'] as const) {
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} is for reset, not ${cmd}`);
+    }
+  } else {
+    if (v['bad-build'] !== undefined && v['after-event'] !== undefined) {
+      throw new UsageError('--bad-build or --after-event, not both');
+    }
+    if (v['bad-build'] !== undefined) {
+      if (!/^[A-Za-z0-9_.+-]{1,255}$/.test(v['bad-build'])) {
+        throw new UsageError(`--bad-build must be a build id (letters, digits, - _ . +), got "${v['bad-build']}"`);
+      }
+      o.badBuild = v['bad-build'];
+    }
+    if (v['after-event'] !== undefined) {
+      if (!/^([A-Z][A-Za-z]+|EVENT_TYPE_[A-Z_]+)$/.test(v['after-event'])) {
+        throw new UsageError(
+          `--after-event must be an event type such as ActivityTaskCompleted, got "${v['after-event']}"`,
+        );
+      }
+      o.afterEvent = v['after-event'];
+    }
   }
 
   o.concurrency = positiveInt(v.concurrency, '--concurrency', 64) ?? DEFAULTS.concurrency;
@@ -421,8 +457,11 @@ async function actOnAll(
   if (targets.length > 0) progress.update(summary, true);
 }
 
+const journeysWord = (opts: Options) => (opts.command === 'reset' ? 'journeys' : 'running journeys');
+
 function searchParams(opts: Options, extra: Record<string, string>): string {
-  const p = new URLSearchParams({ query: opts.query!, running: 'true', ...extra });
+  // A reset also reaches journeys a bad build ended wrongly; the updates reach running journeys only.
+  const p = new URLSearchParams({ query: opts.query!, running: String(opts.command !== 'reset'), ...extra });
   if (opts.clinicId) p.set('clinicId', opts.clinicId);
   return p.toString();
 }
@@ -552,7 +591,7 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
       `/admin/journeys?${searchParams(opts, { pageSize: String(opts.sample), attention: 'true' })}`,
     );
     const n = page.count ?? page.journeys.length;
-    io.out(`${page.count === null ? 'at least ' : ''}${n} running journeys match: ${page.query}\n`);
+    io.out(`${page.count === null ? 'at least ' : ''}${n} ${journeysWord(opts)} match: ${page.query}\n`);
     if (page.journeys.length > 0) {
       const rows = page.journeys.map((j) => [
         j.journeyId,
@@ -569,7 +608,7 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
   }
   const started = now();
   const { query, ids } = await listJourneys(opts, client);
-  io.out(`${ids.length} running journeys match: ${query}\n`);
+  io.out(`${ids.length} ${journeysWord(opts)} match: ${query}\n`);
   const summary = newSummary(opts.command, ids.length);
   if (ids.length > 0) {
     io.out(`${action} with concurrency ${opts.concurrency} at most ${opts.ratePerSecond}/s (Ctrl-C stops).\n`);
@@ -581,6 +620,8 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
     note: opts.note,
     operationId,
     ...(opts.clinicId ? { clinicId: opts.clinicId } : {}),
+    ...(opts.badBuild ? { badBuild: opts.badBuild } : {}),
+    ...(opts.afterEvent ? { afterEvent: opts.afterEvent } : {}),
   };
   await actOnAll(
     opts,

@@ -15,6 +15,7 @@ import {
   type WorkflowExecutionInfo,
 } from '@temporalio/client';
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import Long from 'long';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
 import { FailureType, type FailureFacts } from '../workflows/activity-contract';
@@ -23,6 +24,7 @@ import type { JourneyInput } from '../workflows/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';
 import { JOURNEY_WORKFLOW_TYPE, quoted } from './journey-query';
 import { ApiProblem, notFound } from './problem';
+import { resetBy, resetPoint, ResetRefused, type ResetTarget } from './reset-point';
 import { journeyLinks, type JourneyState } from './schemas';
 import type { z } from 'zod';
 
@@ -286,6 +288,39 @@ export class JourneyGateway {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * Resets the journey to a workflow task (reset-point.ts): a new run from there, which the current version then
+   * decides again. The same requestId again (a retried request) gets the same new run. A point the history does not
+   * allow is the journey's refusal, 409.
+   */
+  async reset(
+    desc: WorkflowExecutionDescription,
+    o: { target: ResetTarget; reason: string; requestId: string; operationId?: string },
+  ): Promise<{ runId: string; resetTo: number }> {
+    const { temporal } = this.o;
+    const history = await this.#deadline(() => temporal.workflow.getHandle(desc.workflowId, desc.runId).fetchHistory());
+    // A retried request of the same operation finds this run made by its own reset: the same answer, no second reset.
+    const done = o.operationId ? resetBy(history.events ?? [], o.operationId) : undefined;
+    if (done !== undefined) return { runId: desc.runId, resetTo: done };
+    let at: number;
+    try {
+      at = resetPoint(history.events ?? [], o.target);
+    } catch (err) {
+      if (err instanceof ResetRefused) throw new ApiProblem(409, 'reset-refused', err.message);
+      throw err;
+    }
+    const { runId } = await this.#deadline(() =>
+      temporal.workflowService.resetWorkflowExecution({
+        namespace: temporal.options.namespace,
+        workflowExecution: { workflowId: desc.workflowId, runId: desc.runId },
+        reason: o.operationId ? `${o.reason} [operation ${o.operationId}]` : o.reason,
+        workflowTaskFinishEventId: Long.fromNumber(at),
+        requestId: o.requestId,
+      }),
+    );
+    return { runId, resetTo: at };
   }
 
   /** A journey (of this clinic when one is given); anything else with this id is as absent as a missing one. */

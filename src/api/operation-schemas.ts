@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { MAX_QUERY_LENGTH, queryProblem } from './journey-query';
 import { JourneyIdParam, JourneySummaryItem } from './schemas';
 
-export const OPERATOR_ACTIONS = ['retry', 'abandon', 'cancel', 'resend'] as const;
+export const OPERATOR_ACTIONS = ['retry', 'abandon', 'cancel', 'resend', 'reset'] as const;
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
 
 const boolParam = z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true');
@@ -97,7 +97,9 @@ export const JourneySearchResponse = z
 
 export const OperatorActionParams = z.object({
   journeyId: JourneyIdParam.describe('The journey'),
-  action: z.enum(OPERATOR_ACTIONS).describe('The workflow update to send'),
+  action: z
+    .enum(OPERATOR_ACTIONS)
+    .describe("The workflow update to send, or reset (the workflow's run reset to a workflow task)"),
 });
 
 export const OperatorActionBody = z
@@ -113,7 +115,18 @@ export const OperatorActionBody = z
         'the bulk operation this action belongs to: the same operation and action sent again to a journey (a retried ' +
           "request) gets the first answer instead of the journey's refusal",
       ),
+    badBuild: z
+      .string()
+      .regex(/^[A-Za-z0-9_.+-]{1,255}$/, 'a build id (letters, digits, - _ . +)')
+      .optional()
+      .describe('reset: to before the first workflow task this build completed (a build that decided wrongly)'),
+    afterEvent: z
+      .string()
+      .regex(/^([A-Z][A-Za-z]+|EVENT_TYPE_[A-Z_]+)$/, 'an event type, e.g. ActivityTaskCompleted')
+      .optional()
+      .describe('reset: to the first workflow task completed after the last event of this type'),
   })
+  .refine((b) => !(b.badBuild && b.afterEvent), { message: 'badBuild or afterEvent, not both', path: ['afterEvent'] })
   .meta({ examples: [{ actor: 'ops-ticket-1234', note: 'portal settings fixed by the clinic' }] });
 
 export const OperatorActionResponse = z

@@ -238,6 +238,58 @@ describe('incident operations in bulk', () => {
       expect(cancel.json()).toMatchObject({ outcome: 'done', result: { cancelled: [expect.any(Number)] } });
       expect(expectProblem(await post(`/admin/journeys/${id}/cancel`, body), 409).detail).toMatch(/ended|nothing/);
     });
+
+    it('resets a journey to a workflow task: a new run decides again, once per operation; a point before the invite or a build that never ran is refused', async () => {
+      const started = await startJourney(stack.app, 'act-reset');
+      const id = started.json().journeyId as string;
+      await eventually(
+        () => journeyOf(id),
+        (j) => j.journey?.stage === 'awaiting_consultation',
+      );
+      const handle = stack.client.workflow.getHandle(`journey-${id}`);
+      const before = (await handle.describe()).runId;
+      const body = { actor: 'oncall-test', note: 'INC-3 bad build', operationId: 'op-reset-1' };
+      const reset = await post(`/admin/journeys/${id}/reset`, body);
+      expect(reset.statusCode).toBe(200);
+      const { runId, resetTo } = reset.json().result as { runId: string; resetTo: number };
+      expect(runId).not.toBe(before);
+      expect(resetTo).toBeGreaterThan(4);
+      // The new run goes on where the old one was, under the same journey.
+      await eventually(
+        () => handle.describe(),
+        (d) => d.runId === runId && d.status.name === 'RUNNING',
+      );
+      await eventually(
+        () => journeyOf(id),
+        (j) => j.journey?.stage === 'awaiting_consultation',
+      );
+      // The same operation again (a retried request): the same answer, not a second reset.
+      const retried = await post(`/admin/journeys/${id}/reset`, body);
+      expect(retried.json().result).toMatchObject({ runId });
+      expect((await handle.describe()).runId).toBe(runId);
+      // Who and why are in the history, at the reset.
+      const history = await stack.client.workflow.getHandle(`journey-${id}`, runId).fetchHistory();
+      const failed = history.events?.find(
+        (e) => e.workflowTaskFailedEventAttributes,
+      )?.workflowTaskFailedEventAttributes;
+      expect(failed?.failure?.message).toContain('oncall-test: INC-3 bad build [operation op-reset-1]');
+      const refused = await post(`/admin/journeys/${id}/reset`, {
+        ...body,
+        operationId: 'op-reset-2',
+        badBuild: 'no-such-build',
+      });
+      expect(expectProblem(refused, 409).detail).toBe(
+        "no workflow task of build no-such-build in the journey's history",
+      );
+      const early = await post(`/admin/journeys/${id}/reset`, {
+        ...body,
+        operationId: 'op-reset-3',
+        afterEvent: 'WorkflowExecutionStarted',
+      });
+      expect(expectProblem(early, 409).detail).toMatch(/would send a second invite$/);
+      const both = await post(`/admin/journeys/${id}/reset`, { ...body, badBuild: 'b', afterEvent: 'TimerFired' });
+      expect(both.statusCode).toBe(400);
+    });
   });
 
   describe('npm run ops', () => {
@@ -449,6 +501,25 @@ describe('ops command line', () => {
   ])('refuses %j naming the flag', (argv, message) => {
     expect(() => parseOptions(argv, {})).toThrow(UsageError);
     expect(() => parseOptions(argv, {})).toThrow(message);
+  });
+
+  it('resets by a bad build or after an event type, reaching ended journeys too, and refuses both at once', () => {
+    const base = ['reset', '--query', 'ExecutionStatus="Completed"', '--actor', 'a', '--note', 'INC-9'];
+    expect(parseOptions([...base, '--bad-build', '25d4cdb4a391'], {})).toMatchObject({
+      command: 'reset',
+      badBuild: '25d4cdb4a391',
+    });
+    expect(parseOptions([...base, '--after-event', 'ActivityTaskCompleted'], {})).toMatchObject({
+      afterEvent: 'ActivityTaskCompleted',
+    });
+    expect(() => parseOptions([...base, '--bad-build', 'a', '--after-event', 'TimerFired'], {})).toThrow(
+      '--bad-build or --after-event, not both',
+    );
+    expect(() => parseOptions([...base, '--bad-build', 'a b'], {})).toThrow('--bad-build must be a build id');
+    expect(() => parseOptions([...base, '--after-event', 'timer fired'], {})).toThrow('--after-event must be');
+    expect(() =>
+      parseOptions(['abandon', '--query', 'x=1', '--actor', 'a', '--note', 'n', '--bad-build', 'b'], {}),
+    ).toThrow('--bad-build is for reset, not abandon');
   });
 
   it('exits 2 with the problem and the usage on a bad argument', () => {

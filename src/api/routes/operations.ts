@@ -1,5 +1,6 @@
 // Operator routes for incidents (admin bearer token): list journeys by a visibility query, act on one with the
 // workflow's own updates; each action is safe to repeat (docs/design-notes.md#incident-operations).
+import { randomUUID } from 'node:crypto';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { clinicById } from '../../config';
 import {
@@ -23,6 +24,7 @@ import {
   type OperatorAction,
 } from '../operation-schemas';
 import { Problem, validationProblem } from '../problem';
+import type { ResetTarget } from '../reset-point';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
 /** Attention codes are read a few journeys at a time: each is a query the workers answer. */
@@ -52,9 +54,28 @@ async function act(
   ctx: ApiContext,
   journeyId: string,
   action: OperatorAction,
-  body: { actor: string; note: string; clinicId?: string; operationId?: string },
+  body: {
+    actor: string;
+    note: string;
+    clinicId?: string;
+    operationId?: string;
+    badBuild?: string;
+    afterEvent?: string;
+  },
 ): Promise<Record<string, unknown>> {
   const desc = await ctx.journeys.findJourney(journeyId, body.clinicId);
+  if (action === 'reset') {
+    const target: ResetTarget = body.badBuild
+      ? { badBuild: body.badBuild }
+      : body.afterEvent
+        ? { afterEvent: body.afterEvent }
+        : { lastTask: true };
+    // Who and why go into the reset event of the history; an operation's retried request resets once.
+    const requestId = body.operationId ? `operator:${body.operationId}:reset:${journeyId}` : randomUUID();
+    const reason = `${body.actor}: ${body.note}`;
+    const operation = body.operationId ? { operationId: body.operationId } : {};
+    return { ...(await ctx.journeys.reset(desc, { target, reason, requestId, ...operation })) };
+  }
   const operator: OperatorRequest = { actor: body.actor, note: body.note };
   const updateId = body.operationId ? `operator:${body.operationId}:${action}` : undefined;
   const options = updateId ? { updateId } : {};
