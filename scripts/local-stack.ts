@@ -1,7 +1,6 @@
 // The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
@@ -11,8 +10,8 @@ import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { waitForPort } from './lib/managed-process';
 import { stackBuildId } from './lib/build-id';
-import { claimDataFolder, partCommand, startBlocker, type StackPort } from './lib/stack-guard';
-import { partEnv, StackLog, unsupportedNode } from './lib/stack-log';
+import { claimStack, partCommand, type StackPort } from './lib/stack-guard';
+import { openStackLog, partEnv } from './lib/stack-log';
 import {
   DEMO_CLINIC_ID,
   DEMO_CLINIC_TOKEN,
@@ -37,19 +36,7 @@ const ports = {
 const workerMetricsAddress =
   process.env.WORKER_METRICS_ADDRESS ?? `127.0.0.1:${Number(process.env.WORKER_METRICS_PORT ?? 9464)}`;
 const workerMetricsOff = ['', 'off'].includes(workerMetricsAddress.trim().toLowerCase());
-const log = (() => {
-  try {
-    return new StackLog();
-  } catch (err) {
-    console.error(`[stack] ${err instanceof Error ? err.message : String(err)}`);
-    return process.exit(2);
-  }
-})();
-const unsupported = unsupportedNode();
-if (unsupported) {
-  log.say(unsupported, 'error');
-  process.exit(2);
-}
+const log = openStackLog('stack');
 const say = (message: string) => log.say(message);
 /**
  * Another exam service for the demo clinic (a clinic's test account at the live service, or a sandbox run on its
@@ -178,14 +165,7 @@ function stackPorts(): StackPort[] {
 }
 
 async function main() {
-  const blocked = await startBlocker(dataDir, stackPorts());
-  if (blocked) {
-    log.say(`cannot start: ${blocked}`, 'error');
-    process.exit(1);
-  }
-  mkdirSync(dataDir, { recursive: true });
-  const release = claimDataFolder(dataDir);
-  process.on('exit', release);
+  await claimStack(dataDir, stackPorts(), (m, level) => log.say(m, level));
   say('checking the Temporal tools (installed into .tools/ on first run)...');
   const tools = await log.run('tools', 'bash', [path.join(root, 'scripts/install-temporal-tools.sh')]);
   if (tools !== 0) throw new Error('installing the Temporal tools failed');

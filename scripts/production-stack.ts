@@ -8,28 +8,15 @@
 // CODEC_PORT) and DATA_DIR (default .data/production), plus POSTGRES_PORT (5433), OBJECT_STORE_PORT (9000),
 // OBJECT_STORE_CONSOLE_PORT (9001), API_REPLICA_PORTS (API_PORT+1,API_PORT+2), TEMPORAL_MEMBERSHIP_PORT (6933),
 // TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { ProductionStack, productionPorts, productionStackPorts } from './lib/production-stack';
-import { claimDataFolder, startBlocker } from './lib/stack-guard';
-import { StackLog, unsupportedNode } from './lib/stack-log';
+import { claimStack } from './lib/stack-guard';
+import { openStackLog } from './lib/stack-log';
 
 const root = path.resolve(__dirname, '..');
 
-const log = (() => {
-  try {
-    return new StackLog();
-  } catch (err) {
-    console.error(`[production] ${err instanceof Error ? err.message : String(err)}`);
-    return process.exit(2);
-  }
-})();
-const unsupported = unsupportedNode();
-if (unsupported) {
-  log.say(unsupported, 'error');
-  process.exit(2);
-}
+const log = openStackLog('production');
 const say = (line: string) => log.say(line);
 
 async function main() {
@@ -37,14 +24,7 @@ async function main() {
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`WORKERS: not a count: ${process.env.WORKERS}`);
   const ports = productionPorts(process.env, 2);
   const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production'));
-  const blocked = await startBlocker(dataDir, productionStackPorts(ports, workers));
-  if (blocked) {
-    log.say(`cannot start: ${blocked}`, 'error');
-    process.exit(1);
-  }
-  mkdirSync(dataDir, { recursive: true });
-  const release = claimDataFolder(dataDir);
-  process.on('exit', release);
+  await claimStack(dataDir, productionStackPorts(ports, workers), (m, level) => log.say(m, level));
 
   say('checking the servers (installed on first run: a few minutes)...');
   const installed = await log.run('install', 'bash', [path.join(root, 'scripts/install-production.sh')]);

@@ -2,7 +2,7 @@
 // started under `setpriv --pdeathsig` (the kernel signals it when the stack's process dies, even by SIGKILL), and a
 // start first checks its ports and data folder, naming whoever holds them and how to stop it.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 
@@ -58,6 +58,24 @@ export async function startBlocker(dataDir: string, ports: StackPort[]): Promise
     return `port ${p.port} (${p.part}) is taken: ${holderOf(p.port)}. Or start this stack with another ${p.variable}.`;
   }
   return undefined;
+}
+
+/**
+ * Before a stack starts anything: refuses (exit 1, saying who holds what) when its data folder or a port is taken,
+ * then marks the data folder as this stack's until the process exits.
+ */
+export async function claimStack(
+  dataDir: string,
+  ports: StackPort[],
+  say: (message: string, level: 'error') => void,
+): Promise<void> {
+  const blocked = await startBlocker(dataDir, ports);
+  if (blocked) {
+    say(`cannot start: ${blocked}`, 'error');
+    process.exit(1);
+  }
+  mkdirSync(dataDir, { recursive: true });
+  process.on('exit', claimDataFolder(dataDir));
 }
 
 /** Marks the data folder as this stack's while it runs; the returned function unmarks it. */

@@ -57,6 +57,23 @@ export const PART_LOG_ENV = { LOG_FORMAT: 'json' } as const;
 /** What a stack tells each part: its pid, so an engine process stops when the stack is gone (src/part-lifecycle.ts). */
 export const partEnv = (): Record<string, string> => ({ ...PART_LOG_ENV, STACK_PID: String(process.pid) });
 
+/** The stack's log; a stack that cannot run here (a LOG_FORMAT it does not know, an old Node.js) exits 2 saying why. */
+export function openStackLog(label: string): StackLog {
+  let log: StackLog;
+  try {
+    log = new StackLog();
+  } catch (err) {
+    console.error(`[${label}] ${err instanceof Error ? err.message : String(err)}`);
+    return process.exit(2);
+  }
+  const unsupported = unsupportedNode();
+  if (unsupported) {
+    log.say(unsupported, 'error');
+    return process.exit(2);
+  }
+  return log;
+}
+
 /** Why this Node.js cannot run the stack (the project supports Node.js 24 LTS from 24.11), or undefined. */
 export function unsupportedNode(version: string = process.versions.node): string | undefined {
   const [major = 0, minor = 0] = version.split('.').map(Number);

@@ -2,23 +2,16 @@
 // clinic at a sandbox run on its own (answering in the live service's layouts), and a journey completes through it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
+import { freePort } from '../support/dev-server-process';
+import { until } from '../support/until';
 
 jest.setTimeout(300_000);
 
 const root = path.resolve(__dirname, '../..');
 const TOKEN = 'demo-clinic-token';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The stack with its output in a pipe, or (`terminal`) on a pseudo-terminal of util-linux `script`. */
 function runStack(
@@ -37,16 +30,6 @@ function runStack(
   proc.stderr?.on('data', (c: Buffer) => (output += c.toString()));
   const exited = new Promise<number>((resolve) => proc.once('exit', (code) => resolve(code ?? -1)));
   return { proc, output: () => output, exited };
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 it('refuses a base URL without the key, before starting anything: a JSON record into a pipe, a line on a terminal', async () => {

@@ -3,7 +3,6 @@
 // second start while the first runs fails saying which part needed the port and which stack holds it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -13,6 +12,8 @@ import { listenerPid } from '../../scripts/lib/stack-guard';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { currentDeploymentVersion } from '../../src/temporal';
 import { pickProductionPorts } from '../faults/harness/production';
+import { freePort } from '../support/dev-server-process';
+import { until } from '../support/until';
 
 jest.setTimeout(600_000);
 
@@ -39,14 +40,6 @@ function runStack(script: string, env: Record<string, string>): Stack {
   proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   return { proc, pid: proc.pid!, output: () => output, exited };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Clock ticks since boot (the unit of a process's start time in /proc/<pid>/stat). */
@@ -130,16 +123,6 @@ async function currentVersion(temporalPort: number): Promise<string | undefined>
     return await currentDeploymentVersion(connection.workflowService, 'default', DEFAULT_DEPLOYMENT_NAME);
   } finally {
     await connection.close();
-  }
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
