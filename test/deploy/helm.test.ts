@@ -185,9 +185,51 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
       const d = deployment(objects, component(pdb) as 'api' | 'worker');
       expect(pdb.apiVersion).toBe('policy/v1');
       expect(pdb.spec!.minAvailable).toBe(1);
-      expect(pdb.spec!.selector).toEqual({ matchLabels: d.spec.selector!.matchLabels });
+      // The workers' budget spans every version running side by side: its selector is the component's alone.
+      expect(d.spec.selector!.matchLabels).toMatchObject(pdb.spec!.selector!.matchLabels!);
       expect(d.spec.template.metadata.labels).toMatchObject(pdb.spec!.selector!.matchLabels!);
     }
+  });
+
+  test('runs the workers as a version of the Worker Deployment, one Deployment per version side by side', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const envOf = (d: K8sObject & { spec: { template: { spec: PodSpec } } }) =>
+      Object.fromEntries(d.spec.template.spec.containers[0]!.env!.map((e) => [e.name, e.value]));
+    const workers = (objs: K8sObject[]) =>
+      byKind(objs, 'Deployment').filter((o) => component(o) === 'worker') as (K8sObject & {
+        spec: { template: { spec: PodSpec } };
+      })[];
+    // One build id per release: the image tag, else the appVersion.
+    const [current] = workers(objects);
+    expect(envOf(current!)).toMatchObject({
+      WORKER_BUILD_ID: pkg.version,
+      WORKER_DEPLOYMENT_NAME: 'patient-journey-engine',
+    });
+    expect(current!.metadata.name).toBe(`r-patient-journey-engine-worker-${pkg.version.replace(/\./g, '-')}`);
+    const tagged = workers(render({ 'image.tag': '2026.11.25-a1' }));
+    expect(envOf(tagged[0]!).WORKER_BUILD_ID).toBe('2026.11.25-a1');
+    // A rainbow: the previous version keeps its Deployment, image and build id until it is dropped from the list.
+    const rainbow = workers(
+      render({
+        'image.tag': '0.3.0',
+        'worker.versioning.previous[0].buildId': '0.2.0',
+        'worker.versioning.previous[0].tag': '0.2.0',
+      }),
+    );
+    expect(
+      rainbow.map((d) => [d.metadata.name, d.spec.template.spec.containers[0]!.image, envOf(d).WORKER_BUILD_ID]),
+    ).toEqual([
+      ['r-patient-journey-engine-worker-0-3-0', 'patient-journey-engine:0.3.0', '0.3.0'],
+      ['r-patient-journey-engine-worker-0-2-0', 'patient-journey-engine:0.2.0', '0.2.0'],
+    ]);
+    // Their pods never belong to each other's Deployment.
+    const [a, b] = rainbow.map((d) => d.spec.selector!.matchLabels!['patient-journey-engine/build-id']);
+    expect(a).not.toBe(b);
+    // Unversioned, for a Temporal server without Worker Deployments: one Deployment, as before.
+    const plain = workers(render({ 'worker.versioning.enabled': 'false' }));
+    expect(plain.map((d) => d.metadata.name)).toEqual(['r-patient-journey-engine-worker']);
+    expect(envOf(plain[0]!)).toMatchObject({ WORKER_VERSIONING: 'off' });
+    expect(envOf(plain[0]!).WORKER_BUILD_ID).toBeUndefined();
   });
 
   test("probes the API on its real routes, on the port it listens on; the Services reach the pods' ports", () => {

@@ -147,3 +147,13 @@ topologySpreadConstraints:
 - name: data
   mountPath: /data
 {{- end -}}
+
+{{/* This release's worker build id: worker.versioning.buildId, else the image tag, else the chart's appVersion. */}}
+{{- define "pje.buildId" -}}
+{{- .Values.worker.versioning.buildId | default .Values.image.tag | default .Chart.AppVersion -}}
+{{- end -}}
+
+{{/* A build id as a label value and a name suffix: lower case, [a-z0-9-], at most 40 characters. */}}
+{{- define "pje.buildLabel" -}}
+{{- regexReplaceAll "[^a-z0-9-]+" (lower .) "-" | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
