@@ -22,7 +22,11 @@ RUN npx tsc -p tsconfig.build.json
 RUN node dist/workflow-bundle.js dist/workflows.bundle.js
 
 FROM ${NODE_IMAGE}
-ENV NODE_ENV=production \
+# The workers' version in their Worker Deployment (docs/deploy.md, "Deploying a workflow change"): give each build its
+# own, e.g. --build-arg BUILD_ID=$(git rev-parse --short=12 HEAD); empty, the workers run unversioned.
+ARG BUILD_ID=
+ENV WORKER_BUILD_ID=${BUILD_ID} \
+    NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflows.bundle.js
 WORKDIR /app

@@ -148,7 +148,8 @@ describe('docker-compose.yml', () => {
     const images = new Set<string | undefined>();
     for (const [name, entry] of Object.entries(commands)) {
       const s = svc(name);
-      expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile' });
+      // The build id comes in as a build argument (the image's WORKER_BUILD_ID).
+      expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile', args: { BUILD_ID: '' } });
       expect(s.command).toEqual(['node', ...(name.startsWith('api-') ? API_NODE_FLAGS : []), entry]);
       images.add(s.image);
       // tsconfig.build.json compiles src/ into dist/: the entry point has its source.
