@@ -217,7 +217,7 @@ export class ProductionStack {
       port: ports.postgres,
       database: INBOX_DATABASE,
       user: 'journeys',
-      log: (l) => this.#log(`postgres: ${l}`),
+      log: (l) => this.#log(l),
     });
     this.#started.push({ name: 'postgres', stop: () => this.#pg().stop() });
     const pgAccess = {
