@@ -315,10 +315,13 @@ describe('the production stack (npm run start:production)', () => {
     }
   });
 
-  it('leaves no part running when its process is killed (SIGKILL)', async () => {
+  it.each([
+    ['SIGTERM', 0],
+    ['SIGKILL', null],
+  ] as const)('%s to the stack process leaves no part running and every port free', async (signal, code) => {
     const stack = await startReady();
-    const result = await stopAndCheck(stack, ports, () => process.kill(stack.pid, 'SIGKILL'));
+    const result = await stopAndCheck(stack, ports, () => process.kill(stack.pid, signal));
     expect(result).toMatchObject({ left: [], taken: [] });
-    expect(await stack.exited).toBeNull();
+    expect(await stack.exited).toBe(code);
   });
 });
