@@ -65,6 +65,7 @@ export async function parkJourneys(
   api: ApiClient,
   sandboxUrl: string,
   o: { perState: number; runId: string; timeoutMs?: number; say?: (line: string) => void },
+  // A PacedApiClient keeps many journeys under the clinic API's rate limit.
 ): Promise<ParkedJourney[]> {
   const started: { state: WaitState; journeyId: string }[] = [];
   for (const state of WAIT_STATES) {
@@ -96,12 +97,12 @@ export async function parkJourneys(
   }
   o.say?.(`started ${started.length} journeys; driving each into its wait state...`);
   // Each exam invited first, then driven by the sandbox's provider and pharmacy.
-  for (const j of started) {
+  await eachLimit(started, DRIVE_CONCURRENCY, async (j) => {
     const plan = PLAN[j.state];
-    if (plan.drive.length === 0) continue;
+    if (plan.drive.length === 0) return;
     const view = await until(api, j.journeyId, (v) => (v.journey.exams ?? []).some((e) => e.patientExamId), 60_000);
     const patientExamId = view?.journey.exams?.[0]?.patientExamId;
-    if (!patientExamId) continue;
+    if (!patientExamId) return;
     for (const step of plan.drive) {
       if (step === 'cancel') {
         await api.request('POST', `/v1/journeys/${j.journeyId}/cancel`, { body: {} });
@@ -112,10 +113,10 @@ export async function parkJourneys(
         await control(sandboxUrl, `/_sandbox/patient-exams/${patientExamId}/verdict`, { status: step });
       }
     }
-  }
-  const deadline = Date.now() + (o.timeoutMs ?? 120_000);
+  });
+  const deadline = Date.now() + (o.timeoutMs ?? 120_000 + started.length * 500);
   const parked: ParkedJourney[] = [];
-  for (const j of started) {
+  await eachLimit(started, DRIVE_CONCURRENCY, async (j) => {
     const plan = PLAN[j.state];
     const view = await until(
       api,
@@ -124,10 +125,45 @@ export async function parkJourneys(
       Math.max(1_000, deadline - Date.now()),
     );
     parked.push({ state: j.state, journeyId: j.journeyId, ready: view !== undefined });
-  }
+  });
   const settle = Math.max(...WAIT_STATES.map((s) => PLAN[s].settleMs ?? 0));
   if (settle > 0) await sleep(settle);
   return parked;
+}
+
+/**
+ * The clinic API allows a clinic 600 requests a minute: every request of this client waits for its turn, at most
+ * `perSecond` a second, so that parking hundreds of journeys stays under the limit.
+ */
+export class PacedApiClient extends ApiClient {
+  #nextAt = 0;
+
+  constructor(
+    base: string,
+    token: string,
+    private readonly perSecond = 8,
+  ) {
+    super(base, token);
+  }
+
+  override async request<T>(...args: Parameters<ApiClient['request']>): Promise<{ status: number; body: T }> {
+    const now = Date.now();
+    const at = Math.max(now, this.#nextAt);
+    this.#nextAt = at + 1_000 / this.perSecond;
+    if (at > now) await sleep(at - now);
+    return super.request<T>(...args);
+  }
+}
+
+/** Journeys driven at once: each waits on its invite and the sandbox, not on the CPU. */
+const DRIVE_CONCURRENCY = 16;
+
+async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 /** The partner package's lab result, as the clinic uploads it before the start. */
@@ -152,7 +188,7 @@ async function until(
     const { body } = await api.request<JourneyView>('GET', `/v1/journeys/${journeyId}`);
     if (done(body)) return body;
     if (Date.now() > deadline) return undefined;
-    await sleep(300);
+    await sleep(1_000);
   }
 }
 
@@ -174,7 +210,7 @@ async function main(argv: string[]): Promise<number> {
     });
     const perState = Number(values['per-state'] ?? 1);
     if (!Number.isInteger(perState) || perState < 1) throw new UsageError('--per-state must be a whole number above 0');
-    const api = new ApiClient(
+    const api = new PacedApiClient(
       parseApiUrl(values.api ?? 'http://127.0.0.1:3000').href.replace(/\/$/, ''),
       DEMO_CLINIC_TOKEN,
     );
