@@ -138,14 +138,18 @@ export async function currentDeploymentVersion(
   return summary?.routingConfig?.currentDeploymentVersion?.buildId || undefined;
 }
 
-/** Whether the server knows the version: its workers have polled. */
-async function versionKnown(service: WorkflowService, namespace: string, version: DeploymentVersion) {
-  if (!(await deploymentSummary(service, namespace, version.deploymentName))) return false;
+/** The deployment's current build id, and whether the server knows the version (its workers have polled). */
+async function versionState(service: WorkflowService, namespace: string, version: DeploymentVersion) {
+  const summary = await deploymentSummary(service, namespace, version.deploymentName);
+  if (!summary) return { known: false, current: undefined };
   const { workerDeploymentInfo } = await service.describeWorkerDeployment({
     namespace,
     deploymentName: version.deploymentName,
   });
-  return (workerDeploymentInfo?.versionSummaries ?? []).some((v) => v.deploymentVersion?.buildId === version.buildId);
+  const known = (workerDeploymentInfo?.versionSummaries ?? []).some(
+    (v) => v.deploymentVersion?.buildId === version.buildId,
+  );
+  return { known, current: summary.routingConfig?.currentDeploymentVersion?.buildId || undefined };
 }
 
 /**
@@ -162,8 +166,8 @@ export async function makeCurrentVersion(
   const deadline = Date.now() + (o.timeoutMs ?? 60_000);
   for (;;) {
     try {
-      if (await versionKnown(service, namespace, version)) {
-        const current = await currentDeploymentVersion(service, namespace, version.deploymentName);
+      const { known, current } = await versionState(service, namespace, version);
+      if (known) {
         if (current === version.buildId || (current !== undefined && o.onlyIfNone)) return { changed: false, current };
         await service.setWorkerDeploymentCurrentVersion({
           namespace,

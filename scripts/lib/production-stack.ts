@@ -320,6 +320,7 @@ export class ProductionStack {
       LOG_LEVEL: 'warn',
       ...this.o.engineEnv,
     });
+    const workerVersion = this.#workerVersionEnv();
     for (let i = 1; i <= (this.o.workers ?? 2); i++) {
       const name = `worker-${i}`;
       const metricsPort = this.o.ports.workerMetrics?.[i - 1];
@@ -329,7 +330,7 @@ export class ProductionStack {
         [...tsx, 'src/worker.ts'],
         {
           WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off',
-          ...this.#workerVersionEnv(),
+          ...workerVersion,
           ...engineEnv(name),
         },
         true,
@@ -360,8 +361,7 @@ export class ProductionStack {
       ),
     );
     this.#started.push({ name: 'workers and API replicas', stop: () => this.#stopApps() });
-    const version = this.#workerVersionEnv().WORKER_BUILD_ID;
-    if (version) await this.#makeCurrent(version);
+    if (workerVersion.WORKER_BUILD_ID) await this.#makeCurrent(workerVersion.WORKER_BUILD_ID);
     const lb = this.#process('load-balancer', haproxyBin(), ['-db', '-f', this.#haproxyConfig()], {});
     this.#startInfra(lb);
     await waitForHttp(`${this.apiUrl}/healthz`, 'load-balancer', { gaveUp: () => this.#died(lb) });

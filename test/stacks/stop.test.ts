@@ -116,6 +116,23 @@ const running = (p: { pid: number; start: string }) => {
   return s !== undefined && s.start === p.start && s.state !== 'Z';
 };
 
+/** Kills what is left of a stack's process group after a failed test, so it holds no port for the next one. */
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** Starts a stack and waits for the line it prints once it is up, then for its API to answer `path`. */
+async function startUntilUp(script: string, env: Record<string, string>, banner: string, url: string) {
+  const stack = runStack(script, env);
+  await until('the stack to be up', () => Promise.resolve(stack.output().includes(banner) ? true : undefined), 420_000);
+  expect((await fetch(url)).ok).toBe(true);
+  return stack;
+}
+
 /** The current version of the engine's Worker Deployment on the Temporal server at that port. */
 async function currentVersion(temporalPort: number): Promise<string | undefined> {
   const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
@@ -174,17 +191,8 @@ describe('the local stack (npm start)', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const startReady = async () => {
-    const stack = runStack('scripts/local-stack.ts', env);
-    // The banner comes once every part is up and the worker's version is current.
-    await until(
-      'the stack to be up',
-      () => Promise.resolve(stack.output().includes('Ctrl-C stops everything.') ? true : undefined),
-      240_000,
-    );
-    expect((await fetch(`${api}/readyz`)).ok).toBe(true);
-    return stack;
-  };
+  // The banner comes once every part is up and the worker's version is current.
+  const startReady = () => startUntilUp('scripts/local-stack.ts', env, 'Ctrl-C stops everything.', `${api}/readyz`);
 
   it('refuses a second start while the first runs, naming the part, the stack and how to stop it', async () => {
     const first = await startReady();
@@ -213,11 +221,7 @@ describe('the local stack (npm start)', () => {
       expect(await first.exited).toBe(0);
       expect(first.output()).toContain('temporal stopped');
     } finally {
-      try {
-        process.kill(-first.pid, 'SIGKILL');
-      } catch {
-        // stopped
-      }
+      killGroup(first.pid);
       rmSync(`${dataDir}-other`, { recursive: true, force: true });
     }
   });
@@ -282,16 +286,8 @@ describe('the production stack (npm run start:production)', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const startReady = async () => {
-    const stack = runStack('scripts/production-stack.ts', env);
-    await until(
-      'the production stack to be up',
-      () => Promise.resolve(stack.output().includes('the production-shaped stack is up') ? true : undefined),
-      420_000,
-    );
-    expect((await fetch(`${api}/healthz`)).ok).toBe(true);
-    return stack;
-  };
+  const startReady = () =>
+    startUntilUp('scripts/production-stack.ts', env, 'the production-shaped stack is up', `${api}/healthz`);
 
   it('stops every part on SIGHUP to its group (the terminal closed), and refuses a second start meanwhile', async () => {
     const stack = await startReady();
@@ -306,11 +302,7 @@ describe('the production stack (npm run start:production)', () => {
       expect(result).toMatchObject({ left: [], taken: [] });
       expect(await stack.exited).toBe(0);
     } finally {
-      try {
-        process.kill(-stack.pid, 'SIGKILL');
-      } catch {
-        // stopped
-      }
+      killGroup(stack.pid);
       rmSync(`${dataDir}-other`, { recursive: true, force: true });
     }
   });
