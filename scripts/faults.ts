@@ -12,6 +12,7 @@
 //   npm run test:faults -- --topology production --ci   a small one (does not write the doc)
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { KEPT_MARKER, withSection } from './lib/doc-section';
 import { CI_RUN, FULL_RUN, PRODUCTION_CI_RUN, PRODUCTION_RUN } from '../test/faults/harness/presets';
 import { machineDescription, problemsText, reportTable } from '../test/faults/harness/report';
 import { runFaultSuite, type SuiteOptions, type SuiteReport } from '../test/faults/harness/suite';
@@ -115,9 +116,6 @@ in a folder under the system's temp directory (kept when a run fails); each proc
 `;
 }
 
-/** The line after which docs/reliability.md holds other measurements: a full run rewrites what is above it only. */
-const KEPT_MARKER = '<!-- other measurements below: npm run test:faults keeps them -->';
-
 function keptSections(file: string): string {
   const existing = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const at = existing.indexOf(KEPT_MARKER);
@@ -179,18 +177,6 @@ ${report.problems.length === 0 ? '' : `### Problems\n\n${problemsText(report)}\n
 ${PRODUCTION_END}`;
 }
 
-/** docs/reliability.md with the production section replaced (or added after KEPT_MARKER), the rest as it was. */
-function withProductionSection(existing: string, section: string): string {
-  const begin = existing.indexOf(PRODUCTION_BEGIN);
-  const end = existing.indexOf(PRODUCTION_END);
-  if (begin >= 0 && end > begin)
-    return existing.slice(0, begin) + section + existing.slice(end + PRODUCTION_END.length);
-  const at = existing.indexOf(KEPT_MARKER);
-  if (at < 0) return `${existing.trimEnd()}\n\n${KEPT_MARKER}\n\n${section}\n`;
-  const after = at + KEPT_MARKER.length;
-  return `${existing.slice(0, after)}\n\n${section}\n${existing.slice(after)}`;
-}
-
 async function main() {
   const ci = process.argv.includes('--ci');
   const topology = argValue('--topology') ?? 'dev-server';
@@ -213,7 +199,7 @@ async function main() {
     const file = path.resolve(__dirname, '../docs/reliability.md');
     const existing = existsSync(file) ? readFileSync(file, 'utf8') : '';
     const section = productionSection(report, command(), machineDescription(), new Date());
-    writeFileSync(file, withProductionSection(existing, section));
+    writeFileSync(file, withSection(existing, PRODUCTION_BEGIN, PRODUCTION_END, section));
     console.log(`written to ${path.relative(process.cwd(), file)}`);
   } else if (!production && !ci && options.journeys >= 100) {
     const file = path.resolve(__dirname, '../docs/reliability.md');

@@ -158,7 +158,7 @@ export class PacedApiClient extends ApiClient {
 /** Journeys driven at once: each waits on its invite and the sandbox, not on the CPU. */
 const DRIVE_CONCURRENCY = 16;
 
-async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+export async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < items.length) await fn(items[next++]!);
@@ -175,9 +175,9 @@ async function uploadLab(api: ApiClient, examId: number) {
 }
 
 /** The exams' statuses, from the view of a running journey or of a closed one. */
-const statusesOf = (v: JourneyView) => v.journey.examStatus ?? (v.journey.exams ?? []).map((e) => e.status);
+export const statusesOf = (v: JourneyView) => v.journey.examStatus ?? (v.journey.exams ?? []).map((e) => e.status);
 
-async function until(
+export async function until(
   api: ApiClient,
   journeyId: string,
   done: (v: JourneyView) => boolean,
@@ -185,14 +185,18 @@ async function until(
 ): Promise<JourneyView | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { body } = await api.request<JourneyView>('GET', `/v1/journeys/${journeyId}`);
-    if (done(body)) return body;
+    // An answer that fails (a replica restarting, a query that times out) is asked again at the next turn.
+    const body = await api.request<JourneyView>('GET', `/v1/journeys/${journeyId}`).then(
+      (r) => r.body,
+      () => undefined,
+    );
+    if (body && done(body)) return body;
     if (Date.now() > deadline) return undefined;
     await sleep(1_000);
   }
 }
 
-async function control(sandboxUrl: string, route: string, body: unknown): Promise<void> {
+export async function control(sandboxUrl: string, route: string, body: unknown): Promise<void> {
   const res = await fetch(`${sandboxUrl}${route}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

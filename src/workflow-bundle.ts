@@ -8,10 +8,14 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { WORKFLOW_TRACING_MODULE } from './observability/tracing';
 
-export async function buildWorkflowBundle(outFile: string): Promise<{ bytes: number; ms: number }> {
+/** Bundles the workflows at `workflowsPath` (these sources' by default) into `outFile`. */
+export async function buildWorkflowBundle(
+  outFile: string,
+  workflowsPath: string = require.resolve('./workflows'),
+): Promise<{ bytes: number; ms: number }> {
   const t0 = performance.now();
   const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('./workflows'),
+    workflowsPath,
     workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
   });
   mkdirSync(path.dirname(outFile), { recursive: true });

@@ -142,6 +142,8 @@ export interface ProductionStackOptions {
   sandboxEnv?: Record<string, string>;
   /** Extra environment for workers and API replicas. */
   engineEnv?: Record<string, string>;
+  /** The Temporal server's dynamic configuration file (production.yaml's by default). */
+  temporalDynamicConfig?: string;
   log?: (line: string) => void;
   /** Called when an infrastructure part (not a worker or API replica) dies on its own. */
   onFatal?: (why: string) => void;
@@ -157,6 +159,7 @@ export class ProductionStack {
   /** Codec, UI, sandbox, load balancer. */
   #infra: ManagedProcess[] = [];
   #stopping = false;
+  #clinicsFile: string | undefined;
   #started: { name: string; stop: () => Promise<void> }[] = [];
   readonly #log: (line: string) => void;
   readonly #logDir: string;
@@ -241,6 +244,7 @@ export class ProductionStack {
         metrics: ports.temporalMetrics,
       },
       logDir: this.#logDir,
+      ...(this.o.temporalDynamicConfig ? { dynamicConfigFile: this.o.temporalDynamicConfig } : {}),
       log: (l) => this.#log(l),
     });
     await this.temporal.start();
@@ -299,45 +303,10 @@ export class ProductionStack {
     ]);
 
     // 5. Workers and API replicas, each with a data folder of its own; then the load balancer.
-    const clinicsFile = writeDemoClinics(dataDir, secrets);
-    const engineEnv = (name: string): Record<string, string> => ({
-      DATA_DIR: path.join(dataDir, 'processes', name),
-      TEMPORAL_ADDRESS: this.temporalAddress,
-      TEMPORAL_CONFIG_FILE: stackTemporalProfile(dataDir),
-      EXAM_SERVICE_BASE_URL: this.sandboxUrl,
-      CLINICS_FILE: clinicsFile,
-      WEBHOOK_SECRET: secrets.webhookSecret,
-      PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? this.apiUrl,
-      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
-      ADMIN_TOKEN_SHA256: sha256(LOCAL_ADMIN_TOKEN),
-      INBOX_STORE: 'postgres',
-      INBOX_DATABASE_URL: this.inboxDatabaseUrl,
-      ATTACHMENTS_STORE: 's3',
-      ATTACHMENTS_S3_BUCKET: BUCKET,
-      ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
-      AWS_ACCESS_KEY_ID: this.objectStore!.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: this.objectStore!.secretAccessKey,
-      LOG_LEVEL: 'warn',
-      ...this.o.engineEnv,
-    });
+    this.#clinicsFile = writeDemoClinics(dataDir, secrets);
     const workerVersion = this.#workerVersionEnv();
     for (let i = 1; i <= (this.o.workers ?? 2); i++) {
-      const name = `worker-${i}`;
-      const metricsPort = this.o.ports.workerMetrics?.[i - 1];
-      const w = this.#process(
-        name,
-        process.execPath,
-        [...tsx, 'src/worker.ts'],
-        {
-          WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off',
-          ...workerVersion,
-          ...engineEnv(name),
-        },
-        true,
-      );
-      this.workers.push(w);
-      this.#apps.push(w);
-      w.start();
+      this.#startWorker(`worker-${i}`, this.o.ports.workerMetrics?.[i - 1], workerVersion);
     }
     ports.apiReplicas.forEach((port, i) => {
       const name = `api-${i + 1}`;
@@ -346,7 +315,7 @@ export class ProductionStack {
         process.execPath,
         [...API_NODE_FLAGS, ...tsx, 'src/api/server.ts'],
         {
-          ...engineEnv(name),
+          ...this.#engineEnv(name),
           API_PORT: String(port),
         },
         true,
@@ -365,6 +334,64 @@ export class ProductionStack {
     const lb = this.#process('load-balancer', haproxyBin(), ['-db', '-f', this.#haproxyConfig()], {});
     this.#startInfra(lb);
     await waitForHttp(`${this.apiUrl}/healthz`, 'load-balancer', { gaveUp: () => this.#died(lb) });
+  }
+
+  /** Every engine process's environment (workers and API replicas); `name` is its data folder. */
+  #engineEnv(name: string): Record<string, string> {
+    const secrets = stackSecrets(this.o.dataDir);
+    return {
+      DATA_DIR: path.join(this.o.dataDir, 'processes', name),
+      TEMPORAL_ADDRESS: this.temporalAddress,
+      TEMPORAL_CONFIG_FILE: stackTemporalProfile(this.o.dataDir),
+      EXAM_SERVICE_BASE_URL: this.sandboxUrl,
+      CLINICS_FILE: this.#clinicsFile!,
+      WEBHOOK_SECRET: secrets.webhookSecret,
+      PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? this.apiUrl,
+      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
+      ADMIN_TOKEN_SHA256: sha256(LOCAL_ADMIN_TOKEN),
+      INBOX_STORE: 'postgres',
+      INBOX_DATABASE_URL: this.inboxDatabaseUrl,
+      ATTACHMENTS_STORE: 's3',
+      ATTACHMENTS_S3_BUCKET: BUCKET,
+      ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
+      AWS_ACCESS_KEY_ID: this.objectStore!.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: this.objectStore!.secretAccessKey,
+      LOG_LEVEL: 'warn',
+      ...this.o.engineEnv,
+    };
+  }
+
+  #startWorker(name: string, metricsPort: number | undefined, version: Record<string, string>): ManagedProcess {
+    const w = this.#process(
+      name,
+      process.execPath,
+      ['--import', 'tsx', 'src/worker.ts'],
+      {
+        WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off',
+        ...this.#engineEnv(name),
+        ...version,
+      },
+      true,
+    );
+    this.workers.push(w);
+    this.#apps.push(w);
+    w.start();
+    return w;
+  }
+
+  /**
+   * More workers beside the running ones, as a deploy starts a new version's: each polls as `buildId` with the
+   * workflow bundle at `bundlePath` and its Prometheus page on one of `metricsPorts`. Nothing is made current: a ramp
+   * or set-current does that. They stop with the stack, or earlier by their own close().
+   */
+  startWorkerVersion(o: { buildId: string; bundlePath: string; metricsPorts: number[]; label?: string }) {
+    if (!this.#clinicsFile) throw new Error('the stack is not started');
+    const version = {
+      WORKER_BUILD_ID: o.buildId,
+      WORKER_BOOTSTRAP_CURRENT: 'false',
+      WORKFLOW_BUNDLE_PATH: o.bundlePath,
+    };
+    return o.metricsPorts.map((port, i) => this.#startWorker(`worker-${o.label ?? o.buildId}-${i + 1}`, port, version));
   }
 
   /** The workers' version: the commit (see build-id.ts) or WORKER_BUILD_ID; none with WORKER_VERSIONING=off. */

@@ -46,6 +46,8 @@ export interface TemporalServerOptions {
   /** Logs of the server go to <logDir>/temporal-server.log. */
   logDir: string;
   historyShards?: number;
+  /** The dynamic configuration file; deploy/temporal/dynamicconfig/production.yaml by default. */
+  dynamicConfigFile?: string;
   log?: (line: string) => void;
 }
 
@@ -61,6 +63,9 @@ export interface TemporalServer {
   /** SIGKILL without waiting: the last resort of a process that is exiting. */
   killNow(): void;
 }
+
+/** The production server's dynamic configuration (a drill may start from it and change a few settings). */
+export const PRODUCTION_DYNAMIC_CONFIG = path.join(ROOT, 'deploy', 'temporal', 'dynamicconfig', 'production.yaml');
 
 export function temporalServerInstalled(): boolean {
   return existsSync(SERVER_BIN) && existsSync(SQL_TOOL) && existsSync(SCHEMA_DIR);
@@ -138,7 +143,7 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(o.ports.membershipBase + 2),
     TEMPORAL_WORKER_MEMBERSHIP_PORT: String(o.ports.membershipBase + 3),
     TEMPORAL_METRICS_PORT: String(o.ports.metrics),
-    TEMPORAL_DYNAMIC_CONFIG: path.join(ROOT, 'deploy', 'temporal', 'dynamicconfig', 'production.yaml'),
+    TEMPORAL_DYNAMIC_CONFIG: o.dynamicConfigFile ?? PRODUCTION_DYNAMIC_CONFIG,
   };
   if (o.ports.membershipBase + 3 >= 32768) throw new Error('Temporal membership ports must stay below 32768');
 

@@ -192,6 +192,27 @@ describe('worker and API metrics pages', () => {
     expect(await apiValue('process_cpu_user_seconds_total')).toBeGreaterThan(0);
   }, 180_000);
 
+  it('counts a workflow task that fails: a workflow type the worker does not have', async () => {
+    // The journeys' own code does not fail a task on purpose; a start of an unknown type does, as a bad deploy's
+    // non-determinism would (JourneyWorkflowTaskFailing alerts on this counter).
+    const handle = await env.client.workflow.start('notAJourneyWorkflow', {
+      taskQueue: TASK_QUEUE,
+      workflowId: `metrics-unknown-type-${process.pid}`,
+    });
+    try {
+      const series = await eventually(
+        async () => parseExposition(await text(workerMetricsUrl)),
+        (s) => s.some((x) => x.name === 'temporal_workflow_task_execution_failed_total' && x.value > 0),
+      );
+      expect(series.find((x) => x.name === 'temporal_workflow_task_execution_failed_total')?.labels).toMatchObject({
+        namespace: 'default',
+        task_queue: TASK_QUEUE,
+      });
+    } finally {
+      await handle.terminate('the test is done with it');
+    }
+  }, 90_000);
+
   it('exposes every metric the dashboard and the alerting rules use', async () => {
     const exposed = new Set([
       ...metricFamilies(await text(workerMetricsUrl)),

@@ -1,9 +1,10 @@
 // The replay gate: `npm run replay -- <folder>` passes on this working tree's workflows and refuses a change that
 // breaks determinism, naming the history and its first mismatching command. The wait states it captures by.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WAIT_STATES, waitStateOf, type JourneyFacts } from '../../scripts/histories';
+import { BREAKING_TIMER, sourceVariant } from '../../scripts/lib/workflow-variant';
 
 jest.setTimeout(120_000);
 
@@ -45,17 +46,9 @@ describe('the replay gate', () => {
 
   it('refuses an unguarded breaking change, naming each history and the first mismatching command', () => {
     // The working tree's src/ with one more timer at the start of the journey, not behind patched().
-    const copy = path.join(root, '.scratch', `replay-gate-${process.pid}`);
-    rmSync(copy, { recursive: true, force: true });
-    mkdirSync(copy, { recursive: true });
+    const copy = sourceVariant(root, `replay-gate-${process.pid}`, [BREAKING_TIMER]);
     try {
-      cpSync(path.join(root, 'src'), path.join(copy, 'src'), { recursive: true });
-      const file = path.join(copy, 'src/workflows/patient-journey.ts');
-      const source = readFileSync(file, 'utf8');
-      const start = 'export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {\n';
-      expect(source).toContain(start);
-      writeFileSync(file, source.replace(start, `${start}  await sleep(1_000);\n`));
-      const { status, out } = replay(fixtures, '--workflows', path.join(copy, 'src/workflows'));
+      const { status, out } = replay(fixtures, '--workflows', copy.workflowsPath);
       expect(status).toBe(1);
       const failed = out.split('\n').filter((l) => l.startsWith('FAIL '));
       expect(failed.length).toBeGreaterThan(0);
@@ -63,8 +56,14 @@ describe('the replay gate', () => {
         expect(line).toMatch(/^FAIL \S+\.json \(\S+\): \S*Nondeterminism|DeterminismViolation/i);
       expect(out).toContain('0 of 9 histories replay');
     } finally {
-      rmSync(copy, { recursive: true, force: true });
+      copy.remove();
     }
+  });
+
+  it('says where a change does not fit the sources', () => {
+    expect(() =>
+      sourceVariant(root, `replay-gate-${process.pid}`, [{ ...BREAKING_TIMER, find: 'no such line' }]),
+    ).toThrow('src/workflows/patient-journey.ts: the change cannot be applied, its anchor is missing: "no such line"');
   });
 
   it('says what it needs', () => {
