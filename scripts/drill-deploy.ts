@@ -53,7 +53,9 @@ const TEMPORAL_CLI = path.join(process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT,
 const PROMTOOL = path.join(process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools'), 'promtool', 'bin', 'promtool');
 const RULES = path.join(ROOT, 'deploy', 'observability', 'prometheus-rules.yml');
 const FAILURE_METRIC = 'temporal_workflow_task_execution_failed_total';
-const ALERT = 'JourneyWorkflowTaskFailing';
+/** The SDK's failure reason for a workflow task whose commands do not match its history. */
+const NON_DETERMINISM = 'NonDeterminismError';
+const ALERT = 'JourneyNonDeterminism';
 const DEPLOYMENT = DEFAULT_DEPLOYMENT_NAME;
 const run = promisify(execFile);
 
@@ -486,9 +488,10 @@ export interface Report {
     alertAfterMs?: number | 'no promtool';
     rolledBackAt: number;
     recoveryMs: number;
-    failuresByVersion: Record<string, number>;
+    failuresByVersion: Record<string, Failures>;
   };
-  safeFailures: Record<string, number>;
+  /** Per worker, by the SDK's failure reason (NonDeterminismError, WorkflowError, timeout...). */
+  safeFailures: Record<string, Failures>;
   problems: string[];
   startedAt: Date;
   durationMs: number;
@@ -549,7 +552,7 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
     onFatal: (why) => problems.push(`a part of the stack died: ${why}`),
   });
   const journeys: Journey[] = [];
-  const safeFailures: Record<string, number> = {};
+  const safeFailures: Record<string, Failures> = {};
   let gate: Report['gate'] = { v2: [], v3: [], histories: 0 };
   let drained: Report['drained'];
   let bad: Report['bad'];
@@ -679,7 +682,8 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
     const forcedAt = Date.now();
     mark(`v3 ${v3.buildId} forced current (the gate refused it)`);
     const last = running.filter((j) => j.step === 'v3 forced');
-    const driving = eachLimit(last, 16, (j) => driveToEnd(drive, j, 600_000)).catch((err: unknown) => {
+    // All at once: each one's event is sent while v3 is current (the paced client keeps the API under its limit).
+    const driving = eachLimit(last, last.length, (j) => driveToEnd(drive, j, 600_000)).catch((err: unknown) => {
       problems.push(`driving the last share: ${err instanceof Error ? err.message : String(err)}`);
     });
     const scraped = [...v2.workers, ...v3.workers].map((w) => ({ name: w.name, url: metricsOf(w) }));
@@ -718,7 +722,7 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
     if (notBack.length > 0)
       problems.push(`${notBack.length} journeys driven while v3 was current did not end after the rollback`);
     const recoveredAt = Math.max(rolledBackAt, ...last.map((j) => j.endedAt ?? rolledBackAt));
-    const failuresByVersion: Record<string, number> = {};
+    const failuresByVersion: Record<string, Failures> = {};
     for (const w of [...v2.workers, ...v3.workers]) failuresByVersion[w.name] = await failedTasks(metricsOf(w));
     bad = {
       forcedAt: forcedAt - t0,
@@ -753,8 +757,8 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
       if (j.step !== 'v3 forced' && (j.nondeterministic ?? 0) > 0)
         problems.push(`${j.journeyId}: ${j.nondeterministic} non-deterministic workflow tasks in the safe rollout`);
     }
-    const safe = Object.values(safeFailures).reduce((a, b) => a + b, 0);
-    if (safe > 0) problems.push(`${safe} workflow task failures counted by the workers during the safe rollout`);
+    const safe = totalOf(safeFailures, NON_DETERMINISM);
+    if (safe > 0) problems.push(`${safe} non-deterministic workflow tasks counted by the workers in the safe rollout`);
     mark(`judged ${journeys.length} journeys: ${problems.length === 0 ? 'no problem' : `${problems.length} problems`}`);
   } catch (err) {
     problems.push(`the drill stopped: ${err instanceof Error ? err.message : String(err)}`);
@@ -782,11 +786,35 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
   };
 }
 
-/** The workflow task failures a worker's Prometheus page counts (0 when it has none, or cannot be read). */
-async function failedTasks(url: string): Promise<number> {
-  const sample = await scrapeFailures([{ name: url, url }]);
-  return [...sample.values.values()].reduce((a, b) => a + b, 0);
+type Failures = Record<string, number>;
+
+/** The workflow task failures a worker's Prometheus page counts, by failure reason (none when it cannot be read). */
+async function failedTasks(url: string): Promise<Failures> {
+  const out: Failures = {};
+  for (const [series, n] of (await scrapeFailures([{ name: url, url }])).values) {
+    const reason = labelOf(series, 'failure_reason') || 'unknown';
+    out[reason] = (out[reason] ?? 0) + n;
+  }
+  return out;
 }
+
+const countOf = (f: Failures, reason?: string) =>
+  Object.entries(f).reduce((a, [r, n]) => a + (reason === undefined || r === reason ? n : 0), 0);
+const totalOf = (byWorker: Record<string, Failures>, reason?: string) =>
+  Object.values(byWorker).reduce((a, f) => a + countOf(f, reason), 0);
+const describeFailures = (byWorker: Record<string, Failures>) =>
+  Object.entries(byWorker)
+    .map(
+      ([w, f]) =>
+        `${w} ${
+          countOf(f) === 0
+            ? 0
+            : Object.entries(f)
+                .map(([r, n]) => `${n} ${r}`)
+                .join(' + ')
+        }`,
+    )
+    .join(', ');
 
 // ---- the report ---------------------------------------------------------------------------------------------------------
 
@@ -815,7 +843,10 @@ export function reportSection(r: Report, cmd: string, machine: string, finishedA
   const combos = ['v1', 'v1 + v2', 'v2', 'v1 + v2 + v3', 'v2 + v3', 'v3'];
   const seen = combos.filter((c) => r.journeys.some((j) => ranOn(j, labels) === c));
   const rows = [...groups].map(([key, js]) => {
-    const steps = [...new Set(js.map((j) => j.step ?? 'ended before the rollout'))];
+    const order: (Step | 'ended before the rollout')[] = ['ramp 10 %', 'ramp 50 %', 'current', 'v3 forced'];
+    const steps = [...new Set(js.map((j) => j.step ?? 'ended before the rollout'))].sort(
+      (a, b) => order.indexOf(a) - order.indexOf(b),
+    );
     return [
       key,
       String(js.length),
@@ -890,15 +921,13 @@ ${mdTable(
 - **Completed**: ${ended} of ${total} journeys ended in their expected state; **journeys lost: ${total - ended}**.
 - **The replay gate** on ${r.gate.histories} histories captured from the running v1 system (one or two per wait state):
   v2 replays ${r.gate.v2.filter((g) => !g.error).length} of ${r.gate.v2.length}; v3 is refused on ${r.gate.v3.filter((g) => g.error).length} of ${r.gate.v3.length}${gateFirst ? ` (first: \`${gateFirst.file}\`, ${mismatchOf(gateFirst.error)})` : ''}.
-- **Safe rollout (v1 → v2)**: ${safeNd} non-deterministic workflow tasks in ${safe.length} journeys' histories; ${Object.values(r.safeFailures).reduce((a, b) => a + b, 0)} workflow task failures counted by the four workers (\`${FAILURE_METRIC}\`).
+- **Safe rollout (v1 → v2)**: ${safeNd} non-deterministic workflow tasks in ${safe.length} journeys' histories; ${totalOf(r.safeFailures, NON_DETERMINISM)} non-deterministic workflow tasks counted by the four workers (\`${FAILURE_METRIC}\`, \`failure_reason="${NON_DETERMINISM}"\`; all failures: ${describeFailures(r.safeFailures)}).
 - **v1 retired**: drained ${secs(r.drained?.afterMs)} after v2 became current, deleted (\`delete-version\`, once its stopped workers' polls were forgotten) after ${secs(r.drained?.deletedAfterMs)}.
 - **v3 forced**: the first failed workflow task was counted ${secs(bad?.firstFailureAfterMs)} after it became current; the \`${ALERT}\` alert ${
     bad?.alertAfterMs === 'no promtool'
       ? 'was not evaluated (promtool is not installed: `bash scripts/install-promtool.sh`)'
       : `fired after ${secs(bad?.alertAfterMs)} (promtool evaluating deploy/observability/prometheus-rules.yml on the counter scraped from the workers every 5 s)`
-  }; workflow task failures counted per worker: ${Object.entries(bad?.failuresByVersion ?? {})
-    .map(([w, n]) => `${w} ${n}`)
-    .join(', ')}.
+  }; workflow task failures counted per worker: ${describeFailures(bad?.failuresByVersion ?? {})}.
 - **Rollback**: v2 current again; **time to recovery ${secs(bad?.recoveryMs)}**, until every one of the ${lastShare.length} journeys driven while v3 was current had gone on to its end. A failed workflow task is retried when its attempt times out (10 s, growing with each attempt), so recovery depends on how long the bad version was current.
 
 **Timeline**

@@ -193,8 +193,8 @@ describe('worker and API metrics pages', () => {
   }, 180_000);
 
   it('counts a workflow task that fails: a workflow type the worker does not have', async () => {
-    // The journeys' own code does not fail a task on purpose; a start of an unknown type does, as a bad deploy's
-    // non-determinism would (JourneyWorkflowTaskFailing alerts on this counter).
+    // The journeys' own code does not fail a task on purpose; a start of a type the worker does not have does (as
+    // a bad deploy's non-determinism would): the JourneyNonDeterminism and JourneyWorkflowTaskErrors alerts read it.
     const handle = await env.client.workflow.start('notAJourneyWorkflow', {
       taskQueue: TASK_QUEUE,
       workflowId: `metrics-unknown-type-${process.pid}`,
@@ -207,6 +207,7 @@ describe('worker and API metrics pages', () => {
       expect(series.find((x) => x.name === 'temporal_workflow_task_execution_failed_total')?.labels).toMatchObject({
         namespace: 'default',
         task_queue: TASK_QUEUE,
+        failure_reason: expect.stringMatching(/^(WorkflowError|NonDeterminismError)$/),
       });
     } finally {
       await handle.terminate('the test is done with it');

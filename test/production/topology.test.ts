@@ -3,12 +3,14 @@
 // scenarios, attachments included) pass through the load balancer; then one API replica and one worker are SIGKILLed
 // and the demo passes again on what is left. Attachments sit sealed in the bucket, the PostgreSQL inbox drains, and
 // the stack stops in order leaving no process behind.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Client as PgClient } from 'pg';
+import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
+import { stackBuildId } from '../../scripts/lib/build-id';
 import { freePort } from '../../scripts/lib/postgres-server';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
 
@@ -67,6 +69,19 @@ describe('production topology', () => {
     await stack?.stop();
     rmSync(root, { recursive: true, force: true });
   }, 120_000);
+
+  it("registers its workers' version with the Temporal server and makes it current", () => {
+    // As an operator asks it: the Temporal CLI's deployment list, as JSON.
+    const out = execFileSync(
+      path.join(ROOT, '.tools', 'bin', 'temporal'),
+      ['worker', 'deployment', 'list', '--address', stack.temporalAddress, '-o', 'json'],
+      { encoding: 'utf8' },
+    );
+    const list = JSON.parse(out) as { name: string; routingConfig?: { currentVersionBuildID?: string } }[];
+    expect(list.map((d) => ({ name: d.name, current: d.routingConfig?.currentVersionBuildID }))).toEqual([
+      { name: DEFAULT_DEPLOYMENT_NAME, current: stackBuildId(ROOT) },
+    ]);
+  });
 
   it('runs every scenario through the load balancer, and again with one API replica and one worker killed', async () => {
     const first = await demo(stack.apiUrl);
