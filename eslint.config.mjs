@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.tools/', '.data/', 'coverage/', 'test/fixtures/'] },
+  { ignores: ['node_modules/', 'dist/', '.tools/', '.data/', 'coverage/', 'test/fixtures/', '.scratch/'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
