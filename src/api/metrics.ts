@@ -79,7 +79,7 @@ export function createApiMetrics(
     }),
     forwardDelaySeconds: new Histogram({
       name: 'journey_api_callback_forward_delay_seconds',
-      help: 'From receiving a callback to its journey accepting the signal',
+      help: 'Apply lag: from acknowledging a callback (its inbox append) to its journey accepting the signal',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
       registers,
     }),
