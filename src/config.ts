@@ -112,8 +112,22 @@ const ConfigSchema = z.object({
     serverPort: port,
     /** Browser origins allowed to call the codec server: the Temporal UI's. */
     corsOrigins: z.array(z.string().min(1)),
-    /** Bearer token the codec server requires, when set. */
+    /** Bearer token the codec server requires, when set (with an identity provider: automation only). */
     serverToken: z.string().min(16).optional(),
+    /** The identity provider whose access tokens the codec server checks on every request (OIDC_ISSUER). */
+    oidc: z
+      .object({
+        issuer: z.url('OIDC_ISSUER: the issuer URL, as its tokens name it'),
+        audience: z.array(z.string().min(1)).min(1, 'OIDC_AUDIENCE: at least one audience'),
+        jwksUrl: z.url('OIDC_JWKS_URL: a URL').optional(),
+        roleClaim: z.string().min(1),
+        clockSkewSeconds: z.number().int().min(0).max(300),
+        /** Roles that may decode (and encode) patient data. */
+        decodeRoles: z.array(z.string().min(1)).min(1, 'CODEC_DECODE_ROLES: at least one role'),
+      })
+      .optional(),
+    /** The codec server's audit trail: every decode and encode, and every refusal (JSON lines, hash-chained). */
+    auditFile: z.string().min(1).optional(),
   }),
   dataDir: z.string().min(1),
   attachmentsDir: z.string().min(1),
@@ -365,6 +379,13 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'CODEC_CORS_ORIGINS',
   'CODEC_SERVER_TOKEN',
   'CODEC_SERVER_TOKEN_FILE',
+  'CODEC_DECODE_ROLES',
+  'CODEC_AUDIT_FILE',
+  'OIDC_ISSUER',
+  'OIDC_AUDIENCE',
+  'OIDC_JWKS_URL',
+  'OIDC_ROLE_CLAIM',
+  'OIDC_CLOCK_SKEW_SECONDS',
   'ATTACHMENTS_DIR',
   'ATTACHMENTS_STORE',
   'ATTACHMENTS_S3_BUCKET',
@@ -411,8 +432,27 @@ function codecSettings(env: Env) {
       .map((o) => o.trim())
       .filter(Boolean),
     serverToken: secret(env, 'CODEC_SERVER_TOKEN'),
+    ...(env.OIDC_ISSUER
+      ? {
+          oidc: {
+            issuer: env.OIDC_ISSUER,
+            audience: list(env.OIDC_AUDIENCE ?? 'temporal-ui'),
+            ...(env.OIDC_JWKS_URL ? { jwksUrl: env.OIDC_JWKS_URL } : {}),
+            roleClaim: env.OIDC_ROLE_CLAIM ?? 'realm_access.roles',
+            clockSkewSeconds: num(z.number().int(), 'OIDC_CLOCK_SKEW_SECONDS', env.OIDC_CLOCK_SKEW_SECONDS, 30),
+            decodeRoles: list(env.CODEC_DECODE_ROLES ?? 'journey-operator,journey-admin'),
+          },
+        }
+      : {}),
+    ...(env.CODEC_AUDIT_FILE ? { auditFile: env.CODEC_AUDIT_FILE } : {}),
   };
 }
+
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 /** Whether a listen address is reachable from this host only. */
 export function isLoopbackHost(host: string): boolean {
@@ -431,11 +471,12 @@ export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
       throw new ConfigError(parsed.error.issues.map((i) => `codec.${i.path.join('.')}: ${i.message}`));
     }
     // It decrypts every payload for whoever reaches it: beyond this host, only with a token.
-    if (!isLoopbackHost(parsed.data.serverHost) && !parsed.data.serverToken) {
+    if (!isLoopbackHost(parsed.data.serverHost) && !parsed.data.serverToken && !parsed.data.oidc) {
       throw new ConfigError([
         `CODEC_HOST: ${parsed.data.serverHost} is reachable from other hosts, and the codec server decrypts for whoever ` +
-          'reaches it: set CODEC_SERVER_TOKEN (or CODEC_SERVER_TOKEN_FILE), and give the Web UI the endpoint ' +
-          'http://<codec>/<token>, or listen on 127.0.0.1',
+          'reaches it: set OIDC_ISSUER (the identity provider the Web UI signs in with; it passes the access token), ' +
+          'or CODEC_SERVER_TOKEN (or CODEC_SERVER_TOKEN_FILE) and give the Web UI the endpoint http://<codec>/<token>, ' +
+          'or listen on 127.0.0.1',
       ]);
     }
     return { codec: parsed.data };

@@ -2,21 +2,47 @@
 import { loadCodecConfig } from '../config';
 import { EncryptionCodec } from './encryption-codec';
 import { asStackPart } from '../part-lifecycle';
+import { FileAuditLog, type AuditEvent } from '../audit/log';
+import { tokenVerifier } from '../auth/tokens';
 import { buildCodecServer } from './server';
 
 async function main() {
   const config = loadCodecConfig();
   if (config.codec.keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS is required by the codec server');
+  const { oidc, auditFile } = config.codec;
+  const audit = auditFile ? new FileAuditLog(auditFile) : undefined;
   const app = buildCodecServer({
     codec: new EncryptionCodec(config.codec.keys),
     corsOrigins: config.codec.corsOrigins,
     ...(config.codec.serverToken ? { token: config.codec.serverToken } : {}),
+    ...(oidc
+      ? {
+          oidc: {
+            verify: tokenVerifier({
+              issuer: oidc.issuer,
+              audience: oidc.audience,
+              roleClaim: oidc.roleClaim,
+              clockSkewSeconds: oidc.clockSkewSeconds,
+              ...(oidc.jwksUrl ? { jwksUrl: oidc.jwksUrl } : {}),
+            }),
+            decodeRoles: oidc.decodeRoles,
+          },
+        }
+      : {}),
+    ...(audit ? { audit: (event: AuditEvent) => audit.append(event) } : {}),
+    warn: (message, meta) => console.warn(JSON.stringify({ level: 'warn', msg: message, ...meta })),
   });
   await app.listen({ host: config.codec.serverHost, port: config.codec.serverPort });
   console.log(
     `codec server on http://${config.codec.serverHost}:${config.codec.serverPort} (keys: ${config.codec.keys
       .map((k) => k.id)
-      .join(', ')}; CORS: ${config.codec.corsOrigins.join(', ')})`,
+      .join(', ')}; CORS: ${config.codec.corsOrigins.join(', ')}; callers: ${
+      oidc
+        ? `access tokens of ${oidc.issuer}, decode roles ${oidc.decodeRoles.join(', ')}`
+        : config.codec.serverToken
+          ? 'a static token'
+          : 'anyone on this host'
+    }${auditFile ? `; audit trail ${auditFile}` : ''})`,
   );
   const stop = () => void app.close().then(() => process.exit(0));
   process.on('SIGINT', stop);

@@ -1,8 +1,12 @@
-// The codec server: decrypted payloads for the Temporal Web UI, on loopback unless it has a token; the token may be
-// the first path segment, as the Web UI sends no header of its own (docs/design-notes.md#the-codec-servers-token).
-import Fastify, { type FastifyInstance } from 'fastify';
+// The codec server: decrypted payloads for the Temporal Web UI. With an identity provider, every request carries the
+// signed-in person's access token (the UI's `passAccessToken`), checked on each request, and only the decode roles
+// decode; every decode is on the audit trail. Without one, on loopback unless it has a static token, which may be the
+// first path segment, as the Web UI sends no header of its own (docs/design-notes.md#the-codec-servers-token).
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
+import type { AuditEvent } from '../audit/log';
+import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -13,9 +17,27 @@ export interface CodecServerOptions {
   codec: PayloadCodec;
   /** Origins allowed to call from a browser, e.g. the Temporal UI's. */
   corsOrigins: string[];
-  /** When set, requests need `Authorization: Bearer <token>` or the token as their first path segment. */
+  /**
+   * A fixed token. Alone: requests need `Authorization: Bearer <token>` or the token as their first path segment.
+   * With `oidc`: accepted in the header only, for automation that has no identity of its own (an explicit setting).
+   */
   token?: string;
+  /** Callers identified by their access token on every request; `decodeRoles` may encode and decode. */
+  oidc?: { verify: TokenVerifier; decodeRoles: readonly string[] };
+  /** Each encode and decode, allowed or refused (never a payload). */
+  audit?: (event: AuditEvent) => unknown;
+  /** Why a request was refused (never the token). */
+  warn?: (message: string, meta: Record<string, unknown>) => void;
 }
+
+/** The caller the static token stands for in the audit trail. */
+export const STATIC_TOKEN_CALLER: Caller = {
+  subject: 'static-token',
+  roles: ['automation'],
+  expiresAt: new Date(8.64e15),
+};
+
+const bearerOf = (header: string | undefined) => /^Bearer\s+(\S+)$/i.exec(header ?? '')?.[1];
 
 const fromJson = (p: JsonPayload): Payload => ({
   metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
@@ -78,6 +100,7 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
     }
     // Liveness says nothing about any payload: open to health checks without the token.
     if (request.method === 'GET' && request.url === '/healthz') return;
+    if (options.oidc) return identify(request, reply);
     if (expected && expectedPath) {
       const inPath = pathToken(request.url);
       const ok = inPath ? same(inPath, expectedPath) : same(Buffer.from(request.headers.authorization ?? ''), expected);
@@ -86,6 +109,65 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       return reply.code(404).send({ error: 'not found' });
     }
   });
+
+  const callers = new WeakMap<FastifyRequest, Caller>();
+  const namespaceOf = (request: FastifyRequest) => String(request.headers['x-namespace'] ?? '') || 'unknown';
+  const operationOf = (request: FastifyRequest) => (request.url.includes('/encode') ? 'encode' : 'decode');
+
+  /** The caller by their access token: 401 without a valid one, 403 without a decode role; both audited. */
+  async function identify(request: FastifyRequest, reply: FastifyReply) {
+    const oidc = options.oidc!;
+    // No token in a URL: only the Authorization header identifies anyone.
+    if (pathToken(request.url)) return reply.code(404).send({ error: 'not found' });
+    const token = bearerOf(request.headers.authorization);
+    const refuse = async (status: 401 | 403, outcome: string, caller?: Caller) => {
+      options.warn?.(`codec ${operationOf(request)}: ${outcome}`, {
+        status,
+        subject: caller?.subject,
+        namespace: namespaceOf(request),
+      });
+      await options.audit?.({
+        action: `codec.${operationOf(request)}`,
+        subject: caller?.subject ?? 'anonymous',
+        roles: caller?.roles ?? [],
+        outcome,
+        details: { namespace: namespaceOf(request) },
+      });
+      if (status === 401) reply.header('www-authenticate', 'Bearer');
+      return reply.code(status).send({
+        error:
+          status === 401
+            ? `a valid access token is required (${outcome.replace('refused: ', '')})`
+            : 'this role may not decode patient data',
+      });
+    };
+    let caller: Caller;
+    if (token && expected && same(Buffer.from(`Bearer ${token}`), expected)) {
+      caller = STATIC_TOKEN_CALLER;
+    } else {
+      try {
+        caller = await oidc.verify(token);
+      } catch (err) {
+        if (err instanceof TokenRefused) return refuse(401, `refused: ${err.reason}`);
+        throw err;
+      }
+      if (!caller.roles.some((r) => oidc.decodeRoles.includes(r))) return refuse(403, 'forbidden', caller);
+    }
+    callers.set(request, caller);
+  }
+
+  /** The audit record of a codec operation that ran. */
+  const audited = async (request: FastifyRequest, outcome: string, payloads: number) => {
+    const caller = callers.get(request);
+    if (!caller || !options.audit) return;
+    await options.audit({
+      action: `codec.${operationOf(request)}`,
+      subject: caller.subject,
+      roles: caller.roles,
+      outcome,
+      details: { namespace: namespaceOf(request), payloads },
+    });
+  };
   app.options('/*', () => undefined);
 
   for (const op of ['encode', 'decode'] as const) {
@@ -94,10 +176,13 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
         url,
         { schema: { body: PayloadsBody } },
         async (request, reply) => {
+          const payloads = request.body.payloads ?? [];
           try {
-            const out = await options.codec[op]((request.body.payloads ?? []).map(fromJson));
+            const out = await options.codec[op](payloads.map(fromJson));
+            await audited(request, 'ok', payloads.length);
             return { payloads: out.map(toJson) };
           } catch (err) {
+            await audited(request, 'failed', payloads.length);
             // The codec's messages name key ids and shapes, never payload content.
             return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
           }

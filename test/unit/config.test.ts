@@ -145,4 +145,28 @@ describe('configuration', () => {
     expect(codec.keys.map((k) => k.id)).toEqual(['k']);
     expect(() => loadCodecConfig({ CODEC_PORT: 'x' })).toThrow(/CODEC_PORT: /);
   });
+
+  it('takes an identity provider for the codec server: issuer, audience, role claim, skew, decode roles', () => {
+    const { codec } = loadCodecConfig({
+      OIDC_ISSUER: 'https://id.clinic.example/realms/journeys',
+      OIDC_AUDIENCE: 'temporal-ui, journeys-api',
+      CODEC_DECODE_ROLES: 'journey-operator',
+      CODEC_AUDIT_FILE: '/var/lib/codec/audit.jsonl',
+      // Beyond loopback, the identity provider is the guard: no static token needed.
+      CODEC_HOST: '0.0.0.0',
+    });
+    expect(codec.oidc).toEqual({
+      issuer: 'https://id.clinic.example/realms/journeys',
+      audience: ['temporal-ui', 'journeys-api'],
+      roleClaim: 'realm_access.roles',
+      clockSkewSeconds: 30,
+      decodeRoles: ['journey-operator'],
+    });
+    expect(codec.auditFile).toBe('/var/lib/codec/audit.jsonl');
+    expect(() => loadCodecConfig({ OIDC_ISSUER: 'not a url' })).toThrow(/OIDC_ISSUER: the issuer URL/);
+    expect(() => loadCodecConfig({ OIDC_ISSUER: 'https://id.example', CODEC_DECODE_ROLES: ' , ' })).toThrow(
+      /CODEC_DECODE_ROLES: at least one role/,
+    );
+    expect(() => loadCodecConfig({ CODEC_HOST: '0.0.0.0' })).toThrow(/set OIDC_ISSUER/);
+  });
 });

@@ -9,7 +9,7 @@ const SRC = path.resolve(__dirname, '../../src');
 /** The modules of src/ from the bottom up; a module imports only from the layers below its own. */
 const LAYERS: readonly (readonly string[])[] = [
   // The exam service's contract and client, and leaves that depend on nothing of ours.
-  ['exam-service', 'encryption-keys', 'webhook-url', 'part-lifecycle'],
+  ['exam-service', 'encryption-keys', 'webhook-url', 'part-lifecycle', 'auth', 'audit'],
   // Deterministic journey code: the reducer, the workflow, what it asks of activities.
   ['workflows'],
   ['config'],
