@@ -67,6 +67,10 @@ const ConfigSchema = z.object({
     webhookMaxBodyBytes: z.number().int().positive(),
     /** Deadline of the API's own Temporal calls (describe, query, update, a forwarded signal). */
     temporalTimeoutMs: z.number().int().positive(),
+    /** Dead letters older than this many days are deleted, each deletion audited (0: kept until removed by hand). */
+    deadLetterRetentionDays: z.number().int().min(0).max(3650),
+    /** The API's audit trail (JSON lines, hash-chained): retention's deletions. */
+    auditFile: z.string().min(1).optional(),
   }),
   /** Where the webhook keeps callbacks before the forwarder signals them, and the dead letters. */
   inbox: z.discriminatedUnion('store', [
@@ -355,6 +359,8 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'ADMIN_TOKEN_SHA256',
   'API_BODY_LIMIT_BYTES',
   'API_RATE_LIMIT_PER_MINUTE',
+  'DEAD_LETTER_RETENTION_DAYS',
+  'AUDIT_FILE',
   'WEBHOOK_MAX_BODY_BYTES',
   'API_TEMPORAL_TIMEOUT_MS',
   'INBOX_STORE',
@@ -528,6 +534,13 @@ export function loadConfig(env: Env = process.env): Config {
         rateLimitPerMinute: num(ms, 'API_RATE_LIMIT_PER_MINUTE', env.API_RATE_LIMIT_PER_MINUTE, 600),
         webhookMaxBodyBytes: num(ms, 'WEBHOOK_MAX_BODY_BYTES', env.WEBHOOK_MAX_BODY_BYTES, 16 * 1024 * 1024),
         temporalTimeoutMs: num(ms, 'API_TEMPORAL_TIMEOUT_MS', env.API_TEMPORAL_TIMEOUT_MS, 10_000),
+        deadLetterRetentionDays: num(
+          z.number().int().min(0).max(3650),
+          'DEAD_LETTER_RETENTION_DAYS',
+          env.DEAD_LETTER_RETENTION_DAYS,
+          30,
+        ),
+        ...(env.AUDIT_FILE ? { auditFile: path.resolve(env.AUDIT_FILE) } : {}),
       },
       inbox:
         (env.INBOX_STORE ?? 'files') === 'postgres'

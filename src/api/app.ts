@@ -36,6 +36,8 @@ import { journeyRoutes } from './routes/journeys';
 import { operationRoutes } from './routes/operations';
 import { opsRoutes } from './routes/ops';
 import { webhookRoutes } from './routes/webhooks';
+import { FileAuditLog, type AuditEvent } from '../audit/log';
+import { expireDeadLetters } from '../inbox/retention';
 
 export interface ApiDeps {
   config: Config;
@@ -163,9 +165,31 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       done();
     });
   }
+  // Retention: dead letters past their period are deleted at start and every hour (any replica; each deletion once).
+  const retentionDays = config.api.deadLetterRetentionDays;
+  let retentionTimer: NodeJS.Timeout | undefined;
+  if (retentionDays > 0 && deps.startForwarder !== false) {
+    const audit = config.api.auditFile ? new FileAuditLog(config.api.auditFile) : undefined;
+    const sweep = () =>
+      expireDeadLetters(inbox.deadLetters, {
+        olderThan: new Date(now().getTime() - retentionDays * 86_400_000),
+        ...(audit ? { audit: (e: AuditEvent) => audit.append(e) } : {}),
+      }).then(
+        ({ removed }) => {
+          if (removed > 0) app.log.info({ removed, retentionDays }, 'dead letters past their retention deleted');
+        },
+        (err: unknown) => app.log.warn({ err }, 'dead-letter retention sweep failed; the next one tries again'),
+      );
+    app.addHook('onReady', (done) => {
+      void sweep();
+      retentionTimer = setInterval(() => void sweep(), 3_600_000).unref();
+      done();
+    });
+  }
   // Stop taking new work first (Fastify closes the listener), then let the forwarder finish its claim, then close
   // the inbox (an injected one belongs to the caller).
   app.addHook('onClose', async () => {
+    clearInterval(retentionTimer);
     await forwarder.stop();
     if (!deps.inbox) await inbox.close();
   });

@@ -1,6 +1,8 @@
 // One contract, two stores: every test below runs against the file inbox and the PostgreSQL inbox (a real server).
 // Durable appends in arrival order, claims of whole journeys that a dead holder releases, group commit, dead letters
 // in the same store, records sealed at rest, and a store that cannot write says so instead of pretending.
+import type { AuditEvent } from '../../src/audit/log';
+import { expireDeadLetters } from '../../src/inbox/retention';
 import { InboxUnavailableError, type CallbackInbox, type InboxClaim } from '../../src/inbox/types';
 import { fileHarness, KEY_A, KEY_B, PATIENT, postgresHarness, signalFor, type StoreHarness } from './support';
 
@@ -192,6 +194,36 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
     expect(await inbox.deadLetters.get(letter.id)).toBeUndefined();
     expect(await inbox.deadLetters.get('../../etc/passwd')).toBeUndefined();
     expect(await inbox.deadLetters.count()).toBe(4);
+  });
+
+  it('deletes dead letters past the retention period, oldest first, each deletion audited', async () => {
+    const day = 86_400_000;
+    const now = Date.now();
+    for (const [journeyId, age] of [
+      ['old-1', 40],
+      ['old-2', 31],
+      ['recent', 29],
+      ['today', 0],
+    ] as const) {
+      await inbox.deadLetters.add(
+        { journeyId, reason: 'journey_finished', detail: 'x', receivedAt: new Date().toISOString(), rawBody: '{}' },
+        new Date(now - age * day),
+      );
+    }
+    const audit: AuditEvent[] = [];
+    const r = await expireDeadLetters(inbox.deadLetters, {
+      olderThan: new Date(now - 30 * day),
+      audit: (e) => audit.push(e),
+      pageSize: 1,
+    });
+    expect(r).toEqual({ removed: 2 });
+    expect((await inbox.deadLetters.list({ limit: 10 })).letters.map((l) => l.journeyId)).toEqual(['recent', 'today']);
+    expect(audit.map((e) => [e.action, e.subject, e.details?.journeyId, e.details?.reason])).toEqual([
+      ['dead-letter.expire', 'retention', 'old-1', 'journey_finished'],
+      ['dead-letter.expire', 'retention', 'old-2', 'journey_finished'],
+    ]);
+    // Nothing left to expire: a second sweep (another replica) removes and audits nothing.
+    expect(await expireDeadLetters(inbox.deadLetters, { olderThan: new Date(now - 30 * day) })).toEqual({ removed: 0 });
   });
 
   it('seals entries and dead letters at rest with the key ring: no patient field in the clear', async () => {
