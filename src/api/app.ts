@@ -38,6 +38,7 @@ import { opsRoutes } from './routes/ops';
 import { webhookRoutes } from './routes/webhooks';
 import { FileAuditLog, type AuditEvent } from '../audit/log';
 import { expireDeadLetters } from '../inbox/retention';
+import { tokenVerifier, type TokenVerifier } from '../auth/tokens';
 
 export interface ApiDeps {
   config: Config;
@@ -57,6 +58,8 @@ export interface ApiDeps {
   startForwarder?: boolean;
   /** First wait of the forwarder after a failed attempt; doubles up to config.forwarder.maxBackoffMs. */
   forwarderMinBackoffMs?: number;
+  /** How operators' access tokens are checked; by default against OIDC_ISSUER when it is set. */
+  verifyOperator?: TokenVerifier;
 }
 
 export type ApiApp = FastifyInstance & { journeyApi: ApiContext };
@@ -132,6 +135,20 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     log: app.log,
     now,
   });
+  const oidc = config.codec.oidc;
+  const verifyOperator =
+    deps.verifyOperator ??
+    (oidc
+      ? tokenVerifier({
+          issuer: oidc.issuer,
+          audience: oidc.audience,
+          roleClaim: oidc.roleClaim,
+          clockSkewSeconds: oidc.clockSkewSeconds,
+          ...(oidc.jwksUrl ? { jwksUrl: oidc.jwksUrl } : {}),
+        })
+      : undefined);
+  const auditLog = config.api.auditFile ? new FileAuditLog(config.api.auditFile) : undefined;
+  const audit = auditLog ? (e: AuditEvent) => auditLog.append(e) : undefined;
   const ctx: ApiContext = {
     config,
     temporal: deps.temporal,
@@ -148,9 +165,12 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     ackPressure,
     metrics,
     now,
+    ...(verifyOperator ? { verifyOperator } : {}),
+    ...(audit ? { audit } : {}),
   };
   app.decorate('journeyApi', ctx);
   app.decorateRequest('clinic', null);
+  app.decorateRequest('operator', null);
 
   app.addHook('onResponse', async (request, reply) => {
     metrics.httpRequests.inc({
@@ -169,11 +189,10 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   const retentionDays = config.api.deadLetterRetentionDays;
   let retentionTimer: NodeJS.Timeout | undefined;
   if (retentionDays > 0 && deps.startForwarder !== false) {
-    const audit = config.api.auditFile ? new FileAuditLog(config.api.auditFile) : undefined;
     const sweep = () =>
       expireDeadLetters(inbox.deadLetters, {
         olderThan: new Date(now().getTime() - retentionDays * 86_400_000),
-        ...(audit ? { audit: (e: AuditEvent) => audit.append(e) } : {}),
+        ...(audit ? { audit } : {}),
       }).then(
         ({ removed }) => {
           if (removed > 0) app.log.info({ removed, retentionDays }, 'dead letters past their retention deleted');

@@ -1,13 +1,31 @@
-// Bearer tokens: clinics' from configuration, stored as SHA-256 hashes; one admin token for the operator routes.
+// Bearer tokens: clinics' from configuration, stored as SHA-256 hashes. The operator routes take the access token of
+// the identity provider (OIDC_ISSUER: each operator as themselves, with their roles), and the one admin token for
+// automation, which acts as an admin.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditEvent } from '../audit/log';
+import { TokenRefused, type TokenVerifier } from '../auth/tokens';
 import type { ClinicConfig, Config } from '../config';
 import { ApiProblem } from './problem';
+
+/** The roles of the operator routes: read journeys; act on them and read patient data; dead letters, resets. */
+export const ROLES = { viewer: 'journey-viewer', operator: 'journey-operator', admin: 'journey-admin' } as const;
+
+/** Who calls an operator route. */
+export interface Operator {
+  /** The token's subject; `admin-token` for the static admin token. */
+  subject: string;
+  roles: readonly string[];
+  /** The static admin token: no identity of its own, so the request names its actor. */
+  staticToken: boolean;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The clinic the bearer token acts as (set by the clinic routes' auth hook). */
     clinic: ClinicConfig | null;
+    /** The operator the bearer token identifies (set by the operator routes' auth hook). */
+    operator: Operator | null;
   }
 }
 
@@ -35,16 +53,84 @@ export function clinicAuth(config: Pick<Config, 'clinics'>) {
   };
 }
 
-/** onRequest hook of the admin routes; they answer 404 when no admin token is configured. */
-export function adminAuth(config: Pick<Config, 'api'>) {
+/**
+ * onRequest hook of the operator routes: the identity provider's access token, or the static admin token. They answer
+ * 404 when neither is configured. A refusal is audited and logged with its reason, never the token.
+ */
+export function adminAuth(config: Pick<Config, 'api'>, o: { verify?: TokenVerifier; audit?: AuditFn } = {}) {
   const expected = config.api.adminTokenSha256 ? Buffer.from(config.api.adminTokenSha256, 'hex') : undefined;
   return async (request: FastifyRequest, _reply: FastifyReply) => {
-    if (!expected) throw new ApiProblem(404, 'not-found', 'there is nothing at this address');
+    if (!expected && !o.verify) throw new ApiProblem(404, 'not-found', 'there is nothing at this address');
     const token = bearer(request);
-    if (!token) throw unauthorized('send the admin token as "Authorization: Bearer <token>"');
+    const refuse = async (reason: string) => {
+      request.log.warn({ reason, route: request.routeOptions.url }, 'operator request refused');
+      await o.audit?.({
+        action: 'admin.sign-in',
+        subject: 'anonymous',
+        roles: [],
+        outcome: `refused: ${reason}`,
+        details: { route: request.routeOptions.url ?? 'unmatched' },
+      });
+      return unauthorized(
+        o.verify
+          ? `send your access token (or the admin token) as "Authorization: Bearer <token>": ${reason}`
+          : reason === 'missing'
+            ? 'send the admin token as "Authorization: Bearer <token>"'
+            : 'the bearer token is not valid',
+      );
+    };
+    if (!token) throw await refuse('missing');
     const given = Buffer.from(sha256Hex(token), 'hex');
-    if (!timingSafeEqual(given, expected)) throw unauthorized('the bearer token is not valid');
+    if (expected && timingSafeEqual(given, expected)) {
+      request.operator = { subject: 'admin-token', roles: [ROLES.admin], staticToken: true };
+      return;
+    }
+    if (!o.verify) throw await refuse('not the admin token');
+    try {
+      const caller = await o.verify(token);
+      request.operator = { subject: caller.subject, roles: caller.roles, staticToken: false };
+    } catch (err) {
+      if (err instanceof TokenRefused) throw await refuse(err.reason);
+      throw err;
+    }
   };
+}
+
+const actorProblem = (message: string) =>
+  new ApiProblem(400, 'validation', `actor: ${message}`, { errors: [{ field: 'actor', message }] });
+
+export type AuditFn = (event: AuditEvent) => unknown;
+
+/** preHandler of a route for these roles only: 403 (audited) for an operator without one of them. */
+export function requireRole(audit: AuditFn | undefined, ...roles: string[]) {
+  return async (request: FastifyRequest) => {
+    const operator = request.operator;
+    if (operator && operator.roles.some((r) => roles.includes(r))) return;
+    await audit?.({
+      action: 'admin.access',
+      subject: operator?.subject ?? 'anonymous',
+      roles: operator?.roles ?? [],
+      outcome: 'forbidden',
+      details: { route: request.routeOptions.url ?? 'unmatched', method: request.method },
+    });
+    throw new ApiProblem(403, 'forbidden', `this needs the role ${roles.join(' or ')}`);
+  };
+}
+
+/**
+ * Who the journey records as acting: the signed-in operator's subject, never a typed name. The static admin token
+ * has no identity, so its requests name their actor.
+ */
+export function actorOf(request: FastifyRequest, typed: string | undefined): string {
+  const operator = request.operator;
+  if (!operator || operator.staticToken) {
+    if (!typed) throw actorProblem('who acts is required with the admin token');
+    return typed;
+  }
+  if (typed !== undefined && typed !== operator.subject) {
+    throw actorProblem(`the actor is who signed in (${operator.subject}); leave it out, or send that`);
+  }
+  return operator.subject;
 }
 
 export function requireClinic(request: FastifyRequest): ClinicConfig {

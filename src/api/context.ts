@@ -8,6 +8,9 @@ import type { ClinicExamService } from './exam-service';
 import type { JourneyGateway } from './journeys';
 import type { ApiMetrics } from './metrics';
 
+import type { TokenVerifier } from '../auth/tokens';
+import type { AuditFn } from './auth';
+
 export interface ApiContext {
   config: Config;
   temporal: Client;
@@ -19,6 +22,10 @@ export interface ApiContext {
   ackPressure: AckPressure;
   metrics: ApiMetrics;
   now: () => Date;
+  /** Operators' access tokens (OIDC_ISSUER), when an identity provider is configured. */
+  verifyOperator?: TokenVerifier;
+  /** The audit trail (AUDIT_FILE): operator actions, dead-letter access, refusals, retention's deletions. */
+  audit?: AuditFn;
 }
 
 export interface RouteOptions {

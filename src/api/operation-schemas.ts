@@ -36,7 +36,8 @@ const auditText = (max: number, what: string) =>
     });
 
 export const Actor = auditText(100, 'the actor').describe(
-  'who acts: an operator name or a ticket (recorded in the journey; never patient data)',
+  'who acts, with the admin token: an operator name or a ticket (recorded in the journey; never patient data). ' +
+    'Signed in with an access token, the actor is its subject: leave this out',
 );
 export const Note = auditText(500, 'the note').describe('why (recorded in the journey; never patient data)');
 
@@ -104,7 +105,7 @@ export const OperatorActionParams = z.object({
 
 export const OperatorActionBody = z
   .strictObject({
-    actor: Actor,
+    actor: Actor.optional(),
     note: Note,
     clinicId: ClinicIdField.optional().describe("act only when the journey is this clinic's (404 otherwise)"),
     operationId: z

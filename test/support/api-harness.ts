@@ -41,7 +41,7 @@ export interface ApiHarnessOptions {
   sandboxApiKey?: (clinic: ClinicConfig) => string;
   /** Variables over testConfig's. */
   env?: Record<string, string>;
-  app?: Pick<ApiDeps, 'startForwarder' | 'forwarderMinBackoffMs'>;
+  app?: Pick<ApiDeps, 'startForwarder' | 'forwarderMinBackoffMs' | 'verifyOperator'>;
   /** Listens on a free loopback port (`harness.url`); otherwise tests use inject. */
   listen?: boolean;
 }

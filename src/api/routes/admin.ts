@@ -2,7 +2,7 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CallbackSignal } from '../../workflows/definitions';
-import { adminAuth } from '../auth';
+import { adminAuth, requireRole, ROLES } from '../auth';
 import { signalJourney, type DeadLetter } from '../../inbox';
 import { readCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
@@ -22,7 +22,22 @@ function summary(letter: DeadLetter): Omit<DeadLetter, 'rawBody'> {
 }
 
 export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook('onRequest', adminAuth(ctx.config));
+  app.addHook('onRequest', adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit }));
+  // A dead letter's body is the callback as received (patient data): admins only, every access on the record.
+  app.addHook('preHandler', requireRole(ctx.audit, ROLES.admin));
+  app.addHook('onResponse', async (request, reply) => {
+    if (!request.operator || reply.statusCode === 403) return;
+    const id = (request.params as { id?: string }).id;
+    const what =
+      request.method === 'DELETE' ? 'delete' : request.url.includes('/replay') ? 'replay' : id ? 'read' : 'list';
+    await ctx.audit?.({
+      action: `dead-letter.${what}`,
+      subject: request.operator.subject,
+      roles: request.operator.roles,
+      outcome: reply.statusCode < 400 ? 'ok' : `failed: ${reply.statusCode}`,
+      details: id ? { deadLetterId: id } : {},
+    });
+  });
 
   app.get(
     '/dead-letters',

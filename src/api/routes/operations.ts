@@ -12,7 +12,7 @@ import {
   type OperatorRequest,
   type ResendRequest,
 } from '../../workflows/definitions';
-import { adminAuth } from '../auth';
+import { actorOf, adminAuth, requireRole, ROLES } from '../auth';
 import type { ApiContext, RouteOptions } from '../context';
 import { restrictToJourneys } from '../journey-query';
 import {
@@ -23,7 +23,7 @@ import {
   OperatorActionResponse,
   type OperatorAction,
 } from '../operation-schemas';
-import { Problem, validationProblem } from '../problem';
+import { ApiProblem, Problem, validationProblem } from '../problem';
 import type { ResetTarget } from '../reset-point';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
@@ -97,11 +97,13 @@ async function act(
 }
 
 export const operationRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook('onRequest', adminAuth(ctx.config));
+  app.addHook('onRequest', adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit }));
 
   app.get(
     '/journeys',
     {
+      // Journeys' stages, statuses and ids: no patient data, so a viewer may list them.
+      preHandler: requireRole(ctx.audit, ROLES.viewer, ROLES.operator, ROLES.admin),
       schema: {
         ...meta,
         summary: 'Journeys a Temporal visibility query matches, restricted to journeys (and a clinic), newest first',
@@ -159,9 +161,30 @@ export const operationRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { c
     },
     async (request) => {
       const { journeyId, action } = request.params;
-      const body = request.body;
+      // Acting on journeys is an operator's; rewinding their history (reset) an admin's.
+      await requireRole(ctx.audit, ...(action === 'reset' ? [ROLES.admin] : [ROLES.operator, ROLES.admin]))(request);
+      const body = { ...request.body, actor: actorOf(request, request.body.actor) };
       knownClinic(ctx, body.clinicId, 'clinicId');
-      const result = await act(ctx, journeyId, action, body);
+      const record = (outcome: string) =>
+        ctx.audit?.({
+          action: `journey.${action}`,
+          subject: request.operator!.subject,
+          roles: request.operator!.roles,
+          outcome,
+          details: {
+            journeyId,
+            actor: body.actor,
+            ...(body.operationId ? { operationId: body.operationId } : {}),
+          },
+        });
+      let result: Record<string, unknown>;
+      try {
+        result = await act(ctx, journeyId, action, body);
+      } catch (err) {
+        await record(err instanceof ApiProblem ? `failed: ${err.status}` : 'failed');
+        throw err;
+      }
+      await record('ok');
       request.log.info({ journeyId, action, actor: body.actor }, 'operator action');
       return { journeyId, action, outcome: 'done' as const, result };
     },
