@@ -79,6 +79,9 @@ function localConfig(): Record<string, string> {
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
     CODEC_PORT: String(ports.codec),
     CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
+    // The audit trails: the API's operator actions and retention, the codec server's decodes.
+    AUDIT_FILE: path.join(dataDir, 'audit', 'api.jsonl'),
+    CODEC_AUDIT_FILE: path.join(dataDir, 'audit', 'codec.jsonl'),
     WORKER_METRICS_ADDRESS: workerMetricsAddress,
   };
 }

@@ -282,6 +282,8 @@ export class ProductionStack {
       // Even on loopback: any local process could otherwise decrypt every payload.
       CODEC_SERVER_TOKEN: secrets.codecServerToken!,
       CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
+      // Every decode on the record (npm run audit-trail:verify -- <file>).
+      CODEC_AUDIT_FILE: path.join(dataDir, 'audit', 'codec.jsonl'),
       LOG_LEVEL: 'warn',
     });
     const ui = this.#process(
@@ -356,6 +358,8 @@ export class ProductionStack {
       ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
       AWS_ACCESS_KEY_ID: this.objectStore!.accessKeyId,
       AWS_SECRET_ACCESS_KEY: this.objectStore!.secretAccessKey,
+      // One trail per process: each is a chain of its own (a shared store would need one writer at a time).
+      AUDIT_FILE: path.join(this.o.dataDir, 'audit', `${name}.jsonl`),
       LOG_LEVEL: 'warn',
       ...this.o.engineEnv,
     };

@@ -37,6 +37,9 @@ export const STATIC_TOKEN_CALLER: Caller = {
   expiresAt: new Date(8.64e15),
 };
 
+/** The caller without any token: only on loopback, where whoever can reach it runs on this host. */
+export const LOOPBACK_CALLER: Caller = { subject: 'loopback', roles: [], expiresAt: new Date(8.64e15) };
+
 const bearerOf = (header: string | undefined) => /^Bearer\s+(\S+)$/i.exec(header ?? '')?.[1];
 
 const fromJson = (p: JsonPayload): Payload => ({
@@ -105,8 +108,12 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       const inPath = pathToken(request.url);
       const ok = inPath ? same(inPath, expectedPath) : same(Buffer.from(request.headers.authorization ?? ''), expected);
       if (!ok) return reply.code(401).send({ error: 'a valid token is required' });
+      callers.set(request, STATIC_TOKEN_CALLER);
     } else if (pathToken(request.url)) {
       return reply.code(404).send({ error: 'not found' });
+    } else {
+      // No identity at all: whoever reaches the loopback address (a local stack); still on the record.
+      callers.set(request, LOOPBACK_CALLER);
     }
   });
 

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { FileAuditLog, verifyAuditChain, type AuditRecord } from '../../src/audit/log';
+import { FileAuditLog, verifyAuditChain, type AuditEvent, type AuditRecord } from '../../src/audit/log';
 import { tokenVerifier } from '../../src/auth/tokens';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { buildCodecServer } from '../../src/codec/server';
@@ -120,5 +120,32 @@ describe('the codec server, callers known by their access token', () => {
 
   it('answers health checks without a token', async () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('the codec server without an identity provider', () => {
+  it('still puts every decode on the record: the static token, or loopback without one', async () => {
+    const codec = new EncryptionCodec(parseEncryptionKeys(`k1:${randomBytes(32).toString('base64')}`));
+    const events: AuditEvent[] = [];
+    for (const token of [STATIC, undefined]) {
+      const app = buildCodecServer({
+        codec,
+        corsOrigins: [],
+        ...(token ? { token } : {}),
+        audit: (e) => events.push(e),
+      });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/decode',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        payload: { payloads: [] },
+      });
+      expect(res.statusCode).toBe(200);
+      await app.close();
+    }
+    expect(events.map((e) => [e.subject, e.outcome, e.details?.payloads])).toEqual([
+      ['static-token', 'ok', 0],
+      ['loopback', 'ok', 0],
+    ]);
   });
 });
