@@ -419,12 +419,14 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'JOURNEY_TRACKING_HARD_LIMIT_MS',
   'JOURNEY_FINAL_VERDICT_DEADLINE_MS',
   'JOURNEY_MORE_DRUGS_GRACE_MS',
+  'JOURNEY_ATTACHMENT_GRACE_MS',
   'LOG_LEVEL',
   'LOG_FORMAT',
 ];
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
 const MORE_DRUGS_GRACE_MS = DEFAULT_TIMINGS.moreDrugsGraceMs ?? 15 * 60_000;
+const ATTACHMENT_GRACE_MS = DEFAULT_TIMINGS.attachmentGraceMs ?? 7 * 86_400_000;
 
 /** The codec section alone: the codec server needs nothing else. */
 function codecSettings(env: Env) {
@@ -616,6 +618,7 @@ export function loadConfig(env: Env = process.env): Config {
         reinviteCoolDownMs: timing('JOURNEY_REINVITE_COOL_DOWN_MS', DEFAULT_TIMINGS.reinviteCoolDownMs),
         finalVerdictDeadlineMs: timing('JOURNEY_FINAL_VERDICT_DEADLINE_MS', FINAL_VERDICT_DEADLINE_MS),
         moreDrugsGraceMs: timing('JOURNEY_MORE_DRUGS_GRACE_MS', MORE_DRUGS_GRACE_MS),
+        attachmentGraceMs: timing('JOURNEY_ATTACHMENT_GRACE_MS', ATTACHMENT_GRACE_MS),
         prescriptionDeadlineMs: timing('JOURNEY_PRESCRIPTION_DEADLINE_MS', DEFAULT_TIMINGS.prescriptionDeadlineMs),
         prescriptionHardLimitMs: timing('JOURNEY_PRESCRIPTION_HARD_LIMIT_MS', DEFAULT_TIMINGS.prescriptionHardLimitMs),
         trackingDeadlineMs: timing('JOURNEY_TRACKING_DEADLINE_MS', DEFAULT_TIMINGS.trackingDeadlineMs),

@@ -3,6 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
+import { FileAuditLog, type AuditEvent } from './audit/log';
 import { createAttachmentStore } from './attachments';
 import { sealerKeys } from './inbox';
 import { RecordSealer } from './codec/at-rest';
@@ -18,7 +19,9 @@ import { readWorkflowBundle } from './workflow-bundle';
 
 export function activityDeps(config: Config, connection: NativeConnection): ActivityDeps & { close(): Promise<void> } {
   const clients = examServiceClients(config);
+  const audit = config.api.auditFile ? new FileAuditLog(config.api.auditFile) : undefined;
   return {
+    ...(audit ? { audit: (event: AuditEvent) => audit.append(event) } : {}),
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
     webhookUrlFor: (journeyId) => webhookUrl(config.api.publicBaseUrl, journeyId, config.api.webhookSecret),
     // Attachments are PHI: sealed at rest with the payload key ring (the same keys the API seals with).

@@ -1,6 +1,7 @@
 // Every side effect of the journey. The workflow sees only the JourneyActivities interface; the api_key stays here,
 // looked up by clinic id, so it never enters a workflow history.
 import { ApplicationFailure, Context, log, metricMeter } from '@temporalio/activity';
+import type { AuditEvent } from '../audit/log';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import { isPatientBoundQuestions, type ExamInviteInput } from '../exam-service/schemas';
@@ -19,6 +20,8 @@ import {
 /** Reads attachment bytes from the claim-check store. */
 export interface AttachmentReader {
   get(ref: string): Promise<{ bytes: Buffer } | undefined>;
+  /** Removes an attachment; an unknown ref is no error. */
+  delete(ref: string): Promise<void>;
 }
 
 export interface ActivityDeps {
@@ -37,6 +40,8 @@ export interface ActivityDeps {
   recordHeartbeat(taskToken: Uint8Array, details: unknown[]): Promise<void>;
   sendNotification?: NotificationSender;
   now?: () => number;
+  /** The worker's audit trail (AUDIT_FILE): retention's deletions. */
+  audit?: (event: AuditEvent) => unknown;
 }
 
 /** Failures by the engine's own classification, beside the SDK's by activity type (the worker's metrics page). */
@@ -248,6 +253,19 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
       } catch (err) {
         rethrow(err, 'exam_upload_attachment');
       }
+    },
+
+    async deleteAttachments({ journeyId, refs }) {
+      for (const ref of refs) await deps.attachments.delete(ref);
+      log.info('attachments deleted after the journey ended', { journeyId, count: refs.length });
+      await deps.audit?.({
+        action: 'attachments.expire',
+        subject: 'retention',
+        roles: [],
+        outcome: 'ok',
+        details: { journeyId, attachments: refs.length },
+      });
+      return { deleted: refs.length };
     },
 
     async submitAnswers({ clinicId, meetingUuid, patientExamId, answers }) {

@@ -28,6 +28,8 @@ export interface AttachmentStore {
   put(bytes: Uint8Array, meta: AttachmentMeta): Promise<AttachmentRef>;
   /** Undefined when the ref is unknown (or not a ref at all). */
   get(ref: string): Promise<StoredAttachment | undefined>;
+  /** Removes an attachment (retention); an unknown ref is no error. */
+  delete(ref: string): Promise<void>;
 }
 
 export interface StoredAttachment {

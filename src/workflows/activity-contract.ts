@@ -107,4 +107,6 @@ export interface JourneyActivities {
   }): Promise<{ deliveries: number | null }>;
   cancelInvite(req: { clinicId: string; patientExamId: number }): Promise<CancelInviteResult>;
   notifyClinic(req: NotifyClinicInput): Promise<{ status: number }>;
+  /** Retention: the journey's uploaded documents deleted from the attachment store (after the journey's grace). */
+  deleteAttachments(req: { journeyId: string; refs: string[] }): Promise<{ deleted: number }>;
 }

@@ -191,6 +191,8 @@ export const JourneyTimings = z.strictObject({
   /** Event 3 expected this long after event 2 (partner pharmacy); then overdue, waiting on to the hard limit. */
   trackingDeadlineMs: Duration,
   trackingHardLimitMs: Duration,
+  /** After the journey ends, its uploaded documents are kept this long, then deleted (retention). */
+  attachmentGraceMs: Duration.optional(),
 });
 export type JourneyTimings = z.infer<typeof JourneyTimings>;
 
@@ -205,6 +207,7 @@ export const DEFAULT_TIMINGS: JourneyTimings = {
   moreDrugsGraceMs: 15 * MS.minute,
   trackingDeadlineMs: 10 * MS.day,
   trackingHardLimitMs: 30 * MS.day,
+  attachmentGraceMs: 7 * MS.day,
 };
 
 export const JourneyRequest = z

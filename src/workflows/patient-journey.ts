@@ -10,8 +10,11 @@ import {
   upsertSearchAttributes,
   log,
   patched,
+  startChild,
+  ParentClosePolicy,
 } from '@temporalio/workflow';
 import { FailureType, type ExamNotification, type JourneyActivities } from './activity-contract';
+import { attachmentRetention, attachmentRetentionId } from './attachment-retention';
 import { classify, type Classified } from './activity-failures';
 import { checkAgainstCatalog } from './catalog-rules';
 import {
@@ -130,6 +133,21 @@ const DRUGS_GRACE = 'flat-drugs-grace';
 const NOTIFICATIONS_IN_SEQUENCE = 'notifications-in-sequence';
 /** Invites by `sendInvite` (INVITE_SENDING recorded before sending): a timeout without the record is sent again. */
 const INVITE_SENDING_RECORDED = 'invite-sending-recorded';
+
+/** The journey's documents deleted after a grace once it ends (attachment-retention.ts). */
+const ATTACHMENT_RETENTION = 'attachment-retention';
+const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
+
+/** Starts the retention of the journey's documents, left running after the journey (ABANDON). */
+async function handOffAttachments(journeyId: string, refs: string[], timings: JourneyInput['timings']) {
+  await startChild(attachmentRetention, {
+    // Not under the journeys' id prefix: the API never takes it for a journey.
+    workflowId: attachmentRetentionId(journeyId),
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    args: [{ journeyId, refs, graceMs: timings.attachmentGraceMs ?? DEFAULT_ATTACHMENT_GRACE_MS }],
+    staticSummary: `documents of journey ${journeyId}: deleted after the grace`,
+  });
+}
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
@@ -669,6 +687,9 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   }
   await condition(allHandlersFinished);
   await Promise.all(notifications);
+  // Journeys started before this keep their documents: they replay without the hand-off.
+  const refs = (input.attachments ?? []).map((a) => a.attachment.ref);
+  if (refs.length > 0 && patched(ATTACHMENT_RETENTION)) await handOffAttachments(state.journeyId, refs, input.timings);
   return summary(state, nowIso());
 }
 

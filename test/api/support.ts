@@ -133,6 +133,10 @@ export function fakeActivities(firstPatientExamId = 90_000) {
       return Promise.resolve({ outcome: 'cancelled', cancelledAt: new Date().toISOString() });
     },
     notifyClinic: () => Promise.resolve({ status: 200 }),
+    deleteAttachments: (req) => {
+      calls.push({ name: 'deleteAttachments', arg: req });
+      return Promise.resolve({ deleted: req.refs.length });
+    },
   };
   return { activities, calls };
 }

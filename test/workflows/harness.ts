@@ -27,6 +27,9 @@ import { FakeExamService, GFE_EXAM, RX_EXAM } from '../support/fake-exam-service
 import { startTimeSkippingServer } from '../support/temporal-env';
 
 export const HOUR = 3_600_000;
+
+/** Attachment refs the journeys' retention deleted (in the order it did). */
+export const deletedAttachments: string[] = [];
 export const DAY = 24 * HOUR;
 
 /** Patient data no operator-facing output may contain. */
@@ -140,7 +143,13 @@ export async function withJourney(
   const real = createActivities({
     examServiceFor: () => fake,
     webhookUrlFor: (id) => 'http://127.0.0.1:1/webhooks/' + id,
-    attachments: { get: (_ref: string) => Promise.resolve({ bytes: Buffer.from('x') }) },
+    attachments: {
+      get: (_ref: string) => Promise.resolve({ bytes: Buffer.from('x') }),
+      delete: (ref: string) => {
+        deletedAttachments.push(ref);
+        return Promise.resolve();
+      },
+    },
     notificationSecretFor: () => undefined,
     ...options.notifications,
     catalogTtlMs: 60_000,

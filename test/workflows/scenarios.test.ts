@@ -9,6 +9,8 @@ import {
   serviceError,
 } from '../support/fake-exam-service';
 import {
+  DAY,
+  deletedAttachments,
   journeyInput,
   PHI_VALUES,
   PRESCRIPTIONS,
@@ -18,6 +20,7 @@ import {
   withJourney,
   type Harness,
 } from './harness';
+import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
 
 let h: Harness;
 beforeAll(async () => {
@@ -249,6 +252,13 @@ describe('preparation', () => {
       expect(result.stage).toBe('completed');
       expect(result.exams.map((e) => e.attachmentsUploaded)).toEqual([[], ['Lab', 'ID']]);
       expect(containsPhi(JSON.stringify(result))).toEqual([]);
+
+      // Once the journey ended, a workflow of their own deletes its documents after the grace (7 days, skipped here).
+      const retention = h.env.client.workflow.getHandle(attachmentRetentionId(input.journeyId));
+      expect(await retention.result()).toEqual({ deleted: 2 });
+      expect(deletedAttachments).toEqual(expect.arrayContaining(['att_lab_result_01', 'att_id_photo_0001']));
+      const d = await retention.describe();
+      expect(d.closeTime!.getTime() - d.startTime.getTime()).toBeGreaterThanOrEqual(7 * DAY);
     });
   });
 
