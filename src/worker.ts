@@ -115,7 +115,12 @@ async function main() {
       WORKER_SERVICE_NAME,
       out,
     ),
-    ...(metricsAddress ? { telemetryOptions: { metrics: { prometheus: prometheusExporter(metricsAddress) } } } : {}),
+    telemetryOptions: {
+      // The SDK core's own warnings (a failing workflow task, a poller error) through the same JSON log, not as
+      // coloured text on stderr.
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(metricsAddress ? { metrics: { prometheus: prometheusExporter(metricsAddress) } } : {}),
+    },
   });
   // The start-up lines are written whatever LOG_LEVEL says: supervisors, the stacks and people wait for them.
   const lifecycle = (message: string, meta: Record<string, unknown> = {}) =>

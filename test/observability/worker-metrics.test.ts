@@ -209,6 +209,26 @@ describe('worker and API metrics pages', () => {
         task_queue: TASK_QUEUE,
         failure_reason: expect.stringMatching(/^(WorkflowError|NonDeterminismError)$/),
       });
+      // The SDK core's warning about it is a JSON line of the worker's log, not coloured text.
+      const warned = await eventually(
+        () =>
+          Promise.resolve(
+            worker!
+              .output()
+              .split('\n')
+              .flatMap((l) => {
+                try {
+                  return [JSON.parse(l) as { level: number; msg: string }];
+                } catch {
+                  return [];
+                }
+              })
+              .find((r) => /failing workflow task/i.test(r.msg)),
+          ),
+        (r) => r !== undefined,
+      );
+      expect(warned?.level).toBe(40);
+      expect(worker!.output()).not.toContain('\u001b[');
     } finally {
       await handle.terminate('the test is done with it');
     }
