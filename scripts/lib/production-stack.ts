@@ -160,6 +160,7 @@ export class ProductionStack {
   #infra: ManagedProcess[] = [];
   #stopping = false;
   #clinicsFile: string | undefined;
+  #secrets: ReturnType<typeof stackSecrets> | undefined;
   #started: { name: string; stop: () => Promise<void> }[] = [];
   readonly #log: (line: string) => void;
   readonly #logDir: string;
@@ -212,7 +213,7 @@ export class ProductionStack {
     if (!existsSync(UI_SERVER))
       throw new Error('the Temporal UI server is missing: run `bash scripts/install-production.sh`');
     mkdirSync(this.#logDir, { recursive: true });
-    const secrets = stackSecrets(dataDir);
+    const secrets = (this.#secrets = stackSecrets(dataDir));
 
     // 1. PostgreSQL: Temporal's two databases and the callback inbox.
     this.postgres = await startPostgres({
@@ -340,7 +341,7 @@ export class ProductionStack {
 
   /** Every engine process's environment (workers and API replicas); `name` is its data folder. */
   #engineEnv(name: string): Record<string, string> {
-    const secrets = stackSecrets(this.o.dataDir);
+    const secrets = this.#secrets!;
     return {
       DATA_DIR: path.join(this.o.dataDir, 'processes', name),
       TEMPORAL_ADDRESS: this.temporalAddress,

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { freePort } from '../support/dev-server-process';
+import { localStackPorts } from '../support/local-stack-ports';
 import { until } from '../support/until';
 
 jest.setTimeout(300_000);
@@ -60,18 +61,11 @@ describe('the local stack against a sandbox started on its own', () => {
       faults: { serviceLayout: 'live' },
     });
     dataDir = mkdtempSync(path.join(tmpdir(), 'stack-external-'));
-    const ports = {
-      TEMPORAL_PORT: await freePort(),
-      TEMPORAL_UI_PORT: await freePort(),
-      SANDBOX_PORT: await freePort(),
-      API_PORT: await freePort(),
-      CODEC_PORT: await freePort(),
-      WORKER_METRICS_PORT: await freePort(),
-    };
+    const { ports, env } = await localStackPorts();
     sandboxPort = ports.SANDBOX_PORT;
     api = `http://127.0.0.1:${ports.API_PORT}`;
     stack = runStack({
-      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+      ...env,
       DATA_DIR: dataDir,
       EXAM_SERVICE_BASE_URL: sandbox.baseUrl,
       EXAM_SERVICE_API_KEY: DEMO_API_KEY,

@@ -13,6 +13,7 @@ import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { currentDeploymentVersion } from '../../src/temporal';
 import { pickProductionPorts } from '../faults/harness/production';
 import { freePort } from '../support/dev-server-process';
+import { localStackPorts } from '../support/local-stack-ports';
 import { until } from '../support/until';
 
 jest.setTimeout(600_000);
@@ -167,6 +168,19 @@ async function stopAndCheck(stack: Stack, ports: number[], send: () => void) {
   return { left, taken, ms: Date.now() - t0, parts: parts.length };
 }
 
+/** SIGTERM (a clean stop, exit 0) and SIGKILL to a stack's own process: no part left running, every port free. */
+function signalledStackStops(start: () => Promise<Stack>, ports: () => number[]) {
+  it.each([
+    ['SIGTERM', 0],
+    ['SIGKILL', null],
+  ] as const)('%s to the stack process leaves no part running and every port free', async (signal, code) => {
+    const stack = await start();
+    const result = await stopAndCheck(stack, ports(), () => process.kill(stack.pid, signal));
+    expect(result).toMatchObject({ left: [], taken: [] });
+    expect(await stack.exited).toBe(code);
+  });
+}
+
 describe('the local stack (npm start)', () => {
   let dataDir: string;
   let env: Record<string, string>;
@@ -175,17 +189,10 @@ describe('the local stack (npm start)', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'stack-stop-'));
-    const named = {
-      TEMPORAL_PORT: await freePort(),
-      TEMPORAL_UI_PORT: await freePort(),
-      SANDBOX_PORT: await freePort(),
-      API_PORT: await freePort(),
-      CODEC_PORT: await freePort(),
-      WORKER_METRICS_PORT: await freePort(),
-    };
-    ports = Object.values(named);
-    api = `http://127.0.0.1:${named.API_PORT}`;
-    env = { ...Object.fromEntries(Object.entries(named).map(([k, v]) => [k, String(v)])), DATA_DIR: dataDir };
+    const local = await localStackPorts();
+    ports = Object.values(local.ports);
+    api = `http://127.0.0.1:${local.ports.API_PORT}`;
+    env = { ...local.env, DATA_DIR: dataDir };
   });
   afterAll(() => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -226,15 +233,7 @@ describe('the local stack (npm start)', () => {
     }
   });
 
-  it.each([
-    ['SIGTERM', 0],
-    ['SIGKILL', null],
-  ] as const)('%s to the stack process leaves no part running and every port free', async (signal, code) => {
-    const stack = await startReady();
-    const result = await stopAndCheck(stack, ports, () => process.kill(stack.pid, signal));
-    expect(result).toMatchObject({ left: [], taken: [] });
-    expect(await stack.exited).toBe(code);
-  });
+  signalledStackStops(startReady, () => ports);
 });
 
 describe('the production stack (npm run start:production)', () => {
@@ -307,13 +306,5 @@ describe('the production stack (npm run start:production)', () => {
     }
   });
 
-  it.each([
-    ['SIGTERM', 0],
-    ['SIGKILL', null],
-  ] as const)('%s to the stack process leaves no part running and every port free', async (signal, code) => {
-    const stack = await startReady();
-    const result = await stopAndCheck(stack, ports, () => process.kill(stack.pid, signal));
-    expect(result).toMatchObject({ left: [], taken: [] });
-    expect(await stack.exited).toBe(code);
-  });
+  signalledStackStops(startReady, () => ports);
 });
