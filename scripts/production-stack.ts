@@ -8,8 +8,13 @@
 // CODEC_PORT) and DATA_DIR (default .data/production), plus POSTGRES_PORT (5433), OBJECT_STORE_PORT (9000),
 // OBJECT_STORE_CONSOLE_PORT (9001), API_REPLICA_PORTS (API_PORT+1,API_PORT+2), TEMPORAL_MEMBERSHIP_PORT (6933),
 // TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
+// Operators sign in through Keycloak (KEYCLOAK_PORT 8180, KEYCLOAK_MANAGEMENT_PORT 8181; the Temporal server's
+// internal frontend on TEMPORAL_INTERNAL_FRONTEND_PORT 7236 and TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT 7244); the demo
+// users' passwords are made on the first start and printed. IDENTITY=off runs the stack without it (nothing decoded
+// in the Web UI then, and the Temporal server open to whoever reaches it on this host).
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
+import { DEMO_USERS } from './lib/keycloak';
 import { ProductionStack, productionPorts, productionStackPorts } from './lib/production-stack';
 import { claimStack } from './lib/stack-guard';
 import { openStackLog } from './lib/stack-log';
@@ -24,7 +29,10 @@ async function main() {
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`WORKERS: not a count: ${process.env.WORKERS}`);
   const ports = productionPorts(process.env, 2);
   const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production'));
-  await claimStack(dataDir, productionStackPorts(ports, workers), (m, level) => log.say(m, level));
+  const identityEnv = (process.env.IDENTITY ?? 'keycloak').trim().toLowerCase();
+  if (!['keycloak', 'off'].includes(identityEnv)) throw new Error(`IDENTITY: keycloak or off, not ${identityEnv}`);
+  const identity = identityEnv === 'keycloak';
+  await claimStack(dataDir, productionStackPorts(ports, workers, identity), (m, level) => log.say(m, level));
 
   say('checking the servers (installed on first run: a few minutes)...');
   const installed = await log.run('install', 'bash', [path.join(root, 'scripts/install-production.sh')]);
@@ -35,6 +43,7 @@ async function main() {
     dataDir,
     ports,
     workers,
+    identity,
     echo: log,
     supervise: true,
     log: say,
@@ -73,7 +82,16 @@ async function main() {
   say(
     `  Temporal         ${stack.temporalAddress} on PostgreSQL 127.0.0.1:${p.postgres} (metrics :${p.temporalMetrics})`,
   );
-  say(`  Temporal UI      ${stack.uiUrl}  (decrypts through the codec server http://127.0.0.1:${p.codec})`);
+  if (identity) {
+    const secrets = stack.identitySecrets;
+    say(`  Temporal UI      ${stack.uiUrl}  (sign-in; patient data decoded by ${stack.codecUrl} for operators)`);
+    say(`  Keycloak         ${stack.issuer}  (realm journeys; admin console http://127.0.0.1:${p.keycloak}/admin)`);
+    say('  demo users       (kept in the data folder, local-secrets.json; each one a role)');
+    for (const u of DEMO_USERS) say(`    ${u.username.padEnd(9)} ${secrets.passwords[u.username]}  ${u.role}`);
+    say(`  ops sign-in      npm run ops -- sign-in --issuer ${stack.issuer}`);
+  } else {
+    say(`  Temporal UI      ${stack.uiUrl}  (no sign-in: IDENTITY=off; payloads stay encrypted in it)`);
+  }
   say(`  object store     ${stack.objectStore?.endpoint}  (MinIO; attachments, sealed)`);
   say(`  sandbox          ${stack.sandboxUrl}  (api_key ${DEMO_API_KEY})`);
   say(`  data and logs    ${dataDir}`);

@@ -39,6 +39,20 @@ const ConfigSchema = z.object({
     /** As @temporalio/envconfig gives it (files named, read at connection); undefined: on with an API key only. */
     tls: z.custom<ClientConfigTLS>().optional(),
     grpcMeta: z.record(z.string(), z.string()).optional(),
+    /**
+     * A service account of the identity provider (client credentials): its access token goes to the Temporal server
+     * as the bearer token, refreshed before it expires (a server with the JWT authorizer on).
+     */
+    oauth: z
+      .object({
+        clientId: z.string().min(1, 'TEMPORAL_OAUTH_CLIENT_ID: required'),
+        clientSecret: z
+          .string()
+          .min(1, 'TEMPORAL_OAUTH_CLIENT_SECRET (or TEMPORAL_OAUTH_CLIENT_SECRET_FILE): required'),
+        tokenUrl: z.url('TEMPORAL_OAUTH_TOKEN_URL: the token endpoint, a URL'),
+        scope: z.string().min(1).optional(),
+      })
+      .optional(),
   }),
   examService: z.object({
     baseUrl: z.url(),
@@ -116,6 +130,8 @@ const ConfigSchema = z.object({
     serverPort: port,
     /** Browser origins allowed to call the codec server: the Temporal UI's. */
     corsOrigins: z.array(z.string().min(1)),
+    /** HTTPS (CODEC_TLS_CERT_FILE, CODEC_TLS_KEY_FILE): the Web UI passes access tokens to an https endpoint only. */
+    tls: z.object({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
     /** Bearer token the codec server requires, when set (with an identity provider: automation only). */
     serverToken: z.string().min(16).optional(),
     /** The identity provider whose access tokens the codec server checks on every request (OIDC_ISSUER). */
@@ -309,6 +325,26 @@ function temporalSettings(env: Env) {
     apiKey: profile.apiKey || undefined,
     tls,
     grpcMeta: profile.grpcMeta,
+    ...temporalServiceAccount(env, Boolean(profile.apiKey)),
+  };
+}
+
+/** TEMPORAL_OAUTH_*: the service account whose tokens this process presents to Temporal (none when unset). */
+function temporalServiceAccount(env: Env, hasApiKey: boolean) {
+  const clientId = env.TEMPORAL_OAUTH_CLIENT_ID?.trim();
+  if (!clientId) return {};
+  if (hasApiKey) {
+    throw new ConfigError([
+      'TEMPORAL_OAUTH_CLIENT_ID: set together with an API key; a connection presents one or the other',
+    ]);
+  }
+  return {
+    oauth: {
+      clientId,
+      clientSecret: secret(env, 'TEMPORAL_OAUTH_CLIENT_SECRET') ?? '',
+      tokenUrl: env.TEMPORAL_OAUTH_TOKEN_URL ?? '',
+      ...(env.TEMPORAL_OAUTH_SCOPE ? { scope: env.TEMPORAL_OAUTH_SCOPE } : {}),
+    },
   };
 }
 
@@ -328,6 +364,11 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_OAUTH_CLIENT_ID',
+  'TEMPORAL_OAUTH_CLIENT_SECRET',
+  'TEMPORAL_OAUTH_CLIENT_SECRET_FILE',
+  'TEMPORAL_OAUTH_TOKEN_URL',
+  'TEMPORAL_OAUTH_SCOPE',
   'TEMPORAL_API_KEY',
   'TEMPORAL_API_KEY_FILE',
   'TEMPORAL_TLS',
@@ -386,6 +427,8 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'CODEC_SERVER_TOKEN',
   'CODEC_SERVER_TOKEN_FILE',
   'CODEC_DECODE_ROLES',
+  'CODEC_TLS_CERT_FILE',
+  'CODEC_TLS_KEY_FILE',
   'CODEC_AUDIT_FILE',
   'OIDC_ISSUER',
   'OIDC_AUDIENCE',
@@ -435,6 +478,7 @@ function codecSettings(env: Env) {
     disabled: env.PAYLOAD_ENCRYPTION_DISABLED !== undefined && bool.parse(env.PAYLOAD_ENCRYPTION_DISABLED),
     serverHost: env.CODEC_HOST ?? '127.0.0.1',
     serverPort: num(port, 'CODEC_PORT', env.CODEC_PORT, 8888),
+    ...codecTls(env),
     corsOrigins: (env.CODEC_CORS_ORIGINS ?? 'http://127.0.0.1:8233,http://localhost:8233')
       .split(',')
       .map((o) => o.trim())
@@ -469,6 +513,23 @@ export function isLoopbackHost(host: string): boolean {
     .toLowerCase()
     .replace(/^\[|\]$/g, '');
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** CODEC_TLS_CERT_FILE and CODEC_TLS_KEY_FILE: both or neither, each a file that is there. */
+function codecTls(env: Env) {
+  const certFile = env.CODEC_TLS_CERT_FILE?.trim();
+  const keyFile = env.CODEC_TLS_KEY_FILE?.trim();
+  if (!certFile && !keyFile) return {};
+  if (!certFile || !keyFile) {
+    throw new ConfigError(['CODEC_TLS_CERT_FILE and CODEC_TLS_KEY_FILE: the certificate and its key go together']);
+  }
+  for (const [name, file] of [
+    ['CODEC_TLS_CERT_FILE', certFile],
+    ['CODEC_TLS_KEY_FILE', keyFile],
+  ] as const) {
+    if (!existsSync(file)) throw new ConfigError([`${name}: no file at ${file}`]);
+  }
+  return { tls: { certFile, keyFile } };
 }
 
 /** The codec server's settings, validated, without the settings only the API and the worker need. */

@@ -6,6 +6,7 @@ import { encodeToPayloads } from '@temporalio/common/lib/internal-non-workflow/c
 import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers';
 import { toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+import { ServiceAccountTokens } from './auth/service-account';
 import { EncryptionCodec } from './codec/encryption-codec';
 import { ConfigError, type Config } from './config';
 
@@ -29,6 +30,34 @@ export function connectionOptions(t: TemporalConfig): ConnectionOptions & Native
     ...(o.apiKey ? { apiKey: o.apiKey } : {}),
     ...(o.metadata ? { metadata: o.metadata } : {}),
   };
+}
+
+const serviceAccounts = new Map<string, ServiceAccountTokens>();
+
+/** The process's tokens for the configured service account (one refresh schedule per account), or undefined. */
+export function serviceAccountTokens(t: TemporalConfig): ServiceAccountTokens | undefined {
+  if (!t.oauth) return undefined;
+  const key = `${t.oauth.tokenUrl} ${t.oauth.clientId}`;
+  let tokens = serviceAccounts.get(key);
+  if (!tokens) {
+    tokens = new ServiceAccountTokens(t.oauth, {
+      log: (level, message) => process.emitWarning(message, { code: `TEMPORAL_OAUTH_${level.toUpperCase()}` }),
+    });
+    serviceAccounts.set(key, tokens);
+  }
+  return tokens;
+}
+
+/**
+ * The options of a client connection that presents the service account's token (asked for at each call, so a
+ * refreshed one is used at once). Plain text unless TLS is configured: the token is a bearer credential, so a
+ * server beyond this host belongs behind TLS.
+ */
+function clientConnectionOptions(t: TemporalConfig): ConnectionOptions {
+  const base = connectionOptions(t);
+  const tokens = serviceAccountTokens(t);
+  if (!tokens) return base;
+  return { ...base, tls: base.tls ?? false, apiKey: () => tokens.current() ?? '' };
 }
 
 /**
@@ -69,16 +98,31 @@ export async function connectClient(
   config: Pick<Config, 'temporal' | 'codec'>,
   extras: ClientExtras = {},
 ): Promise<Client> {
-  return clientOf(config, await Connection.connect(connectionOptions(config.temporal)), extras);
+  await serviceAccountTokens(config.temporal)?.token();
+  return clientOf(config, await Connection.connect(clientConnectionOptions(config.temporal)), extras);
 }
 
 /** A client whose connection is made on first use: the API starts (and spools callbacks) while Temporal is down. */
 export function lazyClient(config: Pick<Config, 'temporal' | 'codec'>, extras: ClientExtras = {}): Client {
-  return clientOf(config, Connection.lazy(connectionOptions(config.temporal)), extras);
+  // The token comes in the background (the identity provider may be down too); calls before it are refused.
+  serviceAccountTokens(config.temporal)
+    ?.token()
+    .catch((err: unknown) => process.emitWarning((err as Error).message, { code: 'TEMPORAL_OAUTH_WARN' }));
+  return clientOf(config, Connection.lazy(clientConnectionOptions(config.temporal)), extras);
 }
 
-export function connectWorkerConnection(t: TemporalConfig): Promise<NativeConnection> {
-  return NativeConnection.connect(connectionOptions(t));
+export async function connectWorkerConnection(t: TemporalConfig): Promise<NativeConnection> {
+  const tokens = serviceAccountTokens(t);
+  if (!tokens) return NativeConnection.connect(connectionOptions(t));
+  const base = connectionOptions(t);
+  const connection = await NativeConnection.connect({
+    ...base,
+    tls: base.tls ?? false,
+    apiKey: await tokens.token(),
+  });
+  // Each refreshed token replaces the connection's (the SDK sends it with every call from then on).
+  tokens.onToken((token) => connection.setApiKey(token));
+  return connection;
 }
 
 /** How long a worker waits for Temporal to record an activity's heartbeat before it counts as not recorded. */

@@ -14,10 +14,23 @@ import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { makeCurrentVersion } from '../../src/temporal';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { ServiceAccountTokens } from '../../src/auth/service-account';
 import { stackBuildId } from './build-id';
 import type { StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
 import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
+import {
+  AUDIENCE,
+  CLIENTS,
+  ensureKeycloakDatabase,
+  issuerOf,
+  jwksUrlOf,
+  keycloakCommand,
+  keycloakInstalled,
+  prepareKeycloakHome,
+  tokenUrlOf,
+} from './keycloak';
+import { ensureLocalCertificate } from './local-tls';
 import { startObjectStore, type ObjectStoreServer } from './object-store';
 import { startPostgres, type PostgresServer } from './postgres-server';
 import {
@@ -55,6 +68,12 @@ export interface ProductionPorts {
   postgres: number;
   objectStore: number;
   objectStoreConsole: number;
+  /** Keycloak (the identity provider) and its management interface (health): with `identity` only. */
+  keycloak?: number;
+  keycloakManagement?: number;
+  /** The Temporal server's internal frontend (gRPC, HTTP), for its own system worker: with `identity` only. */
+  temporalInternalFrontend?: number;
+  temporalInternalFrontendHttp?: number;
   /** One per worker, its Prometheus page (WORKER_METRICS_ADDRESS); a worker without one has none. */
   workerMetrics?: number[];
 }
@@ -97,13 +116,39 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
     postgres: n('POSTGRES_PORT', 5433),
     objectStore: n('OBJECT_STORE_PORT', 9000),
     objectStoreConsole: n('OBJECT_STORE_CONSOLE_PORT', 9001),
+    keycloak: n('KEYCLOAK_PORT', 8180),
+    keycloakManagement: n('KEYCLOAK_MANAGEMENT_PORT', 8181),
+    temporalInternalFrontend: n('TEMPORAL_INTERNAL_FRONTEND_PORT', temporal + 3),
+    temporalInternalFrontendHttp: n('TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT', temporal + 11),
     workerMetrics: list('WORKER_METRICS_PORTS', 9464, workersAndReplicas),
   };
 }
 
 /** Every port the production stack listens on, with the part that needs it and the variable that moves it. */
-export function productionStackPorts(ports: ProductionPorts, workers: number): StackPort[] {
+export function productionStackPorts(ports: ProductionPorts, workers: number, identity = false): StackPort[] {
+  const identityPorts: StackPort[] = identity
+    ? ([
+        { part: 'Keycloak', port: ports.keycloak, variable: 'KEYCLOAK_PORT' },
+        { part: "Keycloak's management", port: ports.keycloakManagement, variable: 'KEYCLOAK_MANAGEMENT_PORT' },
+        {
+          part: 'Temporal internal frontend',
+          port: ports.temporalInternalFrontend,
+          variable: 'TEMPORAL_INTERNAL_FRONTEND_PORT',
+        },
+        {
+          part: 'Temporal internal frontend (HTTP)',
+          port: ports.temporalInternalFrontendHttp,
+          variable: 'TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT',
+        },
+        {
+          part: 'Temporal cluster membership',
+          port: ports.temporalMembership + 4,
+          variable: 'TEMPORAL_MEMBERSHIP_PORT',
+        },
+      ].filter((p) => p.port !== undefined) as StackPort[])
+    : [];
   return [
+    ...identityPorts,
     { part: 'load balancer (clinic API)', port: ports.api, variable: 'API_PORT' },
     ...ports.apiReplicas.map((port, i) => ({ part: `API replica ${i + 1}`, port, variable: 'API_REPLICA_PORTS' })),
     { part: 'Temporal frontend', port: ports.temporal, variable: 'TEMPORAL_PORT' },
@@ -144,6 +189,11 @@ export interface ProductionStackOptions {
   engineEnv?: Record<string, string>;
   /** The Temporal server's dynamic configuration file (production.yaml's by default). */
   temporalDynamicConfig?: string;
+  /**
+   * Operators sign in: Keycloak with the journeys realm, the Web UI's sign-in and the codec server, the admin API and
+   * the Temporal server (its JWT authorizer) checking its tokens; workers and API replicas use service accounts.
+   */
+  identity?: boolean;
   log?: (line: string) => void;
   /** Called when an infrastructure part (not a worker or API replica) dies on its own. */
   onFatal?: (why: string) => void;
@@ -162,6 +212,8 @@ export class ProductionStack {
   #clinicsFile: string | undefined;
   #secrets: ReturnType<typeof stackSecrets> | undefined;
   #started: { name: string; stop: () => Promise<void> }[] = [];
+  /** The automation service account's tokens (the stack's own calls to a Temporal server with the authorizer). */
+  #automation: ServiceAccountTokens | undefined;
   readonly #log: (line: string) => void;
   readonly #logDir: string;
 
@@ -188,6 +240,41 @@ export class ProductionStack {
   get uiUrl(): string {
     return `http://127.0.0.1:${this.o.ports.ui}`;
   }
+  /** HTTPS with the identity provider (the Web UI passes access tokens to an https endpoint only). */
+  get codecUrl(): string {
+    return `${this.o.identity ? 'https' : 'http'}://127.0.0.1:${this.o.ports.codec}`;
+  }
+  /** The codec server's certificate (with `identity`): made for 127.0.0.1, self-signed. */
+  get codecCertificate(): string {
+    return this.#codecTls().certFile;
+  }
+
+  #codecTls() {
+    return ensureLocalCertificate(path.join(this.o.dataDir, 'tls'));
+  }
+  /** The identity provider's issuer (with `identity`). */
+  get issuer(): string {
+    return issuerOf(this.#identityPorts().keycloak);
+  }
+
+  #identityPorts() {
+    const { keycloak, keycloakManagement, temporalInternalFrontend, temporalInternalFrontendHttp } = this.o.ports;
+    if (!keycloak || !keycloakManagement || !temporalInternalFrontend || !temporalInternalFrontendHttp) {
+      throw new Error('identity: the ports keycloak, keycloakManagement and temporalInternalFrontend(Http) are needed');
+    }
+    return { keycloak, keycloakManagement, temporalInternalFrontend, temporalInternalFrontendHttp };
+  }
+  /** The identity provider's secrets (with `identity`): the demo users' passwords and the clients' secrets. */
+  get identitySecrets() {
+    const identity = this.#secrets?.identity;
+    if (!this.o.identity || !identity) throw new Error('the stack runs without an identity provider');
+    return identity;
+  }
+  /** A token of the automation service account (with `identity`), fresh. */
+  async automationToken(): Promise<string> {
+    if (!this.#automation) throw new Error('the stack runs without an identity provider');
+    return this.#automation.token();
+  }
   /** The inbox database's URL (carries the password: never log it). */
   get inboxDatabaseUrl(): string {
     const pg = this.#pg();
@@ -212,6 +299,8 @@ export class ProductionStack {
     if (ports.temporalMembership + 3 >= 32_768) throw new Error('TEMPORAL_MEMBERSHIP_PORT: must stay below 32765');
     if (!existsSync(UI_SERVER))
       throw new Error('the Temporal UI server is missing: run `bash scripts/install-production.sh`');
+    if (this.o.identity && !keycloakInstalled())
+      throw new Error('Keycloak is missing: run `bash scripts/install-production.sh`');
     mkdirSync(this.#logDir, { recursive: true });
     const secrets = (this.#secrets = stackSecrets(dataDir));
 
@@ -231,8 +320,13 @@ export class ProductionStack {
       password: decodeURIComponent(new URL(this.postgres.url).password),
     };
 
+    // 1b. The identity provider: Keycloak on its own database, the realm imported on its first start. Temporal's
+    // authorizer reads its keys at start, so it comes first (its ~20 s overlap the schema's setup).
+    const keycloakReady = this.o.identity ? this.#startKeycloak(pgAccess) : Promise.resolve();
+
     // 2. The Temporal server, its schema set up or updated first; then the namespace and search attributes.
     await setupTemporalSchema(pgAccess, (l) => this.#log(l));
+    await keycloakReady;
     this.temporal = startTemporalServer({
       postgres: pgAccess,
       ports: {
@@ -243,9 +337,12 @@ export class ProductionStack {
         worker: ports.temporalWorker,
         membershipBase: ports.temporalMembership,
         metrics: ports.temporalMetrics,
+        internalFrontend: ports.temporalInternalFrontend,
+        internalFrontendHttp: ports.temporalInternalFrontendHttp,
       },
       logDir: this.#logDir,
       ...(this.o.temporalDynamicConfig ? { dynamicConfigFile: this.o.temporalDynamicConfig } : {}),
+      ...(this.o.identity ? { auth: { jwksUrl: jwksUrlOf(this.#identityPorts().keycloak), audience: AUDIENCE } } : {}),
       log: (l) => this.#log(l),
     });
     await this.temporal.start();
@@ -254,6 +351,8 @@ export class ProductionStack {
       this.temporalAddress,
       'default',
       SEARCH_ATTRIBUTE_KEYS.map((k) => ({ name: k.name, type: k.type })),
+      30,
+      this.#automation ? await this.#automation.token() : undefined,
     );
 
     // 3. The object store and its bucket.
@@ -280,19 +379,19 @@ export class ProductionStack {
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
       CODEC_PORT: String(ports.codec),
       CODEC_HOST: '127.0.0.1',
-      // Even on loopback: any local process could otherwise decrypt every payload.
+      // Even on loopback: any local process could otherwise decrypt every payload. With the identity provider, the
+      // static token stays for automation (header only); people come with the Web UI's access token.
       CODEC_SERVER_TOKEN: secrets.codecServerToken!,
+      ...this.#oidcEnv(),
+      ...(this.o.identity
+        ? { CODEC_TLS_CERT_FILE: this.#codecTls().certFile, CODEC_TLS_KEY_FILE: this.#codecTls().keyFile }
+        : {}),
       CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
       // Every decode on the record (npm run audit-trail:verify -- <file>).
       CODEC_AUDIT_FILE: path.join(dataDir, 'audit', 'codec.jsonl'),
       LOG_LEVEL: 'warn',
     });
-    const ui = this.#process(
-      'temporal-ui',
-      UI_SERVER,
-      ['-r', this.#uiConfig(secrets.codecServerToken!), '-e', 'production', 'start'],
-      {},
-    );
+    const ui = this.#process('temporal-ui', UI_SERVER, ['-r', this.#uiConfig(), '-e', 'production', 'start'], {});
     const sandbox = this.#process('sandbox', process.execPath, [...tsx, 'src/sandbox/main.ts'], {
       SANDBOX_PORT: String(ports.sandbox),
       SANDBOX_LOG_LEVEL: 'warn',
@@ -362,8 +461,54 @@ export class ProductionStack {
       // One trail per process: each is a chain of its own (a shared store would need one writer at a time).
       AUDIT_FILE: path.join(this.o.dataDir, 'audit', `${name}.jsonl`),
       LOG_LEVEL: 'warn',
+      ...this.#oidcEnv(),
+      ...this.#serviceAccountEnv(name.startsWith('api-') ? 'api' : 'worker'),
       ...this.o.engineEnv,
     };
+  }
+
+  /** The identity provider whose tokens the codec server and the admin API check (none without `identity`). */
+  #oidcEnv(): Record<string, string> {
+    if (!this.o.identity) return {};
+    return { OIDC_ISSUER: this.issuer, OIDC_AUDIENCE: AUDIENCE };
+  }
+
+  /** The service account a worker or an API replica presents to Temporal (none without `identity`). */
+  #serviceAccountEnv(kind: 'api' | 'worker'): Record<string, string> {
+    if (!this.o.identity) return {};
+    const identity = this.identitySecrets;
+    return {
+      TEMPORAL_OAUTH_CLIENT_ID: CLIENTS[kind],
+      TEMPORAL_OAUTH_CLIENT_SECRET: kind === 'api' ? identity.apiClientSecret : identity.workerClientSecret,
+      TEMPORAL_OAUTH_TOKEN_URL: tokenUrlOf(this.#identityPorts().keycloak),
+    };
+  }
+
+  /** Keycloak on the stack's PostgreSQL; resolves once the realm answers discovery. */
+  async #startKeycloak(pg: { host: string; port: number; user: string; password: string }) {
+    const ports = this.#identityPorts();
+    await ensureKeycloakDatabase(pg);
+    const identity = this.identitySecrets;
+    const kc = keycloakCommand({
+      home: prepareKeycloakHome(path.join(this.o.dataDir, 'keycloak')),
+      port: ports.keycloak,
+      managementPort: ports.keycloakManagement,
+      pg,
+      secrets: identity,
+      uiUrl: this.uiUrl,
+    });
+    const keycloak = this.#process('keycloak', kc.command, kc.args, kc.env);
+    this.#startInfra(keycloak);
+    await waitForHttp(`${this.issuer}/.well-known/openid-configuration`, 'keycloak', {
+      timeoutMs: 180_000,
+      gaveUp: () => this.#died(keycloak),
+    });
+    this.#automation = new ServiceAccountTokens({
+      clientId: CLIENTS.automation,
+      clientSecret: identity.automationClientSecret,
+      tokenUrl: tokenUrlOf(ports.keycloak),
+    });
+    this.#log(`keycloak ready at ${this.issuer}`);
   }
 
   #startWorker(name: string, metricsPort: number | undefined, version: Record<string, string>): ManagedProcess {
@@ -409,7 +554,11 @@ export class ProductionStack {
   /** The workers' version becomes the deployment's current one (as a deploy would make it, once they poll). */
   async #makeCurrent(buildId: string) {
     const deploymentName = this.o.engineEnv?.WORKER_DEPLOYMENT_NAME ?? DEFAULT_DEPLOYMENT_NAME;
-    const connection = await Connection.connect({ address: this.temporalAddress });
+    const token = this.#automation ? await this.#automation.token() : undefined;
+    const connection = await Connection.connect({
+      address: this.temporalAddress,
+      ...(token ? { apiKey: token, tls: false } : {}),
+    });
     try {
       const { changed } = await makeCurrentVersion(connection.workflowService, 'default', { deploymentName, buildId });
       this.#log(`worker deployment ${deploymentName}: version ${buildId} ${changed ? 'made current' : 'is current'}`);
@@ -483,7 +632,7 @@ export class ProductionStack {
     return p.running ? undefined : `exited at start; see ${p.logFile}`;
   }
 
-  #uiConfig(codecToken: string): string {
+  #uiConfig(): string {
     const dir = path.join(this.o.dataDir, 'temporal-ui');
     mkdirSync(path.join(dir, 'config'), { recursive: true });
     const { ports } = this.o;
@@ -500,13 +649,38 @@ export class ProductionStack {
       `    - http://127.0.0.1:${ports.ui}`,
       `    - http://localhost:${ports.ui}`,
       // The operator's browser asks the codec server to decrypt payloads; they never pass through the UI server.
-      // The UI sends no token header of its own: the token is the endpoint's first path segment.
+      // With the identity provider, it sends the signed-in person's access token (header), which the codec server
+      // checks for a decode role; without it, nothing is decoded (no token ever goes into a URL).
       'codec:',
-      `  endpoint: http://127.0.0.1:${ports.codec}/${codecToken}`,
+      `  endpoint: ${this.codecUrl}`,
+      ...(this.o.identity ? ['  passAccessToken: true'] : []),
+      ...this.#uiAuth(),
       '',
     ].join('\n');
     writeFileSync(path.join(dir, 'config', 'production.yaml'), yaml, { mode: 0o600 });
     return dir;
+  }
+
+  /** The Web UI's sign-in through the identity provider (auth code flow, confidential client temporal-ui). */
+  #uiAuth(): string[] {
+    if (!this.o.identity) return [];
+    return [
+      'auth:',
+      '  enabled: true',
+      '  providers:',
+      '    - label: Clinic sign-in',
+      '      type: oidc',
+      `      providerUrl: ${this.issuer}`,
+      `      issuerUrl: ${this.issuer}`,
+      `      clientId: ${CLIENTS.ui}`,
+      `      clientSecret: ${this.identitySecrets.uiClientSecret}`,
+      '      scopes:',
+      '        - openid',
+      '        - profile',
+      '        - email',
+      `      callbackUrl: ${this.uiUrl}/auth/sso/callback`,
+      '      options: {}',
+    ];
   }
 
   #haproxyConfig(): string {

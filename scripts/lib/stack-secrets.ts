@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEMO_API_KEY } from '../../src/sandbox/seed';
+import type { IdentitySecrets } from './keycloak';
 
 export const DEMO_CLINIC_ID = 'demo-clinic';
 export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
@@ -17,8 +18,10 @@ export interface StackSecrets {
   /** The object store's root credentials (the production-shaped stack only). */
   objectStoreAccessKey?: string;
   objectStoreSecretKey?: string;
-  /** The codec server's token (the production-shaped stack: the Web UI's codec endpoint carries it). */
+  /** The codec server's token (the production-shaped stack: automation's static token, header only). */
   codecServerToken?: string;
+  /** The identity provider's secrets (the production-shaped stack's Keycloak): clients' and demo users'. */
+  identity?: IdentitySecrets;
 }
 
 /** Reads the folder's secrets, making whatever is missing (older folders get the newer secrets on first use). */
@@ -33,11 +36,34 @@ export function stackSecrets(dataDir: string): StackSecrets {
     objectStoreAccessKey: kept.objectStoreAccessKey ?? `journeys-${randomBytes(4).toString('hex')}`,
     objectStoreSecretKey: kept.objectStoreSecretKey ?? randomBytes(24).toString('base64url'),
     codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
+    identity: identitySecrets(kept.identity),
   };
   if (JSON.stringify(secrets) !== JSON.stringify(kept)) {
     writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   }
   return secrets;
+}
+
+/** Keycloak's secrets: the ones kept, the missing ones made (a realm imported once keeps the first ones). */
+function identitySecrets(kept: Partial<IdentitySecrets> | undefined): IdentitySecrets {
+  const make = () => randomBytes(18).toString('base64url');
+  // Readable for a person who types it at the sign-in page: four groups of five letters and digits.
+  const password = () =>
+    Array.from({ length: 4 }, () =>
+      Array.from(randomBytes(5), (b) => 'abcdefghjkmnpqrstuvwxyz23456789'[b % 31]).join(''),
+    ).join('-');
+  return {
+    keycloakAdminPassword: kept?.keycloakAdminPassword ?? make(),
+    uiClientSecret: kept?.uiClientSecret ?? make(),
+    workerClientSecret: kept?.workerClientSecret ?? make(),
+    apiClientSecret: kept?.apiClientSecret ?? make(),
+    automationClientSecret: kept?.automationClientSecret ?? make(),
+    passwords: {
+      viewer: kept?.passwords?.viewer ?? password(),
+      operator: kept?.passwords?.operator ?? password(),
+      admin: kept?.passwords?.admin ?? password(),
+    },
+  };
 }
 
 /** The clinics file with the demo clinic (the sandbox's demo api_key unless another service's key is given). */

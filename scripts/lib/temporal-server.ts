@@ -34,10 +34,20 @@ export interface TemporalServerPorts {
   history: number;
   matching: number;
   worker: number;
-  /** Four membership ports from here (frontend, history, matching, worker): below 32768 (stored as smallint). */
+  /** Four membership ports from here (frontend, history, matching, worker; a fifth for the internal frontend with
+   * auth): below 32768 (stored as smallint). */
   membershipBase: number;
   /** Prometheus metrics of the server. */
   metrics: number;
+  /** With `auth`: the internal frontend (gRPC, then HTTP) for the server's own system worker; loopback only. */
+  internalFrontend?: number;
+  internalFrontendHttp?: number;
+}
+
+/** The JWT authorizer: every call needs an access token signed by a key of `jwksUrl`, for `audience`. */
+export interface TemporalServerAuth {
+  jwksUrl: string;
+  audience: string;
 }
 
 export interface TemporalServerOptions {
@@ -48,6 +58,8 @@ export interface TemporalServerOptions {
   historyShards?: number;
   /** The dynamic configuration file; deploy/temporal/dynamicconfig/production.yaml by default. */
   dynamicConfigFile?: string;
+  /** The default JWT claim mapper and authorizer on (the `permissions` claim), with an internal frontend. */
+  auth?: TemporalServerAuth;
   log?: (line: string) => void;
 }
 
@@ -120,6 +132,21 @@ export async function setupTemporalSchema(pg: PostgresAccess, log: (line: string
   }
 }
 
+/** The template's settings for the authorizer (deploy/temporal/production.yaml); a fifth membership port. */
+function authEnv(o: TemporalServerOptions): Record<string, string> {
+  const { internalFrontend, internalFrontendHttp } = o.ports;
+  if (!internalFrontend || !internalFrontendHttp) {
+    throw new Error('the Temporal server with auth needs ports.internalFrontend and ports.internalFrontendHttp');
+  }
+  return {
+    TEMPORAL_AUTH_JWKS_URL: o.auth!.jwksUrl,
+    TEMPORAL_AUTH_AUDIENCE: o.auth!.audience,
+    TEMPORAL_INTERNAL_FRONTEND_PORT: String(internalFrontend),
+    TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT: String(internalFrontendHttp),
+    TEMPORAL_INTERNAL_FRONTEND_MEMBERSHIP_PORT: String(o.ports.membershipBase + 4),
+  };
+}
+
 export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
   const address = `127.0.0.1:${o.ports.frontend}`;
   mkdirSync(o.logDir, { recursive: true });
@@ -144,8 +171,15 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     TEMPORAL_WORKER_MEMBERSHIP_PORT: String(o.ports.membershipBase + 3),
     TEMPORAL_METRICS_PORT: String(o.ports.metrics),
     TEMPORAL_DYNAMIC_CONFIG: o.dynamicConfigFile ?? PRODUCTION_DYNAMIC_CONFIG,
+    ...(o.auth ? authEnv(o) : {}),
   };
-  if (o.ports.membershipBase + 3 >= 32768) throw new Error('Temporal membership ports must stay below 32768');
+  if (o.ports.membershipBase + (o.auth ? 4 : 3) >= 32768) {
+    throw new Error('Temporal membership ports must stay below 32768');
+  }
+  // The internal frontend is a service of its own, started only with the authorizer (the system worker uses it).
+  const services = o.auth
+    ? ['frontend', 'internal-frontend', 'history', 'matching', 'worker'].flatMap((s) => ['--service', s])
+    : [];
 
   const server: TemporalServer = {
     address,
@@ -163,6 +197,7 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
         '-e',
         'production',
         'start',
+        ...services,
       ]);
       child = spawn(part.command, part.args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       child.stdout!.pipe(out);
@@ -227,8 +262,10 @@ export async function prepareNamespace(
   namespace: string,
   searchAttributes: readonly { name: string; type: string }[],
   retentionDays = 30,
+  /** A bearer token (an automation service account's) for a server with the authorizer on. */
+  token?: string,
 ): Promise<void> {
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect({ address, ...(token ? { apiKey: token, tls: false } : {}) });
   try {
     try {
       await connection.workflowService.registerNamespace({

@@ -1,4 +1,5 @@
 // `npm run codec`: the codec server the Temporal UI calls to show decrypted payloads to operators.
+import { readFileSync } from 'node:fs';
 import { loadCodecConfig } from '../config';
 import { EncryptionCodec } from './encryption-codec';
 import { asStackPart } from '../part-lifecycle';
@@ -11,7 +12,9 @@ async function main() {
   if (config.codec.keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS is required by the codec server');
   const { oidc, auditFile } = config.codec;
   const audit = auditFile ? new FileAuditLog(auditFile) : undefined;
+  const { tls } = config.codec;
   const app = buildCodecServer({
+    ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
     codec: new EncryptionCodec(config.codec.keys),
     corsOrigins: config.codec.corsOrigins,
     ...(config.codec.serverToken ? { token: config.codec.serverToken } : {}),
@@ -34,7 +37,7 @@ async function main() {
   });
   await app.listen({ host: config.codec.serverHost, port: config.codec.serverPort });
   console.log(
-    `codec server on http://${config.codec.serverHost}:${config.codec.serverPort} (keys: ${config.codec.keys
+    `codec server on ${tls ? 'https' : 'http'}://${config.codec.serverHost}:${config.codec.serverPort} (keys: ${config.codec.keys
       .map((k) => k.id)
       .join(', ')}; CORS: ${config.codec.corsOrigins.join(', ')}; callers: ${
       oidc

@@ -14,6 +14,11 @@ interface JsonPayload {
 }
 
 export interface CodecServerOptions {
+  /**
+   * Serve HTTPS with this certificate and key (PEM). The Web UI sends the signed-in person's access token only to
+   * an https:// codec endpoint.
+   */
+  https?: { cert: Buffer | string; key: Buffer | string };
   codec: PayloadCodec;
   /** Origins allowed to call from a browser, e.g. the Temporal UI's. */
   corsOrigins: string[];
@@ -72,7 +77,12 @@ const PayloadsBody = {
 } as const;
 
 export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 32 * 1024 * 1024 });
+  // The HTTPS server's type differs from the plain one's in Fastify's generics only; the routes are the same.
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 32 * 1024 * 1024,
+    ...(options.https ? { https: options.https } : {}),
+  }) as unknown as FastifyInstance;
   const allowed = new Set(options.corsOrigins);
   const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
   const expectedPath = options.token ? Buffer.from(options.token) : undefined;
@@ -97,7 +107,8 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
     }
     if (request.method === 'OPTIONS') {
       reply.header('access-control-allow-methods', 'POST, OPTIONS');
-      reply.header('access-control-allow-headers', 'content-type, x-namespace, authorization');
+      // The Web UI sends the person's ID token beside the access token (Authorization-Extras); it is not read here.
+      reply.header('access-control-allow-headers', 'content-type, x-namespace, authorization, authorization-extras');
       reply.header('access-control-max-age', '600');
       return reply.code(204).send();
     }
