@@ -1,7 +1,7 @@
 // The codec server: decrypted payloads for the Temporal Web UI. With an identity provider, every request carries the
 // signed-in person's access token (the UI's `passAccessToken`), checked on each request, and only the decode roles
-// decode; every decode is on the audit trail. Without one, on loopback unless it has a static token, which may be the
-// first path segment, as the Web UI sends no header of its own (docs/design-notes.md#the-codec-servers-token).
+// decode; every decode is on the audit trail. Without one, on loopback unless it has a static token, sent in the
+// Authorization header only (docs/design-notes.md#the-codec-servers-token).
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
@@ -23,7 +23,8 @@ export interface CodecServerOptions {
   /** Origins allowed to call from a browser, e.g. the Temporal UI's. */
   corsOrigins: string[];
   /**
-   * A fixed token. Alone: requests need `Authorization: Bearer <token>` or the token as their first path segment.
+   * A fixed token. Alone: requests need `Authorization: Bearer <token>` (never in a URL, where proxies and browser
+   * histories keep it).
    * With `oidc`: accepted in the header only, for automation that has no identity of its own (an explicit setting).
    */
   token?: string;
@@ -85,18 +86,7 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
   const allowed = new Set(options.corsOrigins);
   const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
-  const expectedPath = options.token ? Buffer.from(options.token) : undefined;
   const same = (given: Buffer, want: Buffer) => given.length === want.length && timingSafeEqual(given, want);
-  /** The token of a `/<token>/encode|decode` URL, decoded; undefined for the bare routes. */
-  const pathToken = (url: string): Buffer | undefined => {
-    const m = /^\/([^/?]+)\/(?:encode|decode)(?:\?|$)/.exec(url);
-    if (!m) return undefined;
-    try {
-      return Buffer.from(decodeURIComponent(m[1]!));
-    } catch {
-      return Buffer.alloc(0);
-    }
-  };
 
   app.addHook('onRequest', async (request, reply) => {
     const origin = request.headers.origin;
@@ -115,13 +105,11 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
     // Liveness says nothing about any payload: open to health checks without the token.
     if (request.method === 'GET' && request.url === '/healthz') return;
     if (options.oidc) return identify(request, reply);
-    if (expected && expectedPath) {
-      const inPath = pathToken(request.url);
-      const ok = inPath ? same(inPath, expectedPath) : same(Buffer.from(request.headers.authorization ?? ''), expected);
-      if (!ok) return reply.code(401).send({ error: 'a valid token is required' });
+    if (expected) {
+      if (!same(Buffer.from(request.headers.authorization ?? ''), expected)) {
+        return reply.code(401).send({ error: 'a valid token is required' });
+      }
       callers.set(request, STATIC_TOKEN_CALLER);
-    } else if (pathToken(request.url)) {
-      return reply.code(404).send({ error: 'not found' });
     } else {
       // No identity at all: whoever reaches the loopback address (a local stack); still on the record.
       callers.set(request, LOOPBACK_CALLER);
@@ -135,8 +123,6 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   /** The caller by their access token: 401 without a valid one, 403 without a decode role; both audited. */
   async function identify(request: FastifyRequest, reply: FastifyReply) {
     const oidc = options.oidc!;
-    // No token in a URL: only the Authorization header identifies anyone.
-    if (pathToken(request.url)) return reply.code(404).send({ error: 'not found' });
     const token = bearerOf(request.headers.authorization);
     const refuse = async (status: 401 | 403, outcome: string, caller?: Caller) => {
       options.warn?.(`codec ${operationOf(request)}: ${outcome}`, {
@@ -189,24 +175,22 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   app.options('/*', () => undefined);
 
   for (const op of ['encode', 'decode'] as const) {
-    for (const url of [`/${op}`, `/:token/${op}`]) {
-      app.post<{ Body: { payloads?: JsonPayload[] } }>(
-        url,
-        { schema: { body: PayloadsBody } },
-        async (request, reply) => {
-          const payloads = request.body.payloads ?? [];
-          try {
-            const out = await options.codec[op](payloads.map(fromJson));
-            await audited(request, 'ok', payloads.length);
-            return { payloads: out.map(toJson) };
-          } catch (err) {
-            await audited(request, 'failed', payloads.length);
-            // The codec's messages name key ids and shapes, never payload content.
-            return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
-          }
-        },
-      );
-    }
+    app.post<{ Body: { payloads?: JsonPayload[] } }>(
+      `/${op}`,
+      { schema: { body: PayloadsBody } },
+      async (request, reply) => {
+        const payloads = request.body.payloads ?? [];
+        try {
+          const out = await options.codec[op](payloads.map(fromJson));
+          await audited(request, 'ok', payloads.length);
+          return { payloads: out.map(toJson) };
+        } catch (err) {
+          await audited(request, 'failed', payloads.length);
+          // The codec's messages name key ids and shapes, never payload content.
+          return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
+        }
+      },
+    );
   }
   app.get('/healthz', () => ({ ok: true }));
   return app;

@@ -111,7 +111,9 @@ describe('the codec server, callers known by their access token', () => {
   });
 
   it('takes no token in a URL, and the static token in the header only (automation)', async () => {
-    expect((await decode({}, `/${STATIC}/decode`)).status).toBe(404);
+    // A token in the path identifies nobody (401), and there is no such route for whoever is identified (404).
+    expect((await decode({}, `/${STATIC}/decode`)).status).toBe(401);
+    expect((await decode(bearer(STATIC), `/${STATIC}/decode`)).status).toBe(404);
     expect((await decode(bearer(STATIC))).status).toBe(200);
     await audit.flush();
     const last = readFileSync(audit.file, 'utf8').trim().split('\n').pop()!;

@@ -90,13 +90,21 @@ describe('production topology', () => {
 
     // The UI server answers, and the LB's health checks reach both replicas.
     expect((await fetch(stack.uiUrl)).status).toBe(200);
-    // The codec endpoint the UI was given decodes (its token in the path); the bare address does not.
+    // The UI's codec endpoint carries no token in its URL: the codec server takes the static token (automation) in
+    // the header only; without an identity provider the UI decodes nothing.
     const uiConfig = readFileSync(path.join(root, 'temporal-ui', 'config', 'production.yaml'), 'utf8');
-    const endpoint = /endpoint: (\S+)/.exec(uiConfig)![1]!;
-    const decode = (url: string) =>
-      fetch(`${url}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-    expect((await decode(endpoint)).status).toBe(200);
-    expect((await decode(`http://127.0.0.1:${codecPort}`)).status).toBe(401);
+    expect(/endpoint: (\S+)/.exec(uiConfig)![1]).toBe(`http://127.0.0.1:${codecPort}`);
+    const { codecServerToken } = JSON.parse(readFileSync(path.join(root, 'local-secrets.json'), 'utf8')) as {
+      codecServerToken: string;
+    };
+    const decode = (auth?: string) =>
+      fetch(`http://127.0.0.1:${codecPort}/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) },
+        body: '{}',
+      });
+    expect((await decode(`Bearer ${codecServerToken}`)).status).toBe(200);
+    expect((await decode()).status).toBe(401);
 
     const killed = [stack.apis[0]!.pid, stack.workers[0]!.pid];
     await stack.apis[0]!.kill();

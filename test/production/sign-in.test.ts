@@ -1,0 +1,238 @@
+// Operators who are known, end to end on the production topology with its identity provider: Keycloak with the
+// journeys realm, the Temporal server checking its tokens (JWT authorizer), the Web UI signing people in, the codec
+// server over HTTPS. A real headless Chromium (Debian's) opens the Web UI, is sent to Keycloak's sign-in page, signs
+// in as the demo operator and sees a journey's input decoded, then as the demo viewer and sees it encoded. The access
+// tokens the UI passed to the codec server are then used as a clinic's tooling would (curl): none 401, the viewer's
+// 403, the operator's 200, all three on the audit trail; the viewer's token reads from Temporal but cannot signal.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { chromium, type Browser } from 'playwright-core';
+import { Agent, request } from 'undici';
+import { verifyAuditChain, type AuditRecord } from '../../src/audit/log';
+import { freePort } from '../../scripts/lib/postgres-server';
+import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
+
+/** The call is refused by the Temporal server's authorizer: gRPC PERMISSION_DENIED (7). */
+async function deniedBy(call: Promise<unknown>) {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e as { cause?: { code?: number }; code?: number },
+  );
+  expect(err).toBeDefined();
+  expect(err!.cause?.code ?? err!.code).toBe(7);
+}
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const PATIENT_EMAIL = `sign-in-${Date.now().toString(36)}@example.test`;
+
+describe('operators sign in: the Web UI, the codec server and Temporal by the identity provider', () => {
+  let root: string;
+  let stack: ProductionStack;
+  let browser: Browser;
+  let workflowId: string;
+  const fatal: string[] = [];
+  /** The access token each person's browser passed to the codec server, by user name. */
+  const tokens: Record<string, string> = {};
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`);
+    root = mkdtempSync(path.join(tmpdir(), 'sign-in-'));
+    const temporal = await freePort();
+    const ports: ProductionPorts = {
+      api: await freePort(),
+      apiReplicas: [await freePort()],
+      temporal,
+      temporalHttp: await freePort(),
+      temporalHistory: await freePort(),
+      temporalMatching: await freePort(),
+      temporalWorker: await freePort(),
+      temporalMembership: 20_000 + Math.floor(Math.random() * 10_000),
+      temporalMetrics: await freePort(),
+      temporalInternalFrontend: await freePort(),
+      temporalInternalFrontendHttp: await freePort(),
+      ui: await freePort(),
+      codec: await freePort(),
+      sandbox: await freePort(),
+      postgres: await freePort(),
+      objectStore: await freePort(),
+      objectStoreConsole: await freePort(),
+      keycloak: await freePort(),
+      keycloakManagement: await freePort(),
+      workerMetrics: [],
+    };
+    stack = new ProductionStack({ dataDir: root, ports, workers: 1, identity: true, onFatal: (w) => fatal.push(w) });
+    await stack.start();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+
+    // One journey through the clinic API (whose replica reaches Temporal with its service account).
+    const res = await fetch(`${stack.apiUrl}/v1/journeys`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${ProductionStack.tokens.clinic}`,
+        'content-type': 'application/json',
+        'idempotency-key': `sign-in-${Date.now()}`,
+      },
+      body: JSON.stringify({
+        patient: {
+          firstName: 'Test',
+          lastName: 'Approve',
+          email: PATIENT_EMAIL,
+          dob: '1988-04-12',
+          phoneNumber: '5125550199',
+          teleState: 'TE',
+        },
+        scenario: { type: 'gfe' },
+        exams: [101],
+      }),
+    });
+    expect(res.status).toBe(201);
+    workflowId = `journey-${((await res.json()) as { journeyId: string }).journeyId}`;
+  }, 300_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  }, 120_000);
+
+  /**
+   * Opens the Web UI in a fresh browser (no session), follows it to Keycloak's sign-in page, signs in, opens the
+   * journey and returns the text of its page and the codec server's answers to that browser.
+   */
+  async function signInAndOpen(user: 'operator' | 'viewer', shows: string) {
+    // The codec server's certificate is the stack's own (self-signed for 127.0.0.1): trusted for this browser only.
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    const codecAnswers: number[] = [];
+    page.on('request', (r) => {
+      const auth = r.headers().authorization;
+      if (r.url().startsWith(`${stack.codecUrl}/decode`) && auth) tokens[user] = auth.replace(/^Bearer /, '');
+    });
+    page.on('response', (r) => {
+      if (r.url().startsWith(`${stack.codecUrl}/decode`)) codecAnswers.push(r.status());
+    });
+    try {
+      await page.goto(`${stack.uiUrl}/namespaces/default/workflows`);
+      // The UI's own sign-in page, then the identity provider's.
+      await page.getByRole('button', { name: /continue to sso/i }).click();
+      await page.waitForURL((u) => u.href.startsWith(`${stack.issuer}/protocol/openid-connect/auth`));
+      await page.fill('#username', user);
+      await page.fill('#password', stack.identitySecrets.passwords[user]);
+      await page.click('#kc-login');
+      await page.waitForURL((u) => u.href.startsWith(stack.uiUrl));
+
+      await page.goto(
+        `${stack.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(`WorkflowId='${workflowId}'`)}`,
+      );
+      const link = page.locator(`a[href*="/workflows/${workflowId}"]`).first();
+      await link.waitFor({ timeout: 60_000 });
+      await link.click();
+      await page.waitForURL((u) => u.pathname.includes(`/workflows/${workflowId}/`));
+      // The input is shown once the codec server has answered (decoded, or as stored when refused).
+      await page.getByText(shows).first().waitFor({ timeout: 60_000 });
+      await page.waitForLoadState('networkidle');
+      return { text: await page.locator('body').innerText(), codecAnswers };
+    } finally {
+      await context.close();
+    }
+  }
+
+  it('sends the UI to the sign-in page; the operator sees the journey decoded, the viewer encoded', async () => {
+    const anonymous = await fetch(`${stack.uiUrl}/api/v1/namespaces/default/workflows`);
+    expect(anonymous.status).toBe(401);
+
+    const operator = await signInAndOpen('operator', PATIENT_EMAIL);
+    expect(operator.codecAnswers.length).toBeGreaterThan(0);
+    expect(new Set(operator.codecAnswers)).toEqual(new Set([200]));
+    expect(operator.text).toContain(PATIENT_EMAIL);
+
+    // What the viewer sees is the payload as stored: its encoding (binary/encrypted) in base64, the data sealed.
+    const viewer = await signInAndOpen('viewer', Buffer.from('binary/encrypted').toString('base64'));
+    expect(viewer.codecAnswers.length).toBeGreaterThan(0);
+    expect(new Set(viewer.codecAnswers)).toEqual(new Set([403]));
+    expect(viewer.text).not.toContain(PATIENT_EMAIL);
+    expect(fatal).toEqual([]);
+  }, 240_000);
+
+  it('answers curl at the codec server by the token: none 401, the viewer 403, the operator 200; all on the record', async () => {
+    expect(Object.keys(tokens).sort()).toEqual(['operator', 'viewer']);
+    // As curl --cacert <the stack's certificate> would call it.
+    const dispatcher = new Agent({ connect: { ca: readFileSync(stack.codecCertificate) } });
+    const decode = async (token?: string) => {
+      const res = await request(`${stack.codecUrl}/decode`, {
+        method: 'POST',
+        dispatcher,
+        headers: {
+          'content-type': 'application/json',
+          'x-namespace': 'default',
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+        },
+        body: JSON.stringify({ payloads: [] }),
+      });
+      await res.body.dump();
+      return { status: res.statusCode };
+    };
+    expect((await decode()).status).toBe(401);
+    expect((await decode(tokens.viewer)).status).toBe(403);
+    expect((await decode(tokens.operator)).status).toBe(200);
+
+    const file = path.join(root, 'audit', 'codec.jsonl');
+    const records = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as AuditRecord);
+    const last = records.slice(-3);
+    expect(last.map((r) => r.outcome)).toEqual([expect.stringMatching(/^refused: /), 'forbidden', 'ok']);
+    expect(last[0]!.subject).toBe('anonymous');
+    expect(last[1]!.roles).toContain('journey-viewer');
+    expect(last[2]!.roles).toContain('journey-operator');
+    // Never a token in the trail; the chain holds.
+    const raw = readFileSync(file, 'utf8');
+    for (const t of Object.values(tokens)) expect(raw).not.toContain(t.slice(-20));
+    expect(verifyAuditChain(raw.split('\n'))).toMatchObject({ ok: true });
+  });
+
+  it("lets the viewer's token read from Temporal but not signal; a call without a token is refused", async () => {
+    const as = async (token?: string) => {
+      const connection = await Connection.connect({
+        address: stack.temporalAddress,
+        ...(token ? { apiKey: token, tls: false } : {}),
+      });
+      return { connection, client: new Client({ connection, namespace: 'default' }) };
+    };
+    const viewer = await as(tokens.viewer);
+    try {
+      // Read: visibility and the journey's history (its payloads sealed; this client has no key).
+      expect((await viewer.client.workflow.count(`WorkflowId='${workflowId}'`)).count).toBe(1);
+      const history = await viewer.client.workflow.getHandle(workflowId).fetchHistory();
+      expect(history.events?.length).toBeGreaterThan(0);
+      await deniedBy(viewer.client.workflow.getHandle(workflowId).signal('callbackReceived'));
+      await deniedBy(viewer.client.workflow.getHandle(workflowId).terminate('a viewer cannot'));
+    } finally {
+      await viewer.connection.close();
+    }
+    const nobody = await as();
+    try {
+      await deniedBy(nobody.client.workflow.count());
+    } finally {
+      await nobody.connection.close();
+    }
+  });
+
+  it("checks roles at the admin API by the same tokens: the viewer lists journeys, dead letters are the admin's", async () => {
+    const admin = (route: string, token: string) =>
+      fetch(`${stack.apiUrl}${route}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(
+      (await admin(`/admin/journeys?query=${encodeURIComponent(`WorkflowId = '${workflowId}'`)}`, tokens.viewer!))
+        .status,
+    ).toBe(200);
+    expect((await admin('/admin/dead-letters', tokens.viewer!)).status).toBe(403);
+    expect((await admin('/admin/dead-letters', tokens.operator!)).status).toBe(403);
+  });
+});
