@@ -4,28 +4,55 @@
 // safe to repeat: a journey it no longer applies to is "refused" with the journey's reason, so a second run finishes
 // what an interrupted one left.
 //
-//   npm run ops -- abandon --query "NeedsAttention=true" --dry-run --actor oncall-alice --note "INC-42 outage"
-//   npm run ops -- retry --query "JourneyStage='needs_attention'" --clinic demo-clinic --actor a --note n --rate 10/s
+// Who acts: with an identity provider (--issuer or OPS_OIDC_ISSUER) the person signed in (`npm run ops -- sign-in`,
+// the device authorization grant) or automation's service account (client credentials), whose subject the journeys
+// record; without one, the static admin token, which names its actor (--actor).
+//
+//   npm run ops -- sign-in --issuer https://id.example/realms/journeys
+//   npm run ops -- abandon --query "NeedsAttention=true" --dry-run --note "INC-42 outage"
+//   npm run ops -- retry --query "JourneyStage='needs_attention'" --clinic demo-clinic --note n --rate 10/s
 //   npm run ops -- replay-dead-letters --reason journey_not_found --since 2026-11-23T10:00:00Z --dry-run
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { queryProblem } from '../src/api/journey-query';
 import { Actor, ClinicIdField, Note, OPERATOR_ACTIONS, type OperatorAction } from '../src/api/operation-schemas';
 import { DEAD_LETTER_REASONS } from '../src/api/schemas';
+import { checkIssuerUrl, OidcError } from '../src/auth/oidc-client';
+import { cacheDirOf, SignInRequired } from '../src/auth/token-cache';
 import { exitWith, parseApiUrl, parseCommandLine, table, UsageError } from './lib/cli';
 import { requestJson, sleep, UnreachableError, type JsonAnswer, type Problem } from './lib/http';
+import {
+  operatorSession,
+  runSession,
+  SESSION_COMMANDS,
+  type OidcSettings,
+  type SessionCommand,
+  type SessionOptions,
+  type SignInIo,
+} from './lib/ops-sign-in';
 import { LOCAL_ADMIN_TOKEN } from './lib/stack-secrets';
 
 export { UsageError };
+export type { OidcSettings, SessionOptions };
 
 export const COMMANDS = [...OPERATOR_ACTIONS, 'replay-dead-letters'] as const;
 export type Command = (typeof COMMANDS)[number];
+export { SESSION_COMMANDS };
+
+/** The client `npm run ops` signs a person in with (a public client with the device authorization grant). */
+export const DEFAULT_CLIENT_ID = 'journey-ops';
+/** Under $XDG_CACHE_HOME (else ~/.cache): where the sign-in is kept. */
+export const CACHE_FOLDER = 'journey-ops';
 
 export interface Options {
   command: Command;
   api: string;
-  token: string;
+  /** The static admin token; undefined when signed in with the identity provider (`oidc`). */
+  token?: string;
   /** Where the token came from (printed instead of the token). */
   tokenSource: string;
+  /** Signed in with the identity provider: the journeys record the signed-in subject, and no --actor is taken. */
+  oidc?: OidcSettings;
   dryRun: boolean;
   concurrency: number;
   ratePerSecond: number;
@@ -35,6 +62,7 @@ export interface Options {
   sample: number;
   query?: string;
   clinicId?: string;
+  /** Who acts, with the static admin token only. */
   actor?: string;
   note?: string;
   reason?: string;
@@ -48,8 +76,11 @@ export interface Options {
 const DEFAULTS = { concurrency: 8, ratePerSecond: 25, sample: 10 };
 
 export const USAGE = `Usage:
-  npm run ops -- <retry|abandon|cancel|resend> --query "<visibility query>" --actor NAME --note TEXT [options]
-  npm run ops -- reset --query "<visibility query>" [--bad-build ID | --after-event TYPE] --actor NAME --note TEXT
+  npm run ops -- sign-in [--issuer URL] [--client-id ID]    sign in as yourself (in a browser, on any device)
+  npm run ops -- sign-in --client-credentials --client-id ID [--client-secret-file FILE]   automation
+  npm run ops -- whoami | sign-out
+  npm run ops -- <retry|abandon|cancel|resend> --query "<visibility query>" --note TEXT [options]
+  npm run ops -- reset --query "<visibility query>" [--bad-build ID | --after-event TYPE] --note TEXT [options]
   npm run ops -- replay-dead-letters [--reason R] [--since T] [options]
 
 Acts on journeys through the admin API: lists the running journeys the query matches (always restricted to journeys,
@@ -57,12 +88,27 @@ and to one clinic with --clinic), then runs the journey's own update on each. A 
 to (already abandoned, not parked, ended) is counted as refused with its reason: running the same command again is
 safe and acts on what is left.
 
+Who acts (the journeys record it):
+  With an identity provider (--issuer or OPS_OIDC_ISSUER), the one signed in: a person (sign-in: the device
+  authorization grant) or automation's service account (client credentials); the journeys record the token's subject,
+  and --actor is refused. Without one, the static admin token, which names its actor with --actor.
+  --issuer <url>       the identity provider, e.g. https://id.example/realms/journeys (default: $OPS_OIDC_ISSUER)
+  --client-id <id>     its client (default: $OPS_OIDC_CLIENT_ID, else ${DEFAULT_CLIENT_ID})
+  --client-credentials sign-in as the client's service account (a confidential client, e.g. journey-automation)
+  --client-secret-file <f>  the client's secret, from a file (default: $OPS_OIDC_CLIENT_SECRET); never on the command
+                       line. With a secret, the journey actions also sign in by client credentials when they need to.
+  The sign-in is kept (mode 0600) under $XDG_CACHE_HOME/${CACHE_FOLDER}/ (else ~/.cache/${CACHE_FOLDER}/), one per
+  issuer and client, used until its access token expires, then refreshed; a journey action without a valid sign-in
+  signs in first on a terminal, and otherwise stops: run npm run ops -- sign-in. sign-out forgets it; whoami shows
+  who is signed in (subject, roles, expiry; never a token).
+  --admin-token <t>    the static admin token (default: $ADMIN_TOKEN, else the local stack's token for a local API)
+  --actor <name>       with the admin token: who acts (an operator name or ticket; never patient data)
+
 Journey actions:
   --query <q>          Temporal visibility query, e.g. "NeedsAttention=true" or
                        "JourneyStage='needs_attention' AND StartTime > '2026-11-23T10:00:00Z'" (one expression,
                        no ORDER BY)
   --clinic <id>        only this clinic's journeys
-  --actor <name>       who acts (an operator name or ticket; recorded in each journey; never patient data)
   --note <text>        why (recorded in each journey; never patient data)
 
 Reset (journeys a bad build decided wrongly, running or ended; after the rollback, so the good version decides again):
@@ -82,12 +128,12 @@ Options:
   --limit <n>          act on at most n (the newest first)
   --sample <n>         how many a dry run shows (default ${DEFAULTS.sample})
   --api <url>          the API (default: $API_URL, else http://127.0.0.1:$API_PORT, port 3000 by default)
-  --admin-token <t>    the admin bearer token (default: $ADMIN_TOKEN, else the local stack's token for a local API)
   -h, --help           this text
 
 Progress: a bar on a terminal, a line per 10 % otherwise. Ctrl-C stops starting actions, waits for those under way
 and prints the summary so far (a second Ctrl-C quits at once).
-Exit status: 0 nothing failed; 1 some actions failed; 2 the command could not run; 130 interrupted.`;
+Exit status: 0 nothing failed; 1 some actions failed (whoami: not signed in); 2 the command could not run;
+130 interrupted.`;
 
 function positiveInt(value: string | undefined, flag: string, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -104,41 +150,165 @@ function zodMessage(schema: typeof Actor, value: string, flag: string): string {
   return r.data;
 }
 
+const OPTIONS = {
+  query: { type: 'string' },
+  clinic: { type: 'string' },
+  actor: { type: 'string' },
+  note: { type: 'string' },
+  reason: { type: 'string' },
+  since: { type: 'string' },
+  'bad-build': { type: 'string' },
+  'after-event': { type: 'string' },
+  'dry-run': { type: 'boolean', default: false },
+  concurrency: { type: 'string' },
+  rate: { type: 'string' },
+  limit: { type: 'string' },
+  sample: { type: 'string' },
+  api: { type: 'string' },
+  'admin-token': { type: 'string' },
+  issuer: { type: 'string' },
+  'client-id': { type: 'string' },
+  'client-credentials': { type: 'boolean', default: false },
+  'client-secret-file': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+type Values = ReturnType<typeof parseCommandLine<typeof OPTIONS>>['values'];
+
+const ALL_COMMANDS: readonly string[] = [...COMMANDS, ...SESSION_COMMANDS];
+
+/** A parsed command line: a journey action or dead-letter replay, or a sign-in command. */
+export type Parsed = { kind: 'action'; options: Options } | { kind: 'session'; options: SessionOptions };
+
+/**
+ * The identity provider's settings, when one is set (--issuer or OPS_OIDC_ISSUER): its client, the client's secret
+ * (read from its file or OPS_OIDC_CLIENT_SECRET; never taken on the command line) and the cache folder.
+ */
+function oidcSettings(v: Values, env: NodeJS.ProcessEnv): OidcSettings | undefined {
+  const issuer = v.issuer ?? (env.OPS_OIDC_ISSUER || undefined);
+  if (issuer === undefined) {
+    for (const flag of ['client-id', 'client-secret-file', 'client-credentials'] as const) {
+      if (v[flag] !== undefined && v[flag] !== false) {
+        throw new UsageError(
+          `--${flag} is for signing in with the identity provider: give --issuer (or OPS_OIDC_ISSUER)`,
+        );
+      }
+    }
+    return undefined;
+  }
+  let checked: string;
+  try {
+    checked = checkIssuerUrl(issuer);
+  } catch (err) {
+    throw new UsageError(`--issuer (or OPS_OIDC_ISSUER): ${(err as Error).message}`);
+  }
+  const givenId = v['client-id'] ?? (env.OPS_OIDC_CLIENT_ID || undefined);
+  if (givenId !== undefined && !/^[\x21-\x7e]{1,255}$/.test(givenId)) {
+    throw new UsageError('--client-id (or OPS_OIDC_CLIENT_ID) must be a client id (printable, no spaces)');
+  }
+  const s: OidcSettings = {
+    issuer: checked,
+    clientId: givenId ?? DEFAULT_CLIENT_ID,
+    clientIdGiven: givenId !== undefined,
+    cacheDir: cacheDirOf(env, CACHE_FOLDER),
+  };
+  const file = v['client-secret-file'];
+  if (file !== undefined) {
+    let secret: string;
+    try {
+      secret = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new UsageError(`--client-secret-file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code})`);
+    }
+    if (secret === '') throw new UsageError(`--client-secret-file ${file} is empty`);
+    s.clientSecret = secret;
+    s.secretSource = `the file ${file}`;
+  } else if (env.OPS_OIDC_CLIENT_SECRET) {
+    s.clientSecret = env.OPS_OIDC_CLIENT_SECRET;
+    s.secretSource = 'OPS_OIDC_CLIENT_SECRET';
+  }
+  return s;
+}
+
+/** The flags of the journey actions and replays, refused by sign-in, sign-out and whoami. */
+const ACTION_FLAGS = [
+  'query',
+  'clinic',
+  'actor',
+  'note',
+  'reason',
+  'since',
+  'bad-build',
+  'after-event',
+  'dry-run',
+  'concurrency',
+  'rate',
+  'limit',
+  'sample',
+  'api',
+  'admin-token',
+] as const;
+
+function sessionOptions(cmd: SessionCommand, v: Values, env: NodeJS.ProcessEnv): SessionOptions {
+  for (const flag of ACTION_FLAGS) {
+    if (v[flag] !== undefined && v[flag] !== false) throw new UsageError(`--${flag} is not for ${cmd}`);
+  }
+  const oidc = oidcSettings(v, env);
+  if (!oidc) {
+    throw new UsageError(
+      `${cmd} needs the identity provider: --issuer URL or OPS_OIDC_ISSUER (e.g. https://id.example/realms/journeys)`,
+    );
+  }
+  const clientCredentials = v['client-credentials'] === true;
+  if (cmd !== 'sign-in' && clientCredentials) throw new UsageError(`--client-credentials is for sign-in, not ${cmd}`);
+  if (clientCredentials) {
+    if (!oidc.clientIdGiven) {
+      throw new UsageError(
+        '--client-credentials needs the confidential client: --client-id or OPS_OIDC_CLIENT_ID (e.g. journey-automation)',
+      );
+    }
+    if (oidc.clientSecret === undefined) {
+      throw new UsageError(
+        "--client-credentials needs the client's secret: OPS_OIDC_CLIENT_SECRET or --client-secret-file FILE " +
+          '(never on the command line)',
+      );
+    }
+  }
+  return { command: cmd, oidc, clientCredentials };
+}
+
 /** Parses the command line; returns undefined for --help. */
-export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | undefined {
-  const parsed = parseCommandLine(
-    argv,
-    {
-      query: { type: 'string' },
-      clinic: { type: 'string' },
-      actor: { type: 'string' },
-      note: { type: 'string' },
-      reason: { type: 'string' },
-      since: { type: 'string' },
-      'bad-build': { type: 'string' },
-      'after-event': { type: 'string' },
-      'dry-run': { type: 'boolean', default: false },
-      concurrency: { type: 'string' },
-      rate: { type: 'string' },
-      limit: { type: 'string' },
-      sample: { type: 'string' },
-      api: { type: 'string' },
-      'admin-token': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    { positionals: true },
-  );
+export function parseCommand(argv: string[], env: NodeJS.ProcessEnv): Parsed | undefined {
+  const parsed = parseCommandLine(argv, OPTIONS, { positionals: true });
   const v = parsed.values;
   if (v.help) return undefined;
   const [command, ...extra] = parsed.positionals;
-  if (command === undefined) throw new UsageError(`give an action: ${COMMANDS.join(', ')}`);
-  if (!(COMMANDS as readonly string[]).includes(command)) {
-    throw new UsageError(`unknown action "${command}"; one of ${COMMANDS.join(', ')}`);
+  if (command === undefined) throw new UsageError(`give an action: ${ALL_COMMANDS.join(', ')}`);
+  if (!ALL_COMMANDS.includes(command)) {
+    throw new UsageError(`unknown action "${command}"; one of ${ALL_COMMANDS.join(', ')}`);
   }
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" (quote the --query or --note value)`);
-  const cmd = command as Command;
+  if ((SESSION_COMMANDS as readonly string[]).includes(command)) {
+    return { kind: 'session', options: sessionOptions(command as SessionCommand, v, env) };
+  }
+  return { kind: 'action', options: actionOptions(command as Command, v, env) };
+}
 
-  const o: Partial<Options> = { command: cmd, dryRun: v['dry-run'] ?? false };
+/** Parses a journey action's or a replay's command line; returns undefined for --help. */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | undefined {
+  const parsed = parseCommand(argv, env);
+  if (parsed?.kind === 'session') throw new UsageError(`${parsed.options.command} is not a journey action`);
+  return parsed?.options;
+}
+
+function actionOptions(cmd: Command, v: Values, env: NodeJS.ProcessEnv): Options {
+  if (v['client-credentials']) {
+    throw new UsageError(
+      `--client-credentials is for sign-in; ${cmd} signs in by client credentials itself when it has the secret`,
+    );
+  }
+  const oidc = oidcSettings(v, env);
+  const o: Partial<Options> = { command: cmd, dryRun: v['dry-run'] ?? false, ...(oidc ? { oidc } : {}) };
   if (cmd === 'replay-dead-letters') {
     for (const flag of ['query', 'clinic', 'actor', 'note'] as const) {
       if (v[flag] !== undefined) throw new UsageError(`--${flag} is for the journey actions, not replay-dead-letters`);
@@ -169,9 +339,18 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       }
       o.clinicId = v.clinic;
     }
-    if (v.actor === undefined) throw new UsageError('--actor is required: who acts (a name or a ticket)');
+    if (oidc) {
+      if (v.actor !== undefined) {
+        throw new UsageError(
+          '--actor is not taken when signed in with the identity provider: the actor is the person (or service ' +
+            'account) signed in, whose subject each journey records (npm run ops -- whoami shows who); leave --actor out',
+        );
+      }
+    } else if (v.actor === undefined) {
+      throw new UsageError('--actor is required with the admin token: who acts (a name or a ticket)');
+    }
     if (v.note === undefined) throw new UsageError('--note is required: why (recorded in each journey)');
-    o.actor = zodMessage(Actor, v.actor, '--actor');
+    if (v.actor !== undefined) o.actor = zodMessage(Actor, v.actor, '--actor');
     o.note = zodMessage(Note, v.note, '--note');
   }
   if (cmd !== 'reset') {
@@ -220,6 +399,15 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
   o.api = api.replace(/\/+$/, '');
 
   const local = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  if (oidc) {
+    if (v['admin-token'] !== undefined) {
+      throw new UsageError(
+        '--admin-token and the identity provider (--issuer or OPS_OIDC_ISSUER) are two ways to act: give one',
+      );
+    }
+    o.tokenSource = `signed in at ${oidc.issuer}, client ${oidc.clientId}`;
+    return o as Options;
+  }
   if (v['admin-token'] !== undefined) {
     o.token = v['admin-token'];
     o.tokenSource = 'the --admin-token option';
@@ -230,7 +418,9 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     o.token = LOCAL_ADMIN_TOKEN;
     o.tokenSource = "the local stack's admin token";
   } else {
-    throw new UsageError(`--admin-token (or ADMIN_TOKEN) is required for ${o.api}`);
+    throw new UsageError(
+      `--admin-token (or ADMIN_TOKEN) is required for ${o.api}, or sign in: --issuer (or OPS_OIDC_ISSUER)`,
+    );
   }
   if (o.token === '') throw new UsageError('--admin-token is empty');
   return o as Options;
@@ -262,14 +452,16 @@ export class ApiError extends Error {
 export class AdminClient {
   constructor(
     readonly base: string,
-    private readonly token: string,
+    /** The bearer token, or where to get a valid one for each request (a sign-in refreshed during a long run). */
+    private readonly token: string | (() => Promise<string>),
     private readonly timeoutMs = 30_000,
   ) {}
 
   async request<T>(method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
+    const token = typeof this.token === 'string' ? this.token : await this.token();
     let res: JsonAnswer;
     try {
-      res = await requestJson(this.base, method, route, { token: this.token, body, timeoutMs: this.timeoutMs });
+      res = await requestJson(this.base, method, route, { token, body, timeoutMs: this.timeoutMs });
     } catch (err) {
       if (err instanceof UnreachableError) throw new ApiError(0, undefined, err.message);
       throw err;
@@ -319,7 +511,7 @@ interface DeadLetterPage {
 
 // ---- running -----------------------------------------------------------------------------------------------------
 
-export interface Io {
+export interface Io extends SignInIo {
   out: (text: string) => void;
   err: (text: string) => void;
   /** Progress as a redrawn bar (a terminal) or a line per 10 % (CI, a pipe). */
@@ -549,7 +741,22 @@ export function exitCode(s: Summary): number {
 
 /** Runs the command; returns the summary (undefined for a dry run). Throws ApiError when it cannot run at all. */
 export async function runOps(opts: Options, io: Io): Promise<Summary | undefined> {
-  const client = new AdminClient(opts.api, opts.token);
+  let actor = opts.actor;
+  let bearer: string | (() => Promise<string>);
+  if (opts.oidc) {
+    // The kept sign-in (refreshed, or a new one on a terminal); the journeys record its subject.
+    const session = await operatorSession(opts.oidc, io);
+    const name = session.name && session.name !== session.subject ? ` (${session.name})` : '';
+    const roles = session.roles.length > 0 ? session.roles.join(', ') : 'no journey role';
+    io.err(`ops: as ${session.subject}${name}, ${roles}\n`);
+    actor = session.subject;
+    bearer = session.token;
+  } else if (opts.token !== undefined) {
+    bearer = opts.token;
+  } else {
+    throw new UsageError('no admin token and no identity provider');
+  }
+  const client = new AdminClient(opts.api, bearer);
   const now = io.now ?? Date.now;
   if (opts.command === 'replay-dead-letters') {
     const filters = [opts.reason && `reason ${opts.reason}`, opts.since && `received since ${opts.since}`]
@@ -603,7 +810,7 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
       io.out(`${table([['journey', 'clinic', 'stage', 'attention', 'started'], ...rows])}\n`);
       if (n > page.journeys.length) io.out(`... and ${n - page.journeys.length} more\n`);
     }
-    io.out(`Dry run: no journey was changed (${action} would run on each, as ${opts.actor}).\n`);
+    io.out(`Dry run: no journey was changed (${action} would run on each, as ${actor}).\n`);
     return undefined;
   }
   const started = now();
@@ -615,8 +822,9 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
   }
   // One id per run: a request retried after a timeout gets the update's first answer, not the journey's refusal.
   const operationId = `ops-${new Date(started).toISOString().replace(/[-:.]/g, '')}-${randomBytes(4).toString('hex')}`;
+  // Signed in, the API records the token's subject: no actor is sent.
   const body = {
-    actor: opts.actor,
+    ...(opts.oidc ? {} : { actor: opts.actor }),
     note: opts.note,
     operationId,
     ...(opts.clinicId ? { clinicId: opts.clinicId } : {}),
@@ -636,15 +844,24 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
 
 // ---- main ------------------------------------------------------------------------------------------------------
 
+/** What a failed sign-in says: the reason, and what to run. */
+export function signInProblem(err: OidcError, oidc: OidcSettings | undefined): string {
+  if (err instanceof SignInRequired) {
+    const where = oidc ? ` to ${oidc.issuer} as client ${oidc.clientId}` : '';
+    return `${err.reason}${err.reason === 'not signed in' ? where : ''}: run npm run ops -- sign-in (on a terminal)`;
+  }
+  return err.message;
+}
+
 async function main(): Promise<number> {
-  let opts: Options | undefined;
+  let parsed: Parsed | undefined;
   try {
-    opts = parseOptions(process.argv.slice(2), process.env);
+    parsed = parseCommand(process.argv.slice(2), process.env);
   } catch (err) {
     process.stderr.write(`ops: ${(err as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
-  if (!opts) {
+  if (!parsed) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
@@ -656,7 +873,11 @@ async function main(): Promise<number> {
       );
       process.exit(130);
     }
-    process.stderr.write(`\nops: ${signal}: stopping after the actions under way (again to quit at once)\n`);
+    process.stderr.write(
+      parsed.kind === 'session'
+        ? `\nops: ${signal}: stopping\n`
+        : `\nops: ${signal}: stopping after the actions under way (again to quit at once)\n`,
+    );
     stop.abort();
   };
   process.on('SIGINT', onSignal);
@@ -665,22 +886,48 @@ async function main(): Promise<number> {
     out: (t) => process.stdout.write(t),
     err: (t) => process.stderr.write(t),
     isTTY: process.stderr.isTTY === true,
+    interactive: process.stdin.isTTY === true,
     stop: stop.signal,
   };
-  process.stderr.write(`ops: ${opts.command} at ${opts.api} (admin token from ${opts.tokenSource})\n`);
+  if (parsed.kind === 'session') {
+    try {
+      return await runSession(parsed.options, io);
+    } catch (err) {
+      if (err instanceof OidcError) {
+        process.stderr.write(`ops: ${parsed.options.command}: ${signInProblem(err, parsed.options.oidc)}\n`);
+        return err.code === 'interrupted' ? 130 : 2;
+      }
+      process.stderr.write(`ops: ${parsed.options.command}: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 2;
+    }
+  }
+  const opts = parsed.options;
+  process.stderr.write(
+    `ops: ${opts.command} at ${opts.api} (${opts.oidc ? '' : 'admin token from '}${opts.tokenSource})\n`,
+  );
   try {
     const summary = await runOps(opts, io);
     if (!summary) return 0;
     io.out(formatSummary(summary));
     return exitCode(summary);
   } catch (err) {
+    if (err instanceof OidcError) {
+      process.stderr.write(`ops: ${signInProblem(err, opts.oidc)}\n`);
+      return err.code === 'interrupted' ? 130 : 2;
+    }
     if (err instanceof ApiError) {
       const hint =
         err.status === 401
-          ? `\nThe API refused the admin token from ${opts.tokenSource}.`
-          : err.status === 404 && !err.problem?.errors
-            ? '\nThe admin routes answer 404 when the API has no ADMIN_TOKEN_SHA256.'
-            : '';
+          ? opts.oidc
+            ? `\nThe API refused the access token of the sign-in at ${opts.oidc.issuer}: does the API trust this ` +
+              'issuer (its OIDC_ISSUER) and the audience of the token (OIDC_AUDIENCE)? npm run ops -- whoami shows the ' +
+              'sign-in; npm run ops -- sign-in signs in again.'
+            : `\nThe API refused the admin token from ${opts.tokenSource}.`
+          : err.status === 403 && opts.oidc
+            ? '\nnpm run ops -- whoami shows the roles of the sign-in.'
+            : err.status === 404 && !err.problem?.errors
+              ? '\nThe admin routes answer 404 when the API has neither ADMIN_TOKEN_SHA256 nor OIDC_ISSUER.'
+              : '';
       const fields = (err.problem?.errors ?? []).map((e) => `\n  - ${e.field}: ${e.message}`).join('');
       process.stderr.write(`ops: ${err.message}${fields}${hint}\n`);
       return 2;
