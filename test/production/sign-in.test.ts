@@ -13,6 +13,7 @@ import { Agent, request } from 'undici';
 import { verifyAuditChain, type AuditRecord } from '../../src/audit/log';
 import { freePort } from '../../scripts/lib/postgres-server';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
+import { operatorSession, runSession, type OidcSettings } from '../../scripts/lib/ops-sign-in';
 
 /** The call is refused by the Temporal server's authorizer: gRPC PERMISSION_DENIED (7). */
 async function deniedBy(call: Promise<unknown>) {
@@ -235,4 +236,52 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect((await admin('/admin/dead-letters', tokens.viewer!)).status).toBe(403);
     expect((await admin('/admin/dead-letters', tokens.operator!)).status).toBe(403);
   });
+
+  it('signs a person in to npm run ops on a terminal: the device grant, approved in the browser at Keycloak', async () => {
+    const oidc: OidcSettings = {
+      issuer: stack.issuer,
+      clientId: 'journey-ops',
+      clientIdGiven: false,
+      cacheDir: path.join(root, 'ops-cache'),
+    };
+    const out: string[] = [];
+    let approve!: (url: string) => void;
+    const prompted = new Promise<string>((resolve) => (approve = resolve));
+    const io = {
+      out: (t: string) => out.push(t),
+      err: (t: string) => {
+        const url = /(https?:\/\/\S+)/.exec(t)?.[1];
+        if (url) approve(url);
+      },
+      interactive: true,
+    };
+    const signedIn = runSession({ command: 'sign-in', oidc, clientCredentials: false }, io);
+    const url = await prompted;
+    expect(url.startsWith(`${stack.issuer}/device`)).toBe(true);
+
+    // The person opens the address on any device, signs in as themselves and approves.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    try {
+      await page.goto(url);
+      await page.fill('#username', 'operator');
+      await page.fill('#password', stack.identitySecrets.passwords.operator);
+      await page.click('#kc-login');
+      const grant = page.locator('input[name="accept"], button[name="accept"]');
+      if (await grant.count()) await grant.first().click();
+    } finally {
+      await context.close();
+    }
+    expect(await signedIn).toBe(0);
+    expect(out.join('')).toMatch(/journey-operator/);
+
+    // The kept sign-in is what the admin API sees: the person's roles, no typed name.
+    const session = await operatorSession(oidc, { out: () => undefined, err: () => undefined });
+    expect(session.roles).toContain('journey-operator');
+    const res = await fetch(
+      `${stack.apiUrl}/admin/journeys?query=${encodeURIComponent(`WorkflowId = '${workflowId}'`)}`,
+      { headers: { authorization: `Bearer ${await session.token()}` } },
+    );
+    expect(res.status).toBe(200);
+  }, 120_000);
 });
