@@ -34,6 +34,13 @@ export function connectionOptions(t: TemporalConfig): ConnectionOptions & Native
 
 const serviceAccounts = new Map<string, ServiceAccountTokens>();
 
+/** A token problem as a JSON log line (the processes' format), naming the account and the endpoint, never a token. */
+function serviceAccountLog(level: 'info' | 'warn', msg: string) {
+  process.stderr.write(
+    `${JSON.stringify({ level: level === 'warn' ? 40 : 30, time: Date.now(), service: 'temporal-service-account', msg })}\n`,
+  );
+}
+
 /** The process's tokens for the configured service account (one refresh schedule per account), or undefined. */
 export function serviceAccountTokens(t: TemporalConfig): ServiceAccountTokens | undefined {
   if (!t.oauth) return undefined;
@@ -41,7 +48,7 @@ export function serviceAccountTokens(t: TemporalConfig): ServiceAccountTokens | 
   let tokens = serviceAccounts.get(key);
   if (!tokens) {
     tokens = new ServiceAccountTokens(t.oauth, {
-      log: (level, message) => process.emitWarning(message, { code: `TEMPORAL_OAUTH_${level.toUpperCase()}` }),
+      log: serviceAccountLog,
     });
     serviceAccounts.set(key, tokens);
   }
@@ -107,7 +114,7 @@ export function lazyClient(config: Pick<Config, 'temporal' | 'codec'>, extras: C
   // The token comes in the background (the identity provider may be down too); calls before it are refused.
   serviceAccountTokens(config.temporal)
     ?.token()
-    .catch((err: unknown) => process.emitWarning((err as Error).message, { code: 'TEMPORAL_OAUTH_WARN' }));
+    .catch((err: unknown) => serviceAccountLog('warn', (err as Error).message));
   return clientOf(config, Connection.lazy(clientConnectionOptions(config.temporal)), extras);
 }
 

@@ -16,6 +16,7 @@ export interface ServiceAccount {
 
 interface Token {
   value: string;
+  fetchedAt: number;
   expiresAt: number;
 }
 
@@ -54,7 +55,8 @@ export class ServiceAccountTokens {
   /** The current token, fetched (or fetched again when expired) first; the refresh schedule starts with it. */
   async token(): Promise<string> {
     const t = this.#token;
-    if (t && t.expiresAt > this.#now() + 5_000) return t.value;
+    // Good while more than 5 s (or a quarter of a short token's life) are left.
+    if (t && this.#now() < t.expiresAt - Math.min(5_000, (t.expiresAt - t.fetchedAt) / 4)) return t.value;
     return (await this.#fetch()).value;
   }
 
@@ -117,7 +119,8 @@ export class ServiceAccountTokens {
       );
     }
     const lifetimeS = typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 300;
-    const token = { value: body.access_token, expiresAt: this.#now() + lifetimeS * 1_000 };
+    const fetchedAt = this.#now();
+    const token = { value: body.access_token, fetchedAt, expiresAt: fetchedAt + lifetimeS * 1_000 };
     this.#token = token;
     this.#failures = 0;
     this.#schedule(lifetimeS * 750);
