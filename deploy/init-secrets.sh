@@ -12,6 +12,14 @@
 #   deploy/secrets/object_store_root_password
 #   deploy/secrets/object_store_credentials the same pair as an AWS shared credentials file, for the API and the
 #                                           worker (AWS_SHARED_CREDENTIALS_FILE)
+#   The identity provider (Keycloak, realm deploy/keycloak/journeys-realm.json):
+#   deploy/secrets/keycloak_database_password  its role `keycloak` in the bundled PostgreSQL
+#   deploy/secrets/keycloak_admin_password     its own administrator, keycloak-admin (the admin console)
+#   deploy/secrets/<client>_client_secret      the realm's confidential clients: temporal_ui (the Web UI's sign-in),
+#                                              journey_worker, journey_api, journey_automation (service accounts)
+#   deploy/secrets/journeys_<user>_password    the demo users viewer, operator and admin (one per role)
+#   deploy/secrets/codec_tls.crt, .key         the codec server's HTTPS certificate and key (CODEC_TLS_*_FILE):
+#                                              self-signed for localhost and codec, made with openssl when it is here
 #
 # Usage: sh deploy/init-secrets.sh [SECRETS_DIR [ENV_FILE]]
 set -eu
@@ -24,6 +32,11 @@ random_b64() { head -c "$1" /dev/urandom | base64 | tr -d '\n'; }
 # Letters, digits, `-` and `_` only: safe in a URL's user information and in an INI file without quoting.
 random_token() { random_b64 "$1" | tr -d '=' | tr '+/' '-_'; }
 random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+# Easy to type at a sign-in page: four groups of five lower-case letters and digits without look-alikes (~100 bits).
+random_password() {
+  LC_ALL=C tr -dc 'abcdefghjkmnpqrstuvwxyz23456789' < /dev/urandom | head -c 20 |
+    sed 's/\(.....\)\(.....\)\(.....\)\(.....\)/\1-\2-\3-\4/'
+}
 sha256_hex() {
   if command -v sha256sum > /dev/null 2>&1; then
     printf '%s' "$1" | sha256sum | cut -d ' ' -f 1
@@ -78,6 +91,40 @@ write "$secrets/object_store_root_password" "$(random_token 24)" || true
 write "$secrets/object_store_credentials" "[default]
 aws_access_key_id = $(cat "$secrets/object_store_root_user")
 aws_secret_access_key = $(cat "$secrets/object_store_root_password")" || true
+
+# The identity provider's. Keycloak takes the clients' secrets and the users' passwords into its realm when it first
+# imports it: a file changed later changes nothing there (change the secret or password in Keycloak too).
+write "$secrets/keycloak_database_password" "$(random_token 24)" || true
+write "$secrets/keycloak_admin_password" "$(random_token 24)" || true
+for client in temporal_ui journey_worker journey_api journey_automation; do
+  write "$secrets/${client}_client_secret" "$(random_token 32)" || true
+done
+for user in viewer operator admin; do
+  write "$secrets/journeys_${user}_password" "$(random_password)" || true
+done
+echo "         the Web UI's demo users viewer, operator, admin: passwords in $secrets/journeys_<user>_password"
+
+# The codec server's HTTPS certificate (the Web UI passes an operator's token to an https:// codec endpoint only):
+# self-signed, for localhost (the browsers) and codec (the temporal-cli service), made with openssl into the two
+# files, its key never anywhere else.
+codec_certificate() {
+  # Not a CA (Firefox refuses a CA certificate as a server's); an openssl that cannot say so makes it without.
+  set -- -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 -days 397 \
+    -subj '/CN=localhost/O=patient journey engine (docker compose codec)' \
+    -addext 'subjectAltName=DNS:localhost,DNS:codec,IP:127.0.0.1' -addext 'extendedKeyUsage=serverAuth' \
+    -keyout "$secrets/codec_tls.key" -out "$secrets/codec_tls.crt"
+  openssl req "$@" -addext 'basicConstraints=critical,CA:FALSE' > /dev/null 2>&1 || openssl req "$@" > /dev/null 2>&1
+  chmod 644 "$secrets/codec_tls.key" "$secrets/codec_tls.crt"
+}
+if [ -e "$secrets/codec_tls.crt" ] || [ -e "$secrets/codec_tls.key" ]; then
+  echo "kept     $secrets/codec_tls.crt, codec_tls.key"
+elif command -v openssl > /dev/null 2>&1 && codec_certificate; then
+  echo "created  $secrets/codec_tls.crt, codec_tls.key"
+  echo "         the codec server's certificate: open https://localhost:8888/healthz once and accept it"
+else
+  echo "missing  $secrets/codec_tls.crt, codec_tls.key: no openssl here; put a certificate for localhost and codec" \
+    "and its key there (PEM)" >&2
+fi
 
 if [ ! -e "$env_file" ]; then
   sed "s|^POSTGRES_PASSWORD=\$|POSTGRES_PASSWORD=$(random_token 24)|" "$here/.env.example" > "$env_file"

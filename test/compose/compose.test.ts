@@ -52,8 +52,9 @@ const LONG_RUNNING = [
   'worker',
   'codec',
   'sandbox',
+  'keycloak',
 ];
-const ONE_SHOTS = ['temporal-schema', 'temporal-setup', 'inbox-database', 'minio-bucket'];
+const ONE_SHOTS = ['temporal-schema', 'temporal-setup', 'inbox-database', 'minio-bucket', 'keycloak-database'];
 const ON_DEMAND = ['temporal-cli'];
 /** Read by the AWS SDK's credential chain, not by src/config.ts. */
 const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
@@ -194,10 +195,12 @@ describe('docker-compose.yml', () => {
       if (name === 'load-balancer') continue;
       for (const p of publishedPorts(s)) expect([name, p.host, p.hostIp]).toEqual([name, p.host, '127.0.0.1']);
     }
-    // What holds keys or data answers inside the network only.
-    for (const name of ['codec', 'minio', ...API_REPLICAS, 'worker', 'postgres']) {
+    // What holds data answers inside the network only; the codec server (the payload keys) on loopback only, for
+    // the operators' browsers (test/deploy/compose-identity.test.ts checks how it identifies them).
+    for (const name of ['minio', ...API_REPLICAS, 'worker', 'postgres']) {
       expect([name, svc(name).ports]).toEqual([name, undefined]);
     }
+    expect(publishedPorts(svc('codec'))).toEqual([{ hostIp: '127.0.0.1', host: 8888, container: 8888 }]);
   });
 
   test('runs two identical API replicas behind HAProxy, which checks GET /healthz as the native stack does', () => {
@@ -473,11 +476,13 @@ describe('docker-compose.yml', () => {
     const secretish = /(SECRET|PASSWORD|PWD|TOKEN|API_KEY|KEYS?|AUTH|DATABASE_URL)$/;
     for (const [name, s] of Object.entries(raw.services)) {
       for (const [k, v] of Object.entries(envOf(s))) {
-        if (k.endsWith('_FILE')) {
+        // Every *_FILE names a secret file, but the audit trail, which the codec server writes.
+        if (k.endsWith('_FILE') && k !== 'CODEC_AUDIT_FILE') {
           expect([name, k, /^\/run\/secrets\/[a-z0-9_]+$/.test(v)]).toEqual([name, k, true]);
           continue;
         }
-        if (!secretish.test(k)) continue;
+        // TEMPORAL_CODEC_PASS_ACCESS_TOKEN is a switch (the Web UI passes the signed-in person's token), not a token.
+        if (!secretish.test(k) || k === 'TEMPORAL_CODEC_PASS_ACCESS_TOKEN') continue;
         // Either a file path or `${VAR:?...}` from .env, never a value.
         expect([name, k, /^\$\{[A-Z_]+:\?[^}]*\}$/.test(v)]).toEqual([name, k, true]);
       }
@@ -491,23 +496,29 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('requires a token at the codec server, reachable in the network only; the UI is not pointed at it', () => {
+  test("keeps the static token at the codec server for the temporal CLI; the UI passes signed-in operators' tokens", () => {
     const codec = loadCodecConfig(serviceEnv(compose, 'codec', secretsDir)).codec;
     expect(codec.serverToken).toBe(readFileSync(secretFile(secretsDir, 'codec_server_token'), 'utf8').trim());
     expect(codec.serverToken!.length).toBeGreaterThanOrEqual(32);
-    expect(codec.corsOrigins).toEqual([]);
-    expect(svc('codec').ports).toBeUndefined();
-    // A browser cannot send the codec's token: the UI shows payloads as stored.
-    expect(env('temporal-ui').TEMPORAL_CODEC_ENDPOINT).toBeUndefined();
+    // The operators' browsers call it from the UI's origin, over HTTPS, with their access token (never in a URL).
+    expect(codec.corsOrigins).toEqual([new URL(env('temporal-ui').TEMPORAL_AUTH_CALLBACK_URL!).origin]);
+    expect(codec.oidc).toBeDefined();
+    expect(codec.tls).toBeDefined();
+    expect(env('temporal-ui').TEMPORAL_CODEC_ENDPOINT).toBe(`https://localhost:${env('codec').CODEC_PORT}`);
+    expect(env('temporal-ui').TEMPORAL_CODEC_PASS_ACCESS_TOKEN).toBe('true');
     expect(env('temporal-ui').TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(env('temporal-ui').TEMPORAL_DEFAULT_NAMESPACE).toBe(env('api-1').TEMPORAL_NAMESPACE);
 
     // The temporal CLI service decrypts through it, the token going from the secret file to its environment.
     const cli = env('temporal-cli');
-    expect(cli.TEMPORAL_CODEC_ENDPOINT).toBe(`http://codec:${env('codec').CODEC_PORT}`);
+    expect(cli.TEMPORAL_CODEC_ENDPOINT).toBe(`https://codec:${env('codec').CODEC_PORT}`);
     expect(cli.TEMPORAL_ADDRESS).toBe(env('worker').TEMPORAL_ADDRESS);
     expect(cli.TEMPORAL_NAMESPACE).toBe(env('worker').TEMPORAL_NAMESPACE);
-    expect(svc('temporal-cli').secrets).toEqual(['codec_server_token']);
+    expect(svc('temporal-cli').secrets).toEqual([
+      'codec_server_token',
+      'codec_tls_cert',
+      'journey_automation_client_secret',
+    ]);
     expect(svc('temporal-cli').depends_on).toEqual({ codec: { condition: 'service_healthy' } });
   });
 
@@ -520,18 +531,42 @@ describe('docker-compose.yml', () => {
     // A stand-in `temporal` that prints the settings it was started with.
     writeFileSync(
       path.join(bin, 'temporal'),
-      '#!/bin/sh\nprintf "%s\\n" "args=$*" "auth=$TEMPORAL_CODEC_AUTH" "key=${TEMPORAL_API_KEY:-}"\n',
+      '#!/bin/sh\nprintf "%s\\n" "args=$*" "auth=$TEMPORAL_CODEC_AUTH" "key=${TEMPORAL_API_KEY:-}" "tls=${TEMPORAL_TLS:-}"\n',
       { mode: 0o755 },
     );
+    // The identity provider's token endpoint, stood in for (test/deploy/compose-identity.test.ts checks the request).
+    writeFileSync(path.join(bin, 'curl'), '#!/bin/sh\ncat > /dev/null\necho \'{"access_token":"a-service-token"}\'\n', {
+      mode: 0o755,
+    });
+    writeFileSync(path.join(bin, 'jq'), '#!/bin/sh\nsed -n \'s/.*"access_token":"\\([^"]*\\)".*/\\1/p\'\n', {
+      mode: 0o755,
+    });
+    const roots = path.join(work, 'system-roots.pem');
+    writeFileSync(roots, '');
     const run = (secretDir: string) =>
       execFileSync(
         'sh',
-        ['-ec', script!.replaceAll('/run/secrets/', `${secretDir}/`), argv0!, ...svc('temporal-cli').command!],
+        [
+          '-ec',
+          script!
+            .replaceAll('/etc/ssl/certs/ca-certificates.crt', roots)
+            .replaceAll('/tmp/roots.pem', path.join(work, 'roots.pem'))
+            .replaceAll('/run/secrets/', `${secretDir}/`),
+          argv0!,
+          ...svc('temporal-cli').command!,
+        ],
         { env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' },
       );
-    const out = run(secretsDir);
+    // The service's secrets as the container sees them: /run/secrets/<secret name>.
+    const runSecrets = path.join(work, 'run-secrets');
+    execFileSync('mkdir', ['-p', runSecrets]);
+    for (const secret of svc('temporal-cli').secrets!) {
+      writeFileSync(path.join(runSecrets, secret), readFileSync(secretFile(secretsDir, secret)));
+    }
+    const out = run(runSecrets);
     expect(out).toContain(`args=${svc('temporal-cli').command!.join(' ')}\n`);
-    expect(out).toContain('key=\n');
+    // The bundled server's authorizer: the automation service account's token, over plain gRPC in the network.
+    expect(out).toContain('key=a-service-token\ntls=false\n');
     const auth = /^auth=(.*)$/m.exec(out)![1]!;
 
     const same = (p: Payload[]) => Promise.resolve(p);
@@ -549,8 +584,9 @@ describe('docker-compose.yml', () => {
     const withKey = path.join(work, 'with-key');
     execFileSync('mkdir', ['-p', withKey]);
     writeFileSync(path.join(withKey, 'codec_server_token'), `${token}\n`);
+    writeFileSync(path.join(withKey, 'codec_tls_cert'), readFileSync(secretFile(secretsDir, 'codec_tls_cert')));
     writeFileSync(path.join(withKey, 'temporal_api_key'), 'a-cloud-key\n');
-    expect(run(withKey)).toContain('key=a-cloud-key\n');
+    expect(run(withKey)).toContain('key=a-cloud-key\ntls=\n');
   });
 
   test("registers exactly the journey's search attributes, after the server answers, idempotently", () => {
@@ -593,7 +629,11 @@ describe('docker-compose.yml', () => {
 
     const server = svc('temporal');
     const e = env('temporal');
-    expect(server.depends_on).toEqual({ 'temporal-schema': { condition: 'service_completed_successfully' } });
+    // After Keycloak too: its JWT authorizer reads the issuer's keys at start (test/deploy/compose-identity.test.ts).
+    expect(server.depends_on).toEqual({
+      'temporal-schema': { condition: 'service_completed_successfully' },
+      keycloak: { condition: 'service_healthy' },
+    });
     expect(e).toMatchObject({ DB: 'postgres12', DB_PORT: '5432', POSTGRES_SEEDS: 'postgres' });
     expect(e.POSTGRES_USER).toBe(env('postgres').POSTGRES_USER);
     expect(e.POSTGRES_PWD).toBe(env('postgres').POSTGRES_PASSWORD);
@@ -613,14 +653,15 @@ describe('docker-compose.yml', () => {
       expect([name, Array.isArray(t) && t.length > 1 && t.every((x) => typeof x === 'string')]).toEqual([name, true]);
     }
     const probes: [string, string][] = [
-      ...API_REPLICAS.map((n): [string, string] => [n, `http://127.0.0.1:${env(n).API_PORT}/healthz`]),
-      ['codec', `http://127.0.0.1:${env('codec').CODEC_PORT}/healthz`],
-      ['sandbox', `http://127.0.0.1:${env('sandbox').SANDBOX_PORT}/_sandbox/health`],
+      ...API_REPLICAS.map((n): [string, string] => [n, `fetch('http://127.0.0.1:${env(n).API_PORT}/healthz'`]),
+      // HTTPS with its own certificate (the Web UI passes tokens to an https:// endpoint only).
+      ['codec', `.get('https://127.0.0.1:${env('codec').CODEC_PORT}/healthz'`],
+      ['sandbox', `fetch('http://127.0.0.1:${env('sandbox').SANDBOX_PORT}/_sandbox/health'`],
     ];
-    for (const [name, url] of probes) {
+    for (const [name, call] of probes) {
       const [cmd, node, flag, code] = svc(name).healthcheck!.test as string[];
       expect([cmd, node, flag]).toEqual(['CMD', 'node', '-e']);
-      expect(code).toContain(`fetch('${url}'`);
+      expect(code).toContain(call);
       expect(() => new Script(code!)).not.toThrow();
     }
     // The codec server's /healthz needs no token: the probe carries none.
@@ -654,12 +695,14 @@ describe('docker-compose.yml', () => {
   });
 
   test('keeps state in PostgreSQL and MinIO only: the API replicas and the workers keep nothing of their own', () => {
-    expect(Object.keys(compose.volumes).sort()).toEqual(['minio-data', 'postgres-data']);
+    // And the codec server's audit trail of decodes (Keycloak keeps its realm in PostgreSQL).
+    expect(Object.keys(compose.volumes).sort()).toEqual(['codec-audit', 'minio-data', 'postgres-data']);
     const named = (name: string) => mounts(svc(name)).filter((m) => m.source in compose.volumes);
     expect(named('postgres').map((m) => m.target)).toEqual(['/var/lib/postgresql/data']);
     expect(named('minio').map((m) => m.target)).toEqual(['/data']);
-    for (const name of [...API_REPLICAS, 'worker', 'codec'])
-      expect([name, svc(name).volumes]).toEqual([name, undefined]);
+    for (const name of [...API_REPLICAS, 'worker']) expect([name, svc(name).volumes]).toEqual([name, undefined]);
+    expect(mounts(svc('codec'))).toEqual([{ source: 'codec-audit', target: '/data', readOnly: false }]);
+    expect(env('codec').CODEC_AUDIT_FILE!.startsWith('/data/')).toBe(true);
   });
 });
 

@@ -107,7 +107,22 @@ const SECRET_DATA: Record<string, string> = {
   'inbox-database-url': 'postgres://journeys:pw@db.example:5432/journeys',
   'codec-server-token': 't'.repeat(32),
   'temporal-api-key': 'an-api-key',
+  // A service account's client secret, in a Secret of its own (oidc.clientSecrets).
+  'client-secret': 'a-service-account-secret',
 };
+
+/** An identity provider the clinic brings (a Keycloak realm here), with both service accounts on. */
+const ISSUER = 'https://sso.clinic.example/realms/journeys';
+const OIDC_VALUES: Record<string, string> = {
+  'oidc.issuerUrl': ISSUER,
+  'oidc.audience': 'journey-engine',
+  'oidc.jwksUrl': 'http://keycloak.sso.svc:8080/realms/journeys/protocol/openid-connect/certs',
+  'oidc.tokenUrl': 'http://keycloak.sso.svc:8080/realms/journeys/protocol/openid-connect/token',
+  'oidc.clientSecrets.worker': 'journey-worker-client',
+  'oidc.clientSecrets.api': 'journey-api-client',
+};
+const envNames = (c: Container) => (c.env ?? []).map((e) => e.name);
+const envValue = (c: Container, name: string) => c.env?.find((e) => e.name === name)?.value;
 
 /**
  * The environment a container's process gets: the ConfigMaps it loads, its own variables, and each file of a mounted
@@ -343,6 +358,9 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     const names = new Set<string>();
     for (const cm of byKind(objects, 'ConfigMap')) for (const k of Object.keys(cm.data ?? {})) names.add(k);
     const everything = render({
+      ...OIDC_VALUES,
+      'oidc.clientSecrets.worker': '',
+      'oidc.clientSecrets.api': '',
       'secrets.keys.temporalApiKey': 'temporal-api-key',
       'temporal.mtlsSecret': 'temporal-client',
       'temporal.tls': 'true',
@@ -350,8 +368,16 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
       'attachments.s3.endpoint': 'http://minio.storage:9000',
     });
     for (const cm of byKind(everything, 'ConfigMap')) for (const k of Object.keys(cm.data ?? {})) names.add(k);
-    for (const d of [...byKind(objects, 'Deployment'), ...byKind(everything, 'Deployment')]) {
+    const accounts = render(OIDC_VALUES);
+    for (const d of [
+      ...byKind(objects, 'Deployment'),
+      ...byKind(everything, 'Deployment'),
+      ...byKind(accounts, 'Deployment'),
+    ]) {
       for (const c of d.spec!.template!.spec.containers) for (const e of c.env ?? []) names.add(e.name);
+    }
+    for (const name of ['OIDC_ISSUER', 'CODEC_DECODE_ROLES', 'TEMPORAL_OAUTH_CLIENT_SECRET_FILE']) {
+      expect(names).toContain(name);
     }
     expect(names.size).toBeGreaterThan(20);
     expect([...names].filter((n) => !CONFIG_ENV_VARS.includes(n) && !AWS_SDK_ENV_VARS.includes(n))).toEqual([]);
@@ -427,6 +453,164 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     expect(mtls.containers[0]!.env!.find((e) => e.name === 'TEMPORAL_TLS_CERT')?.value).toBe(
       `${mount.mountPath}/tls.crt`,
     );
+  });
+
+  test('without oidc.issuerUrl renders as before: no identity provider, the codec server on its static token', () => {
+    for (const d of byKind(objects, 'Deployment')) {
+      for (const c of d.spec!.template!.spec.containers) {
+        const identity = envNames(c).filter((n) => /^(OIDC_|TEMPORAL_OAUTH_|CODEC_DECODE_ROLES)/.test(n));
+        expect([c.name, identity]).toEqual([c.name, []]);
+        expect(c.volumeMounts?.map((m) => m.name)).not.toContain('oidc-client');
+      }
+    }
+    expect(envValue(containerOf(objects, 'codec'), 'CODEC_SERVER_TOKEN_FILE')).toBe(
+      '/run/secrets/engine/codec_server_token',
+    );
+    // The identity provider's other values change nothing while the issuer is empty.
+    const clients = render({ 'oidc.clients.worker': 'another-worker', 'oidc.roleClaim': 'groups' });
+    expect(clients).toEqual(objects);
+  });
+
+  test('with an issuer: the codec server and the API check its tokens, the workers and the API present service accounts', () => {
+    const objs = render(OIDC_VALUES);
+    const codec = containerOf(objs, 'codec');
+    const api = containerOf(objs, 'api');
+    const worker = containerOf(objs, 'worker');
+    const oidcEnv = {
+      OIDC_ISSUER: ISSUER,
+      OIDC_AUDIENCE: 'journey-engine',
+      OIDC_JWKS_URL: OIDC_VALUES['oidc.jwksUrl'],
+      OIDC_ROLE_CLAIM: 'realm_access.roles',
+    };
+    for (const c of [codec, api]) {
+      for (const [k, v] of Object.entries(oidcEnv)) expect([c.name, k, envValue(c, k)]).toEqual([c.name, k, v]);
+    }
+    expect(envValue(codec, 'CODEC_DECODE_ROLES')).toBe('journey-operator,journey-admin');
+    // The workers check no one's token: they only present their own.
+    expect(envNames(worker).filter((n) => n.startsWith('OIDC_'))).toEqual([]);
+    expect(envNames(codec).filter((n) => n.startsWith('TEMPORAL_'))).toEqual([]);
+    const accounts = {
+      api: ['journey-api', 'journey-api-client'],
+      worker: ['journey-worker', 'journey-worker-client'],
+    };
+    for (const [name, [clientId, secretName]] of Object.entries(accounts)) {
+      const pod = deployment(objs, name as 'api' | 'worker').spec.template.spec;
+      const c = pod.containers[0]!;
+      expect([name, envValue(c, 'TEMPORAL_OAUTH_CLIENT_ID'), envValue(c, 'TEMPORAL_OAUTH_TOKEN_URL')]).toEqual([
+        name,
+        clientId,
+        OIDC_VALUES['oidc.tokenUrl'],
+      ]);
+      // Its secret from the Secret the values name, as a file of its own.
+      const volume = pod.volumes!.find((v) => v.name === 'oidc-client')!;
+      expect(volume.secret).toMatchObject({ secretName, items: [{ key: 'client-secret', path: 'client_secret' }] });
+      const mount = c.volumeMounts!.find((m) => m.name === 'oidc-client')!;
+      expect(envValue(c, 'TEMPORAL_OAUTH_CLIENT_SECRET_FILE')).toBe(`${mount.mountPath}/client_secret`);
+      // What the engine loads from it.
+      const config = loadConfig(processEnv(objs, pod, c, dir));
+      expect(config.temporal.oauth).toEqual({
+        clientId,
+        clientSecret: SECRET_DATA['client-secret'],
+        tokenUrl: OIDC_VALUES['oidc.tokenUrl'],
+      });
+      if (name === 'api') {
+        expect(config.codec.oidc).toMatchObject({ issuer: ISSUER, audience: ['journey-engine'] });
+      }
+    }
+    const codecPod = deployment(objs, 'codec').spec.template.spec;
+    const codecConfig = loadCodecConfig(processEnv(objs, codecPod, codecPod.containers[0]!, dir)).codec;
+    expect(codecConfig.oidc).toEqual({
+      issuer: ISSUER,
+      audience: ['journey-engine'],
+      jwksUrl: OIDC_VALUES['oidc.jwksUrl'],
+      roleClaim: 'realm_access.roles',
+      clockSkewSeconds: 30,
+      decodeRoles: ['journey-operator', 'journey-admin'],
+    });
+    // The static token stays for automation while the Secret has it.
+    expect(codecConfig.serverToken).toBe(SECRET_DATA['codec-server-token']);
+
+    // A provider of another shape: roles in `groups`, other clients, its own decode roles; one account only.
+    const okta = render({
+      'oidc.issuerUrl': 'https://clinic.okta.com/oauth2/default',
+      'oidc.audience': 'api://journeys',
+      'oidc.roleClaim': 'groups',
+      'oidc.decodeRoles[0]': 'journeys-operators',
+      'oidc.clients.worker': '0oa-worker',
+      'oidc.clientSecrets.worker': 'okta-worker',
+      'oidc.tokenUrl': 'https://clinic.okta.com/oauth2/default/v1/token',
+    });
+    expect(envValue(containerOf(okta, 'codec'), 'OIDC_ROLE_CLAIM')).toBe('groups');
+    expect(envValue(containerOf(okta, 'codec'), 'CODEC_DECODE_ROLES')).toBe('journeys-operators');
+    expect(envNames(containerOf(okta, 'codec'))).not.toContain('OIDC_JWKS_URL');
+    expect(envValue(containerOf(okta, 'worker'), 'TEMPORAL_OAUTH_CLIENT_ID')).toBe('0oa-worker');
+    expect(envNames(containerOf(okta, 'api')).filter((n) => n.startsWith('TEMPORAL_OAUTH_'))).toEqual([]);
+    expect(() =>
+      helm(['lint', '--strict', CHART, ...Object.entries(OIDC_VALUES).flatMap(([k, v]) => ['--set', `${k}=${v}`])]),
+    ).not.toThrow();
+  });
+
+  test('refuses half an identity provider, naming the value to set', () => {
+    const fails = (set: Record<string, string>, why: RegExp) => expect(() => render(set)).toThrow(why);
+    // The issuer and the audience go together (values.schema.json).
+    fails({ 'oidc.issuerUrl': ISSUER }, /oidc\.audience/);
+    fails({ 'oidc.audience': 'journey-engine' }, /oidc\.issuerUrl/);
+    fails({ 'oidc.issuerUrl': 'sso.clinic.example', 'oidc.audience': 'journey-engine' }, /oidc\.issuerUrl/);
+    // A service account needs the token endpoint, and is not an API key's companion.
+    fails(
+      { 'oidc.clientSecrets.worker': 'journey-worker-client' },
+      /oidc\.tokenUrl: required with oidc\.clientSecrets\.worker/,
+    );
+    fails(
+      { ...OIDC_VALUES, 'secrets.keys.temporalApiKey': 'temporal-api-key' },
+      /not with secrets\.keys\.temporalApiKey/,
+    );
+    // The codec server needs its static token unless the issuer identifies its callers.
+    fails({ 'secrets.keys.codecServerToken': '' }, /secrets\.keys\.codecServerToken: .*oidc\.issuerUrl/);
+    const tokenless = render({ ...OIDC_VALUES, 'secrets.keys.codecServerToken': '' });
+    const pod = deployment(tokenless, 'codec').spec.template.spec;
+    expect(envNames(pod.containers[0]!)).not.toContain('CODEC_SERVER_TOKEN_FILE');
+    expect(pod.volumes!.flatMap((v) => v.secret?.items ?? []).map((i) => i.key)).toEqual(['payload-encryption-keys']);
+    expect(loadCodecConfig(processEnv(tokenless, pod, pod.containers[0]!, dir)).codec.serverToken).toBeUndefined();
+  });
+
+  test("NOTES.txt gives the Temporal Web UI its sign-in and codec settings, with the provider's clients", () => {
+    // NOTES.txt is not rendered by `helm template`: a copy of the chart renders it as a value.
+    const copy = path.join(dir, 'chart-with-notes');
+    execFileSync('cp', ['-r', CHART, copy]);
+    writeFileSync(
+      path.join(copy, 'templates', 'zz-notes.yaml'),
+      'notes: |\n{{ include (print $.Template.BasePath "/NOTES.txt") . | indent 2 }}\n',
+    );
+    const notes = (set: Record<string, string>) =>
+      (
+        YAML.parse(
+          helm([
+            'template',
+            'r',
+            copy,
+            '--show-only',
+            'templates/zz-notes.yaml',
+            ...Object.entries(set).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+          ]),
+        ) as { notes: string }
+      ).notes;
+    const plain = notes({});
+    expect(plain).not.toContain('TEMPORAL_AUTH');
+    expect(plain).toContain('--codec-auth');
+    const withIssuer = notes({ ...OIDC_VALUES, 'codec.corsOrigins[0]': 'https://temporal.clinic.example' });
+    for (const line of [
+      `TEMPORAL_AUTH_PROVIDER_URL=${ISSUER}`,
+      'TEMPORAL_AUTH_CLIENT_ID=temporal-ui',
+      'TEMPORAL_CODEC_PASS_ACCESS_TOKEN=true',
+      'client journey-ops',
+      'service account journey-worker',
+      'service account journey-api',
+    ]) {
+      expect([line, withIssuer.includes(line)]).toEqual([line, true]);
+    }
+    expect(withIssuer).not.toContain('codec.corsOrigins is empty');
+    expect(notes(OIDC_VALUES)).toContain('WARNING: codec.corsOrigins is empty');
   });
 
   test('holds no secret value: secrets are mounted files or references to existing Secrets', () => {

@@ -157,3 +157,91 @@ topologySpreadConstraints:
 {{- define "pje.buildLabel" -}}
 {{- regexReplaceAll "[^a-z0-9-]+" (lower .) "-" | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
+
+{{/*
+The operators' identity provider (values `oidc`): checks that fail with a message before anything renders. Included
+by the ConfigMap, which every release renders.
+*/}}
+{{- define "pje.validateOidc" -}}
+{{- $o := .Values.oidc -}}
+{{- if and $o.issuerUrl (not $o.audience) -}}
+{{- fail "oidc.audience: required with oidc.issuerUrl (the audience its tokens name, e.g. journey-engine)" -}}
+{{- end -}}
+{{- if and $o.audience (not $o.issuerUrl) -}}
+{{- fail "oidc.issuerUrl: required with oidc.audience (the issuer exactly as its tokens' iss says)" -}}
+{{- end -}}
+{{- range $component := list "worker" "api" -}}
+{{- if index $o.clientSecrets $component -}}
+{{- if not $o.tokenUrl -}}
+{{- fail (printf "oidc.tokenUrl: required with oidc.clientSecrets.%s (the provider's token endpoint, as the pods reach it)" $component) -}}
+{{- end -}}
+{{- if not (index $o.clients $component) -}}
+{{- fail (printf "oidc.clients.%s: the client id of the service account whose secret oidc.clientSecrets.%s holds" $component $component) -}}
+{{- end -}}
+{{- if $.Values.secrets.keys.temporalApiKey -}}
+{{- fail (printf "oidc.clientSecrets.%s: not with secrets.keys.temporalApiKey; a connection to Temporal presents an API key or a service account's token, not both" $component) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.codec.enabled (not .Values.secrets.keys.codecServerToken) (not $o.issuerUrl) -}}
+{{- fail "secrets.keys.codecServerToken: the codec server requires a token, unless oidc.issuerUrl identifies its callers" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* How the codec server and the API check an operator's access token (nothing without oidc.issuerUrl). */}}
+{{- define "pje.oidcEnv" -}}
+{{- $o := .Values.oidc -}}
+{{- if $o.issuerUrl }}
+- name: OIDC_ISSUER
+  value: {{ $o.issuerUrl | quote }}
+- name: OIDC_AUDIENCE
+  value: {{ $o.audience | quote }}
+{{- with $o.jwksUrl }}
+- name: OIDC_JWKS_URL
+  value: {{ . | quote }}
+{{- end }}
+- name: OIDC_ROLE_CLAIM
+  value: {{ $o.roleClaim | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Where a service account's client secret is mounted. */}}
+{{- define "pje.oidcClientDir" -}}/run/secrets/oidc-client{{- end -}}
+
+{{/*
+The service account a component (`.component`: worker or api) presents to Temporal, when oidc.clientSecrets names
+its Secret: its id, its secret as a file, the token endpoint. `pje.oidcClientMount` and `pje.oidcClientVolume` go
+with it.
+*/}}
+{{- define "pje.serviceAccountEnv" -}}
+{{- $o := .root.Values.oidc -}}
+{{- if index $o.clientSecrets .component }}
+- name: TEMPORAL_OAUTH_CLIENT_ID
+  value: {{ index $o.clients .component | quote }}
+- name: TEMPORAL_OAUTH_CLIENT_SECRET_FILE
+  value: {{ include "pje.oidcClientDir" . }}/client_secret
+- name: TEMPORAL_OAUTH_TOKEN_URL
+  value: {{ $o.tokenUrl | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "pje.oidcClientMount" -}}
+{{- if index .root.Values.oidc.clientSecrets .component }}
+- name: oidc-client
+  mountPath: {{ include "pje.oidcClientDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "pje.oidcClientVolume" -}}
+{{- $o := .root.Values.oidc -}}
+{{- with index $o.clientSecrets .component }}
+- name: oidc-client
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
+    items:
+      - key: {{ $o.clientSecretKey }}
+        path: client_secret
+{{- end }}
+{{- end -}}
