@@ -135,7 +135,7 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
         subject: caller?.subject ?? 'anonymous',
         roles: caller?.roles ?? [],
         outcome,
-        details: { namespace: namespaceOf(request) },
+        details: { namespace: namespaceOf(request), ...(caller?.name ? { name: caller.name } : {}) },
       });
       if (status === 401) reply.header('www-authenticate', 'Bearer');
       return reply.code(status).send({
@@ -169,7 +169,8 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       subject: caller.subject,
       roles: caller.roles,
       outcome,
-      details: { namespace: namespaceOf(request), payloads },
+      // The readable name beside the subject, for the person reading the trail.
+      details: { namespace: namespaceOf(request), payloads, ...(caller.name ? { name: caller.name } : {}) },
     });
   };
   app.options('/*', () => undefined);

@@ -88,8 +88,14 @@ describe('the codec server, callers known by their access token', () => {
     const records = lines.map((l) => JSON.parse(l) as AuditRecord);
     expect(records.map((r) => [r.action, r.subject, r.roles, r.outcome, r.details])).toEqual([
       ['codec.decode', 'anonymous', [], 'refused: missing', { namespace: 'default' }],
-      ['codec.decode', 'viewer-1', ['journey-viewer'], 'forbidden', { namespace: 'default' }],
-      ['codec.decode', 'operator-1', ['journey-operator'], 'ok', { namespace: 'default', payloads: 1 }],
+      ['codec.decode', 'viewer-1', ['journey-viewer'], 'forbidden', { namespace: 'default', name: 'olivia.operator' }],
+      [
+        'codec.decode',
+        'operator-1',
+        ['journey-operator'],
+        'ok',
+        { namespace: 'default', payloads: 1, name: 'olivia.operator' },
+      ],
     ]);
     expect(verifyAuditChain(lines)).toEqual({ ok: true, records: 3 });
     // No payload and no token in the trail.

@@ -193,6 +193,8 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(last[0]!.subject).toBe('anonymous');
     expect(last[1]!.roles).toContain('journey-viewer');
     expect(last[2]!.roles).toContain('journey-operator');
+    // The person by their subject, with the readable name beside it.
+    expect(last[2]!.details).toMatchObject({ namespace: 'default', payloads: 0, name: 'operator' });
     // Never a token in the trail; the chain holds.
     const raw = readFileSync(file, 'utf8');
     for (const t of Object.values(tokens)) expect(raw).not.toContain(t.slice(-20));
