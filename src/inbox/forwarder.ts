@@ -89,6 +89,14 @@ export interface InboxForwarderOptions {
    * durably, at most `maxDeferMs`) and halves its signals in flight (docs/design-notes.md#acknowledgement-pressure).
    */
   pressure?: () => boolean;
+  /**
+   * What pressure does. `surge` (the default): new signals wait (at most `maxDeferMs`) and the limit halves down to 1.
+   * `adaptive`: nothing waits; the limit halves under pressure down to `minConcurrency` and grows back by one every
+   * `recoverMs`, so the journeys keep getting their callbacks at what the machine has left beside the webhook.
+   */
+  policy?: ForwarderPolicy;
+  /** The adaptive policy's floor of signals in flight. Default 2. */
+  minConcurrency?: number;
   recoverMs?: number;
   /** Under pressure, a callback that has waited this long since it was received goes anyway: 10 s unless set. */
   maxDeferMs?: number;
@@ -100,6 +108,9 @@ export interface InboxForwarderOptions {
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   now?: () => Date;
 }
+
+export const FORWARDER_POLICIES = ['surge', 'adaptive'] as const;
+export type ForwarderPolicy = (typeof FORWARDER_POLICIES)[number];
 
 export class InboxForwarder {
   readonly #o: InboxForwarderOptions;
@@ -134,12 +145,14 @@ export class InboxForwarder {
    */
   async #slot(entry: InboxEntry): Promise<void> {
     const max = this.#o.concurrency ?? 16;
+    const adaptive = this.#o.policy === 'adaptive';
+    const floor = adaptive ? Math.min(max, this.#o.minConcurrency ?? 2) : 1;
     for (;;) {
       const now = Date.now();
       const pressed = this.#o.pressure?.() ?? false;
       if (pressed) {
-        if (this.#limit > 1 && now - this.#lastChange >= 100) {
-          this.#limit = Math.max(1, Math.floor(this.#limit / 2));
+        if (this.#limit > floor && now - this.#lastChange >= 100) {
+          this.#limit = Math.max(floor, Math.floor(this.#limit / 2));
           this.#lastChange = now;
         }
       } else if (this.#limit < max && now - this.#lastChange >= (this.#o.recoverMs ?? 1_000)) {
@@ -148,6 +161,7 @@ export class InboxForwarder {
       }
       const allowed =
         !pressed ||
+        adaptive ||
         (this.#inFlight === 0 &&
           now - Date.parse(entry.signal.receivedAt) >= (this.#o.maxDeferMs ?? 10_000) &&
           now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20));

@@ -4,7 +4,7 @@
 // another replica's append, by NOTIFY).
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { InboxForwarder, temporalUnreachable } from '../../src/inbox/forwarder';
+import { InboxForwarder, temporalUnreachable, type ForwarderPolicy } from '../../src/inbox/forwarder';
 import type { CallbackInbox } from '../../src/inbox/types';
 import type { CallbackSignal } from '../../src/workflows/definitions';
 import { fileHarness, postgresHarness, signalFor, type StoreHarness } from './support';
@@ -81,6 +81,7 @@ describe.each([
       maxDeferMs?: number;
       probe?: () => Promise<boolean>;
       maxBackoffMs?: number;
+      policy?: ForwarderPolicy;
     } = {},
   ) {
     const f = new InboxForwarder({
@@ -97,6 +98,7 @@ describe.each([
       ...(o.pressure ? { pressure: o.pressure, recoverMs: 50 } : {}),
       ...(o.maxDeferMs !== undefined ? { maxDeferMs: o.maxDeferMs } : {}),
       ...(o.probe ? { probe: o.probe } : {}),
+      ...(o.policy ? { policy: o.policy } : {}),
     });
     forwarders.push(f);
     return f;
@@ -224,6 +226,21 @@ describe.each([
     expect(await f.drained(20_000)).toBe(true);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
     expect(t.maxInFlight()).toBe(1);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+  });
+
+  it('adaptive: under lasting pressure nothing waits, with fewer signals in flight (not below its floor of 2)', async () => {
+    const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const order = await appendInterleaved(journeys, 36);
+    // Signals slow enough (40 ms) for the limit to halve a few times (at most every 100 ms) before the end.
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 40)));
+    // A deferral far longer than the test: under the surge policy nothing would go at all.
+    const f = forwarder(t.client, { concurrency: 8, pressure: () => true, maxDeferMs: 60_000, policy: 'adaptive' });
+    f.start();
+    expect(await f.drained(20_000)).toBe(true);
+    expect(t.calls).toHaveLength(36);
+    expect(f.currentLimit).toBe(2);
+    expect(t.maxInFlight()).toBeLessThanOrEqual(8);
     for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
   });
 
