@@ -195,6 +195,18 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   /** Unset: pretty lines on a terminal, JSON lines anywhere else. */
   logFormat: z.enum(['json', 'pretty'], { message: 'LOG_FORMAT: json or pretty' }).optional(),
+  /** The audit trail (AUDIT_STORE): the file AUDIT_FILE names (one process), or the table every process shares. */
+  audit: z.discriminatedUnion('store', [
+    z.object({ store: z.literal('file'), file: z.string().min(1).optional() }),
+    z.object({
+      store: z.literal('postgres'),
+      /** postgres://writer:password@host:port/database: a secret (AUDIT_DATABASE_URL or AUDIT_DATABASE_URL_FILE). */
+      databaseUrl: z
+        .string()
+        .min(1, 'AUDIT_DATABASE_URL (or AUDIT_DATABASE_URL_FILE) is required when AUDIT_STORE is postgres')
+        .regex(/^postgres(ql)?:\/\//, 'AUDIT_DATABASE_URL: a postgres:// URL'),
+    }),
+  ]),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -465,6 +477,9 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'JOURNEY_ATTACHMENT_GRACE_MS',
   'LOG_LEVEL',
   'LOG_FORMAT',
+  'AUDIT_STORE',
+  'AUDIT_DATABASE_URL',
+  'AUDIT_DATABASE_URL_FILE',
 ];
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
@@ -555,6 +570,21 @@ export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
     }
     throw err;
   }
+}
+
+/** AUDIT_STORE: `file` (AUDIT_FILE, as before; none: no trail) or `postgres` (AUDIT_DATABASE_URL, a secret). */
+function auditSettings(env: Env) {
+  const store = env.AUDIT_STORE?.trim() || 'file';
+  if (store === 'postgres') return { store, databaseUrl: secret(env, 'AUDIT_DATABASE_URL') ?? '' };
+  if (store !== 'file') throw new ConfigError(['AUDIT_STORE: must be file or postgres']);
+  return { store, ...(env.AUDIT_FILE ? { file: path.resolve(env.AUDIT_FILE) } : {}) };
+}
+
+/** The audit store's settings alone, for a process that needs nothing else of the configuration (the codec server). */
+export function loadAuditConfig(env: Env = process.env): Pick<Config, 'audit'> {
+  const parsed = ConfigSchema.shape.audit.safeParse(auditSettings(env));
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `audit.${i.path.join('.')}: ${i.message}`));
+  return { audit: parsed.data };
 }
 
 /** The Temporal connection's settings alone, for tools that talk to Temporal and nothing else. */
@@ -687,6 +717,7 @@ export function loadConfig(env: Env = process.env): Config {
       },
       logLevel: env.LOG_LEVEL ?? 'info',
       logFormat: env.LOG_FORMAT?.trim().toLowerCase() || undefined,
+      audit: auditSettings(env),
     };
   } catch (err) {
     if (err instanceof z.ZodError) throw new ConfigError(err.issues.map((i) => i.message));

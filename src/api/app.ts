@@ -19,7 +19,7 @@ import {
 import { createAttachmentStore } from '../attachments';
 import type { AttachmentStore } from '../attachments/store';
 import type { Config } from '../config';
-import { clinicAuth } from './auth';
+import { auditSignIns, clinicAuth } from './auth';
 import { RecordSealer } from '../codec/at-rest';
 import { logJourneyIds } from '../observability/request-log';
 import { traceRequests } from '../observability/tracing';
@@ -31,12 +31,13 @@ import { AckPressure } from './ack-pressure';
 import { createApiMetrics } from './metrics';
 import { ApiProblem, frameworkErrorProblem, registerProblemHandlers } from './problem';
 import { adminRoutes } from './routes/admin';
+import { auditRoutes } from './routes/audit';
 import { catalogRoutes } from './routes/catalog';
 import { journeyRoutes } from './routes/journeys';
 import { operationRoutes } from './routes/operations';
 import { opsRoutes } from './routes/ops';
 import { webhookRoutes } from './routes/webhooks';
-import { FileAuditLog, type AuditEvent } from '../audit/log';
+import { auditLogFrom, type AuditEvent } from '../audit';
 import { expireDeadLetters } from '../inbox/retention';
 import { tokenVerifier, type TokenVerifier } from '../auth/tokens';
 
@@ -96,6 +97,16 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   if (deps.tracer) traceRequests(app, deps.tracer);
   if (deps.logger) logJourneyIds(app);
 
+  // The audit trail (AUDIT_STORE): the file of AUDIT_FILE, or the table every process shares; checked before anything
+  // else starts (a table missing, or a role that could change it, stops the start).
+  const auditTrail = auditLogFrom(config.audit, { applicationName: 'journey-api audit' });
+  try {
+    await auditTrail?.init();
+  } catch (err) {
+    await auditTrail?.close().catch(() => undefined);
+    throw err;
+  }
+  const audit = auditTrail ? (e: AuditEvent) => auditTrail.append(e) : undefined;
   const sealer = new RecordSealer(sealerKeys(config));
   const metrics = createApiMetrics();
   const inbox =
@@ -136,7 +147,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     now,
   });
   const oidc = config.codec.oidc;
-  const verifyOperator =
+  const operatorTokens =
     deps.verifyOperator ??
     (oidc
       ? tokenVerifier({
@@ -147,8 +158,8 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
           ...(oidc.jwksUrl ? { jwksUrl: oidc.jwksUrl } : {}),
         })
       : undefined);
-  const auditLog = config.api.auditFile ? new FileAuditLog(config.api.auditFile) : undefined;
-  const audit = auditLog ? (e: AuditEvent) => auditLog.append(e) : undefined;
+  // Every sign-in with an access token (its first request to this process) is on the trail.
+  const verifyOperator = operatorTokens && audit ? auditSignIns(operatorTokens, audit) : operatorTokens;
   const ctx: ApiContext = {
     config,
     temporal: deps.temporal,
@@ -167,6 +178,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     now,
     ...(verifyOperator ? { verifyOperator } : {}),
     ...(audit ? { audit } : {}),
+    ...(auditTrail ? { auditTrail } : {}),
   };
   app.decorate('journeyApi', ctx);
   app.decorateRequest('clinic', null);
@@ -211,6 +223,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     clearInterval(retentionTimer);
     await forwarder.stop();
     if (!deps.inbox) await inbox.close();
+    await auditTrail?.close();
   });
 
   await app.register(swagger, {
@@ -239,6 +252,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   await app.register(webhookRoutes, opts);
   await app.register(adminRoutes, { ...opts, prefix: '/admin' });
   await app.register(operationRoutes, { ...opts, prefix: '/admin' });
+  await app.register(auditRoutes, { ...opts, prefix: '/admin' });
   await app.register(clinicApi, { ...opts, prefix: '/v1' });
   return app as unknown as ApiApp;
 }

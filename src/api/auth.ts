@@ -3,8 +3,9 @@
 // automation, which acts as an admin.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { decodeJwt } from 'jose';
 import type { AuditEvent } from '../audit/log';
-import { TokenRefused, type TokenVerifier } from '../auth/tokens';
+import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import type { ClinicConfig, Config } from '../config';
 import { ApiProblem } from './problem';
 
@@ -100,6 +101,86 @@ const actorProblem = (message: string) =>
   new ApiProblem(400, 'validation', `actor: ${message}`, { errors: [{ field: 'actor', message }] });
 
 export type AuditFn = (event: AuditEvent) => unknown;
+
+/** How many sign-ins a process remembers (the tokens seen lately); the oldest is forgotten first. */
+const SIGN_IN_MEMORY = 10_000;
+
+/**
+ * Every sign-in to the admin API on the record: the verifier, wrapped so that an access token this process has not
+ * seen yet appends `admin.sign-in` (the subject, the roles, the token's `iat`, `exp`, `jti` and readable name) once
+ * it is verified. Later requests with the same token add nothing. A token is known by its `jti`, or else by its
+ * SHA-256: the token itself is never kept. The memory is bounded (the most recently used tokens, each until it
+ * expires). An append that fails fails the request (the sign-in is tried again with the next one): no unrecorded
+ * sign-in.
+ */
+export function auditSignIns(
+  verify: TokenVerifier,
+  audit: AuditFn,
+  o: { max?: number; now?: () => number } = {},
+): TokenVerifier {
+  const max = o.max ?? SIGN_IN_MEMORY;
+  const now = o.now ?? Date.now;
+  /** key -> the token's expiry (ms) and the sign-in's append (shared by requests that arrive together). */
+  const seen = new Map<string, { expiresAt: number; recorded: Promise<unknown> }>();
+  const forgetExpired = () => {
+    const t = now();
+    for (const [key, entry] of seen) {
+      if (entry.expiresAt > t) break; // the oldest first: stop at the first one still valid
+      seen.delete(key);
+    }
+  };
+  return async (token) => {
+    const caller: Caller = await verify(token);
+    const claims = claimsOf(token!);
+    const key = claims.jti ? `jti:${claims.jti}` : `sha256:${sha256Hex(token!)}`;
+    const known = seen.get(key);
+    if (known) {
+      // Most recently used last: the oldest is forgotten first.
+      seen.delete(key);
+      seen.set(key, known);
+      await known.recorded;
+      return caller;
+    }
+    forgetExpired();
+    while (seen.size >= max) seen.delete(seen.keys().next().value!);
+    const recorded = Promise.resolve(
+      audit({
+        action: 'admin.sign-in',
+        subject: caller.subject,
+        roles: caller.roles,
+        outcome: 'ok',
+        details: {
+          ...(claims.iat !== undefined ? { iat: new Date(claims.iat * 1000).toISOString() } : {}),
+          exp: caller.expiresAt.toISOString(),
+          ...(claims.jti ? { jti: claims.jti.slice(0, 200) } : {}),
+          // The readable name beside the subject, as the codec server records it.
+          ...(caller.name ? { name: caller.name } : {}),
+        },
+      }),
+    );
+    seen.set(key, { expiresAt: caller.expiresAt.getTime(), recorded });
+    try {
+      await recorded;
+    } catch (err) {
+      seen.delete(key);
+      throw err;
+    }
+    return caller;
+  };
+}
+
+/** The claims of a token already verified: `jti` and `iat` when they are there. */
+function claimsOf(token: string): { jti?: string; iat?: number } {
+  try {
+    const payload = decodeJwt(token);
+    return {
+      ...(typeof payload.jti === 'string' && payload.jti !== '' ? { jti: payload.jti } : {}),
+      ...(typeof payload.iat === 'number' ? { iat: payload.iat } : {}),
+    };
+  } catch {
+    return {};
+  }
+}
 
 /** preHandler of a route for these roles only: 403 (audited) for an operator without one of them. */
 export function requireRole(audit: AuditFn | undefined, ...roles: string[]) {

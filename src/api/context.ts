@@ -8,6 +8,7 @@ import type { ClinicExamService } from './exam-service';
 import type { JourneyGateway } from './journeys';
 import type { ApiMetrics } from './metrics';
 
+import type { AuditTrail } from '../audit/log';
 import type { TokenVerifier } from '../auth/tokens';
 import type { AuditFn } from './auth';
 
@@ -24,8 +25,10 @@ export interface ApiContext {
   now: () => Date;
   /** Operators' access tokens (OIDC_ISSUER), when an identity provider is configured. */
   verifyOperator?: TokenVerifier;
-  /** The audit trail (AUDIT_FILE): operator actions, dead-letter access, refusals, retention's deletions. */
+  /** The audit trail (AUDIT_STORE): sign-ins, operator actions, dead-letter access, refusals, retention's deletions. */
   audit?: AuditFn;
+  /** The same trail, to read (GET /admin/audit, its export); absent when none is kept. */
+  auditTrail?: AuditTrail;
 }
 
 export interface RouteOptions {

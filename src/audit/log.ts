@@ -3,8 +3,9 @@
 // edited, removed or inserted afterwards breaks the chain where it happened (verifyAuditChain says where).
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 
 export interface AuditEvent {
   /** What was done: `codec.decode`, `codec.encode`, `journey.abandon`, `dead-letter.read`... */
@@ -47,8 +48,64 @@ export interface AuditLog {
   append(event: AuditEvent): Promise<AuditRecord>;
 }
 
+/** Which records to read, in seq order; the filters go together (and). */
+export interface AuditQuery {
+  /** Records after this seq (exclusive). */
+  after?: number;
+  /** Records up to this seq (inclusive): an export ends where it began. */
+  upTo?: number;
+  subject?: string;
+  action?: string;
+  /** Records at or after this time. */
+  since?: Date;
+  /** Records before this time. */
+  until?: Date;
+}
+
+export interface AuditPage {
+  records: AuditRecord[];
+  /** The seq to pass as `after` for the next page; null when no record follows. */
+  nextAfter: number | null;
+}
+
+/** An audit store that is also read (the admin routes, an export): the file or the PostgreSQL table. */
+export interface AuditTrail extends AuditLog {
+  readonly kind: 'file' | 'postgres';
+  /** Checks the store can be written (PostgreSQL: the table is there, the role may append and nothing more). */
+  init(): Promise<void>;
+  /** At most `limit` records of the query, in seq order. */
+  read(query: AuditQuery, limit: number): Promise<AuditPage>;
+  /** Every record of the query, in seq order, read a page at a time. */
+  records(query: AuditQuery): AsyncIterable<AuditRecord>;
+  /** Waits for the appends under way, then lets go of the store. */
+  close(): Promise<void>;
+}
+
+/** Whether a record is one the query asks for (seq bounds and filters). */
+export function matchesQuery(r: AuditRecord, q: AuditQuery): boolean {
+  if (q.after !== undefined && r.seq <= q.after) return false;
+  if (q.upTo !== undefined && r.seq > q.upTo) return false;
+  if (q.subject !== undefined && r.subject !== q.subject) return false;
+  if (q.action !== undefined && r.action !== q.action) return false;
+  const at = Date.parse(r.at);
+  if (q.since !== undefined && !(at >= q.since.getTime())) return false;
+  if (q.until !== undefined && !(at < q.until.getTime())) return false;
+  return true;
+}
+
+/** A page of an ordered record source: `limit` records, and whether one more follows. */
+export async function pageOf(source: AsyncIterable<AuditRecord>, limit: number): Promise<AuditPage> {
+  const records: AuditRecord[] = [];
+  for await (const r of source) {
+    if (records.length === limit) return { records, nextAfter: records.at(-1)?.seq ?? null };
+    records.push(r);
+  }
+  return { records, nextAfter: null };
+}
+
 /** The local audit store: a JSON-lines file, appended one record at a time, the chain carried on across restarts. */
-export class FileAuditLog implements AuditLog {
+export class FileAuditLog implements AuditTrail {
+  readonly kind = 'file' as const;
   #tail: Promise<{ seq: number; hash: string }>;
   #last: Promise<unknown> = Promise.resolve();
 
@@ -98,47 +155,113 @@ export class FileAuditLog implements AuditLog {
   async flush(): Promise<void> {
     await this.#last.catch(() => undefined);
   }
+
+  init(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  read(query: AuditQuery, limit: number): Promise<AuditPage> {
+    return pageOf(this.records(query), limit);
+  }
+
+  /** The file read line by line (it is never held whole); a line that is not a record stops the read with its number. */
+  async *records(query: AuditQuery): AsyncIterable<AuditRecord> {
+    await this.flush();
+    if (!existsSync(this.file)) return;
+    const lines = createInterface({ input: createReadStream(this.file, 'utf8'), crlfDelay: Infinity });
+    let n = 0;
+    try {
+      for await (const line of lines) {
+        n++;
+        if (line.trim() === '') continue;
+        let r: AuditRecord;
+        try {
+          r = JSON.parse(line) as AuditRecord;
+        } catch {
+          throw new Error(`the audit trail file has a line that is not a record (line ${n})`);
+        }
+        if (query.upTo !== undefined && r.seq > query.upTo) return;
+        if (matchesQuery(r, query)) yield r;
+      }
+    } finally {
+      lines.close();
+    }
+  }
+
+  close(): Promise<void> {
+    return this.flush();
+  }
 }
 
 export type ChainCheck = { ok: true; records: number } | { ok: false; records: number; at: number; problem: string };
 
-/** Checks a trail's chain from its first record: the first record that does not follow from the one before. */
-export function verifyAuditChain(lines: readonly string[]): ChainCheck {
-  let prev = GENESIS;
-  let seq = 0;
-  const records = lines.filter((l) => l.trim() !== '');
-  for (const [i, line] of records.entries()) {
-    const at = i + 1;
+export interface ChainStart {
+  /**
+   * `genesis` (default): the trail from its first record (seq 1, prev 64 zeros). `first`: a range of it (an export
+   * of part of the trail), checked from its first record's seq and prev on.
+   */
+  from?: 'genesis' | 'first';
+}
+
+/**
+ * Checks a trail one record at a time (a table or a file too large to hold): `add` each line in order; the first
+ * record that does not follow from the one before is the answer, and later lines are only counted.
+ */
+export class ChainVerifier {
+  #prev: string | undefined;
+  #seq: number | undefined;
+  #records = 0;
+  #failure: { at: number; problem: string } | undefined;
+
+  constructor(start: ChainStart = {}) {
+    if ((start.from ?? 'genesis') === 'genesis') {
+      this.#prev = GENESIS;
+      this.#seq = 0;
+    }
+  }
+
+  /** One line of the trail (blank lines are skipped); false once the chain is broken. */
+  add(line: string): boolean {
+    if (line.trim() === '') return this.#failure === undefined;
+    const at = ++this.#records;
+    if (this.#failure) return false;
     let r: AuditRecord;
     try {
       r = JSON.parse(line) as AuditRecord;
     } catch {
-      return { ok: false, records: records.length, at, problem: `line ${at} is not a record` };
+      return this.#fail(at, `line ${at} is not a record`);
     }
     const { hash, ...body } = r;
-    if (r.seq !== seq + 1)
-      return {
-        ok: false,
-        records: records.length,
+    const expectedSeq = this.#seq === undefined ? r.seq : this.#seq + 1;
+    if (r.seq !== expectedSeq)
+      return this.#fail(
         at,
-        problem: `record ${at} has seq ${r.seq}, expected ${seq + 1}: a record is missing or out of place`,
-      };
-    if (r.prev !== prev)
-      return {
-        ok: false,
-        records: records.length,
-        at,
-        problem: `record ${r.seq} does not follow the one before it (its prev hash differs)`,
-      };
+        `record ${at} has seq ${r.seq}, expected ${expectedSeq}: a record is missing or out of place`,
+      );
+    if (this.#prev !== undefined && r.prev !== this.#prev)
+      return this.#fail(at, `record ${r.seq} does not follow the one before it (its prev hash differs)`);
     if (hashOf(body) !== hash)
-      return {
-        ok: false,
-        records: records.length,
-        at,
-        problem: `record ${r.seq} was changed after it was written (its hash differs)`,
-      };
-    prev = hash;
-    seq = r.seq;
+      return this.#fail(at, `record ${r.seq} was changed after it was written (its hash differs)`);
+    this.#prev = hash;
+    this.#seq = r.seq;
+    return true;
   }
-  return { ok: true, records: records.length };
+
+  #fail(at: number, problem: string): false {
+    this.#failure = { at, problem };
+    return false;
+  }
+
+  result(): ChainCheck {
+    return this.#failure
+      ? { ok: false, records: this.#records, ...this.#failure }
+      : { ok: true, records: this.#records };
+  }
+}
+
+/** Checks a trail's chain from its first record: the first record that does not follow from the one before. */
+export function verifyAuditChain(lines: readonly string[], start: ChainStart = {}): ChainCheck {
+  const verifier = new ChainVerifier(start);
+  for (const line of lines) verifier.add(line);
+  return verifier.result();
 }

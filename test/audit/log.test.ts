@@ -1,5 +1,6 @@
 // The audit trail's chain: records appended one after the other (across a restart) verify; an edited record, a
-// removed one and one put out of order are each found where they are.
+// removed one and one put out of order are each found where they are; a range verifies from its first record's prev;
+// the file reads back by seq, subject, action and time.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,5 +70,32 @@ describe('the audit trail', () => {
 
   it('finds a line that is not a record', () => {
     expect(verifyAuditChain([lines[0]!, '{not json'])).toMatchObject({ ok: false, at: 2 });
+  });
+
+  it("verifies a range from its first record's prev, and only as a range", () => {
+    expect(verifyAuditChain(lines.slice(1), { from: 'first' })).toEqual({ ok: true, records: 3 });
+    expect(verifyAuditChain(lines.slice(1))).toMatchObject({ ok: false, at: 1 });
+    expect(verifyAuditChain([lines[1]!, lines[3]!], { from: 'first' })).toMatchObject({
+      ok: false,
+      at: 2,
+      problem: expect.stringContaining('a record is missing'),
+    });
+  });
+
+  it('reads the file back by seq, subject, action and time', async () => {
+    const log = new FileAuditLog(file);
+    expect((await log.read({}, 2)).records.map((r) => r.seq)).toEqual([1, 2]);
+    expect((await log.read({}, 2)).nextAfter).toBe(2);
+    expect(await log.read({ after: 2 }, 2)).toMatchObject({ records: [{ seq: 3 }, { seq: 4 }], nextAfter: null });
+    expect((await log.read({ subject: 'admin-1' }, 10)).records.map((r) => r.action)).toEqual(['journey.abandon']);
+    expect((await log.read({ action: 'codec.decode', upTo: 2 }, 10)).records.map((r) => r.seq)).toEqual([1, 2]);
+    const first = new Date((JSON.parse(lines[0]!) as AuditRecord).at);
+    expect((await log.read({ since: first }, 10)).records).toHaveLength(4);
+    expect((await log.read({ until: first }, 10)).records).toHaveLength(0);
+    const all: number[] = [];
+    for await (const r of log.records({ after: 1 })) all.push(r.seq);
+    expect(all).toEqual([2, 3, 4]);
+    // No file yet: an empty trail.
+    expect(await new FileAuditLog(path.join(dir, 'none.jsonl')).read({}, 10)).toEqual({ records: [], nextAfter: null });
   });
 });

@@ -1,0 +1,252 @@
+// The audit trail in PostgreSQL, on a throwaway cluster: writers in two processes (two pools) appending at once keep
+// one chain; the writer role may INSERT and SELECT only (UPDATE, DELETE, TRUNCATE: permission denied), and an edit the
+// owner makes anyway is found by the chain check; the table reads by seq, subject, action and time; the verify tool
+// checks the table and exports it as JSON lines that verify as a file.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { GENESIS, verifyAuditChain, type AuditEvent, type AuditRecord } from '../../src/audit/log';
+import {
+  AUDIT_TABLE,
+  PostgresAuditLog,
+  prepareAuditStore,
+  verifyAuditTable,
+  type PreparedAuditStore,
+} from '../../src/audit/postgres';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, '../..');
+/** Ports of this suite: 23000-23099. */
+const PG_PORT = 23040;
+
+const event = (i: number, subject: string): AuditEvent => ({
+  action: i % 3 === 0 ? 'journey.abandon' : 'codec.decode',
+  subject,
+  roles: ['journey-operator'],
+  outcome: 'ok',
+  details: { journeyId: `j${i}`, payloads: i },
+});
+
+describe('the audit trail in PostgreSQL', () => {
+  let pg: TestPostgres;
+  let prepared: PreparedAuditStore;
+  let owner: Client;
+  let writer: Client;
+  const password = randomBytes(18).toString('base64url');
+  const work = mkdtempSync(path.join(os.tmpdir(), 'audit-pg-'));
+
+  beforeAll(async () => {
+    pg = await startTestPostgres({ port: PG_PORT, database: 'audit' });
+    prepared = await prepareAuditStore({
+      ownerUrl: pg.url,
+      writerRole: 'journey_audit_writer',
+      writerPassword: password,
+    });
+    owner = new Client({ connectionString: pg.url });
+    await owner.connect();
+    writer = new Client({ connectionString: prepared.writerUrl });
+    await writer.connect();
+  }, 120_000);
+  afterAll(async () => {
+    await writer?.end();
+    await owner?.end();
+    await pg?.cleanup();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('prepares the table and the writer role, again without harm', async () => {
+    expect(prepared).toMatchObject({ table: AUDIT_TABLE, tableCreated: true, roleCreated: true });
+    const again = await prepareAuditStore({
+      ownerUrl: pg.url,
+      writerRole: 'journey_audit_writer',
+      writerPassword: password,
+    });
+    expect(again).toMatchObject({ tableCreated: false, roleCreated: false, writerUrl: prepared.writerUrl });
+    const grants = await owner.query<{ privilege_type: string }>(
+      `SELECT privilege_type FROM information_schema.role_table_grants
+        WHERE grantee = 'journey_audit_writer' AND table_name = 'audit_trail' ORDER BY privilege_type`,
+    );
+    expect(grants.rows.map((r) => r.privilege_type)).toEqual(['INSERT', 'SELECT']);
+    await expect(
+      prepareAuditStore({ ownerUrl: pg.url, writerRole: pg.user, writerPassword: password }),
+    ).rejects.toThrow('must not be the role that owns the audit trail');
+  });
+
+  it('refuses to write as a role that could change the trail', async () => {
+    const asOwner = new PostgresAuditLog({ connectionString: pg.url });
+    try {
+      const err = await asOwner.init().then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(err?.message).toMatch(/may change the trail \(UPDATE, DELETE, TRUNCATE, it owns the table\)/);
+      expect(err?.message).not.toContain(password);
+    } finally {
+      await asOwner.close();
+    }
+  });
+
+  it('keeps one chain while two processes append at once', async () => {
+    const a = new PostgresAuditLog({ connectionString: prepared.writerUrl, applicationName: 'process a' });
+    const b = new PostgresAuditLog({ connectionString: prepared.writerUrl, applicationName: 'process b' });
+    try {
+      await Promise.all([a.init(), b.init()]);
+      // Each process: five lanes of 30 appends one after the other (many transactions, contending for the lock),
+      // besides a burst of 50 at once (one group commit).
+      const lane = async (log: PostgresAuditLog, subject: string, lane: number) => {
+        const out: AuditRecord[] = [];
+        for (let i = 0; i < 20; i++) out.push(await log.append(event(lane * 100 + i, subject)));
+        return out;
+      };
+      const appended = (
+        await Promise.all([
+          ...[0, 1, 2, 3, 4].flatMap((l) => [lane(a, 'operator-a', l), lane(b, 'operator-b', l)]),
+          Promise.all(Array.from({ length: 50 }, (_, i) => a.append(event(i, 'operator-a')))),
+          Promise.all(Array.from({ length: 50 }, (_, i) => b.append(event(i, 'operator-b')))),
+        ])
+      ).flat();
+      // Each append answers its own record, and every seq is given once.
+      expect(new Set(appended.map((r) => r.seq)).size).toBe(300);
+      expect(appended.filter((r) => r.subject === 'operator-a')).toHaveLength(150);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+    const rows = await writer.query<{ record: string }>(
+      `SELECT record::text AS record FROM ${AUDIT_TABLE} ORDER BY seq`,
+    );
+    const records = rows.rows.map((r) => JSON.parse(r.record) as AuditRecord);
+    expect(records.map((r) => r.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+    expect(records[0]!.prev).toBe(GENESIS);
+    // Both processes' records are in it, interleaved, as one chain that the file's check verifies.
+    const switches = records.filter((r, i) => i > 0 && r.subject !== records[i - 1]!.subject).length;
+    expect(switches).toBeGreaterThan(10);
+    expect(verifyAuditChain(rows.rows.map((r) => r.record))).toEqual({ ok: true, records: 300 });
+    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 300 });
+  });
+
+  it('reads by seq, subject, action and time, a page at a time', async () => {
+    const log = new PostgresAuditLog({ connectionString: prepared.writerUrl });
+    try {
+      await log.init();
+      const first = await log.read({}, 100);
+      expect(first.records.map((r) => r.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+      expect(first.nextAfter).toBe(100);
+      const last = await log.read({ after: 250 }, 100);
+      expect(last.records).toHaveLength(50);
+      expect(last.nextAfter).toBeNull();
+      const mine = await log.read({ subject: 'operator-b', action: 'journey.abandon' }, 1000);
+      const everything = (await log.read({}, 1000)).records;
+      expect(mine.records).toEqual(
+        everything.filter((r) => r.subject === 'operator-b' && r.action === 'journey.abandon'),
+      );
+      expect(mine.records.length).toBeGreaterThan(10);
+      expect(mine.records.every((r) => r.subject === 'operator-b' && r.action === 'journey.abandon')).toBe(true);
+      const all: AuditRecord[] = [];
+      for await (const r of log.records({ after: 10, upTo: 290 })) all.push(r);
+      expect(all.map((r) => r.seq)).toEqual(Array.from({ length: 280 }, (_, i) => i + 11));
+      const at = new Date(first.records[0]!.at);
+      expect((await log.read({ since: at, until: new Date(at.getTime() + 3_600_000) }, 1000)).records.length).toBe(300);
+      expect((await log.read({ until: at }, 1000)).records).toHaveLength(0);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it('refuses UPDATE, DELETE and TRUNCATE to the writer', async () => {
+    for (const sql of [
+      `UPDATE ${AUDIT_TABLE} SET subject = 'someone-else' WHERE seq = 2`,
+      `DELETE FROM ${AUDIT_TABLE} WHERE seq = 2`,
+      `TRUNCATE ${AUDIT_TABLE}`,
+      `ALTER TABLE ${AUDIT_TABLE} DISABLE TRIGGER USER`,
+      `DROP TABLE ${AUDIT_TABLE}`,
+    ]) {
+      await expect(writer.query(sql)).rejects.toMatchObject({
+        code: '42501',
+        message: expect.stringMatching(/permission denied|must be owner/),
+      });
+    }
+    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 300 });
+  });
+
+  it("finds an edit the table's owner makes anyway", async () => {
+    // Even the owner is refused until it turns the append-only triggers off on purpose.
+    await expect(owner.query(`DELETE FROM ${AUDIT_TABLE} WHERE seq = 5`)).rejects.toThrow('append-only');
+    await owner.query(`ALTER TABLE ${AUDIT_TABLE} DISABLE TRIGGER USER`);
+    const original = (
+      await owner.query<{ record: string }>(`SELECT record::text AS record FROM ${AUDIT_TABLE} WHERE seq = 5`)
+    ).rows[0]!.record;
+
+    // The record rewritten (and its subject column with it).
+    const edited = original.replace(/"subject":"[^"]*"/, '"subject":"someone-else"');
+    await owner.query(`UPDATE ${AUDIT_TABLE} SET record = $1::json, subject = 'someone-else' WHERE seq = 5`, [edited]);
+    expect(await verifyAuditTable(prepared.writerUrl)).toMatchObject({
+      ok: false,
+      at: 5,
+      problem: 'record 5 was changed after it was written (its hash differs)',
+    });
+
+    // The filter's column changed alone: the chain holds, the check still finds it.
+    await owner.query(`UPDATE ${AUDIT_TABLE} SET record = $1::json WHERE seq = 5`, [original]);
+    expect(await verifyAuditTable(prepared.writerUrl)).toMatchObject({
+      ok: false,
+      at: 5,
+      problem: expect.stringContaining('subject column'),
+    });
+
+    // A record removed.
+    const subject = (JSON.parse(original) as AuditRecord).subject;
+    await owner.query(`UPDATE ${AUDIT_TABLE} SET subject = $1 WHERE seq = 5`, [subject]);
+    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 300 });
+    await owner.query(`DELETE FROM ${AUDIT_TABLE} WHERE seq = 7`);
+    expect(await verifyAuditTable(prepared.writerUrl)).toMatchObject({
+      ok: false,
+      at: 7,
+      problem: expect.stringContaining('a record is missing'),
+    });
+    await owner.query(`ALTER TABLE ${AUDIT_TABLE} ENABLE TRIGGER USER`);
+  });
+
+  it('verifies the table and exports it as JSON lines from the command line, never printing the URL', async () => {
+    // A fresh table: the previous test broke the chain on purpose.
+    await owner.query(`ALTER TABLE ${AUDIT_TABLE} DISABLE TRIGGER USER`);
+    await owner.query(`DELETE FROM ${AUDIT_TABLE}`);
+    await owner.query(`ALTER TABLE ${AUDIT_TABLE} ENABLE TRIGGER USER`);
+    const log = new PostgresAuditLog({ connectionString: prepared.writerUrl });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => log.append(event(i, `operator-${i % 4}`))));
+    await log.close();
+
+    const file = path.join(work, 'export.jsonl');
+    const node = [process.execPath, '--import', 'tsx', path.join(ROOT, 'scripts/audit-trail.ts')] as const;
+    const env = { ...process.env, AUDIT_DATABASE_URL: prepared.writerUrl };
+    const exported = await run(node[0], [...node.slice(1), '--export', file], { cwd: ROOT, env });
+    expect(exported.stdout).toContain('20 records written');
+    expect(exported.stdout).toContain('the audit table: 20 records, the chain is whole');
+    expect(exported.stdout + exported.stderr).not.toContain(password);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    expect(verifyAuditChain(lines)).toEqual({ ok: true, records: 20 });
+    const checked = await run(node[0], [...node.slice(1), file], { cwd: ROOT });
+    expect(checked.stdout).toContain('20 records, the chain is whole');
+
+    // A range (seq 6 on) verifies from its first record's prev; as a whole trail it does not.
+    const range = path.join(work, 'range.jsonl');
+    await run('sh', ['-c', `tail -n 15 "${file}" > "${range}"`]);
+    expect((await run(node[0], [...node.slice(1), '--range', range], { cwd: ROOT })).stdout).toContain(
+      '15 records, the chain is whole',
+    );
+    await expect(run(node[0], [...node.slice(1), range], { cwd: ROOT })).rejects.toMatchObject({ code: 1 });
+
+    // A bad password: an error that names no secret.
+    const wrong = prepared.writerUrl.replace(encodeURIComponent(password), 'wrong-password');
+    const refused = await run(node[0], [...node.slice(1), '--database-url', wrong], { cwd: ROOT }).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    expect(refused).toMatchObject({ code: 2, stderr: expect.stringContaining('password authentication failed') });
+    expect(refused.stderr).not.toContain('wrong-password');
+  }, 60_000);
+});
