@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
-import { FileAuditLog, type AuditEvent } from './audit/log';
+import { auditLogFrom, type AuditEvent } from './audit';
 import { createAttachmentStore } from './attachments';
 import { sealerKeys } from './inbox';
 import { RecordSealer } from './codec/at-rest';
@@ -17,9 +17,13 @@ import { connectWorkerConnection, dataConverterOf, heartbeatRecorder, makeCurren
 import { webhookUrl } from './webhook-url';
 import { readWorkflowBundle } from './workflow-bundle';
 
-export function activityDeps(config: Config, connection: NativeConnection): ActivityDeps & { close(): Promise<void> } {
+export function activityDeps(
+  config: Config,
+  connection: NativeConnection,
+): ActivityDeps & { init(): Promise<void>; close(): Promise<void> } {
   const clients = examServiceClients(config);
-  const audit = config.api.auditFile ? new FileAuditLog(config.api.auditFile) : undefined;
+  // The same trail as the API's (AUDIT_STORE): the attachments' deletions go on it.
+  const audit = auditLogFrom(config.audit, { applicationName: 'journey-worker audit' });
   return {
     ...(audit ? { audit: (event: AuditEvent) => audit.append(event) } : {}),
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
@@ -29,7 +33,13 @@ export function activityDeps(config: Config, connection: NativeConnection): Acti
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
     recordHeartbeat: heartbeatRecorder(connection, config.temporal.namespace, dataConverterOf(config)),
-    close: () => clients.close(),
+    init: async () => {
+      await audit?.init();
+    },
+    close: async () => {
+      await clients.close();
+      await audit?.close();
+    },
   };
 }
 
@@ -48,6 +58,7 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
   const dataConverter = dataConverterOf(config);
   const connection = overrides.connection ?? (await connectWorkerConnection(config.temporal));
   const deps = activityDeps(config, connection);
+  await deps.init();
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -15,6 +15,7 @@ import { makeCurrentVersion } from '../../src/temporal';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { ServiceAccountTokens } from '../../src/auth/service-account';
+import { prepareAuditStore } from '../../src/audit/postgres';
 import { stackBuildId } from './build-id';
 import type { StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
@@ -212,6 +213,8 @@ export class ProductionStack {
   #clinicsFile: string | undefined;
   #secrets: ReturnType<typeof stackSecrets> | undefined;
   #started: { name: string; stop: () => Promise<void> }[] = [];
+  /** The audit trail's table, as its insert-only writer role reaches it (carries the password: never log it). */
+  #auditUrl: string | undefined;
   /** The automation service account's tokens (the stack's own calls to a Temporal server with the authorizer). */
   #automation: ServiceAccountTokens | undefined;
   readonly #log: (line: string) => void;
@@ -320,6 +323,14 @@ export class ProductionStack {
       password: decodeURIComponent(new URL(this.postgres.url).password),
     };
 
+    // 1a. One audit trail for every process: a table the processes' role can only read and append to.
+    const audit = await prepareAuditStore({
+      ownerUrl: this.inboxDatabaseUrl,
+      writerRole: 'journey_audit_writer',
+      writerPassword: secrets.auditWriterPassword!,
+    });
+    this.#auditUrl = audit.writerUrl;
+
     // 1b. The identity provider: Keycloak on its own database, the realm imported on its first start. Temporal's
     // authorizer reads its keys at start, so it comes first (its ~20 s overlap the schema's setup).
     const keycloakReady = this.o.identity ? this.#startKeycloak(pgAccess) : Promise.resolve();
@@ -387,8 +398,8 @@ export class ProductionStack {
         ? { CODEC_TLS_CERT_FILE: this.#codecTls().certFile, CODEC_TLS_KEY_FILE: this.#codecTls().keyFile }
         : {}),
       CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
-      // Every decode on the record (npm run audit-trail:verify -- <file>).
-      CODEC_AUDIT_FILE: path.join(dataDir, 'audit', 'codec.jsonl'),
+      // Every decode on the record, in the trail every process shares (npm run audit-trail:verify -- --database-url).
+      ...this.#auditEnv(),
       LOG_LEVEL: 'warn',
     });
     const ui = this.#process('temporal-ui', UI_SERVER, ['-r', this.#uiConfig(), '-e', 'production', 'start'], {});
@@ -458,13 +469,23 @@ export class ProductionStack {
       ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
       AWS_ACCESS_KEY_ID: this.objectStore!.accessKeyId,
       AWS_SECRET_ACCESS_KEY: this.objectStore!.secretAccessKey,
-      // One trail per process: each is a chain of its own (a shared store would need one writer at a time).
-      AUDIT_FILE: path.join(this.o.dataDir, 'audit', `${name}.jsonl`),
+      ...this.#auditEnv(),
       LOG_LEVEL: 'warn',
       ...this.#oidcEnv(),
       ...this.#serviceAccountEnv(name.startsWith('api-') ? 'api' : 'worker'),
       ...this.o.engineEnv,
     };
+  }
+
+  /** The shared audit trail (PostgreSQL, insert-only role) of the codec server, the workers and the API. */
+  #auditEnv(): Record<string, string> {
+    return { AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL: this.#auditUrl! };
+  }
+
+  /** The audit trail's database URL, as its writer role reaches it (a secret: never log it). */
+  get auditDatabaseUrl(): string {
+    if (!this.#auditUrl) throw new Error('the stack is not started');
+    return this.#auditUrl;
   }
 
   /** The identity provider whose tokens the codec server and the admin API check (none without `identity`). */

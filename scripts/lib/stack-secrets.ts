@@ -20,6 +20,8 @@ export interface StackSecrets {
   objectStoreSecretKey?: string;
   /** The codec server's token (the production-shaped stack: automation's static token, header only). */
   codecServerToken?: string;
+  /** The audit trail's writer role's password (the production-shaped stack). */
+  auditWriterPassword?: string;
   /** The identity provider's secrets (the production-shaped stack's Keycloak): clients' and demo users'. */
   identity?: IdentitySecrets;
 }
@@ -36,6 +38,7 @@ export function stackSecrets(dataDir: string): StackSecrets {
     objectStoreAccessKey: kept.objectStoreAccessKey ?? `journeys-${randomBytes(4).toString('hex')}`,
     objectStoreSecretKey: kept.objectStoreSecretKey ?? randomBytes(24).toString('base64url'),
     codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
+    auditWriterPassword: kept.auditWriterPassword ?? randomBytes(24).toString('base64url'),
     identity: identitySecrets(kept.identity),
   };
   if (JSON.stringify(secrets) !== JSON.stringify(kept)) {

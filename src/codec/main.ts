@@ -1,9 +1,9 @@
 // `npm run codec`: the codec server the Temporal UI calls to show decrypted payloads to operators.
 import { readFileSync } from 'node:fs';
-import { loadCodecConfig } from '../config';
+import { loadAuditConfig, loadCodecConfig } from '../config';
 import { EncryptionCodec } from './encryption-codec';
 import { asStackPart } from '../part-lifecycle';
-import { FileAuditLog, type AuditEvent } from '../audit/log';
+import { auditLogFrom, type AuditEvent } from '../audit';
 import { tokenVerifier } from '../auth/tokens';
 import { buildCodecServer } from './server';
 
@@ -11,7 +11,12 @@ async function main() {
   const config = loadCodecConfig();
   if (config.codec.keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS is required by the codec server');
   const { oidc, auditFile } = config.codec;
-  const audit = auditFile ? new FileAuditLog(auditFile) : undefined;
+  // The shared trail (AUDIT_STORE=postgres) when there is one, else its own file (CODEC_AUDIT_FILE).
+  const { audit: store } = loadAuditConfig();
+  const audit = auditLogFrom(store.store === 'postgres' ? store : { store: 'file', file: auditFile }, {
+    applicationName: 'journey-codec audit',
+  });
+  await audit?.init();
   const { tls } = config.codec;
   const app = buildCodecServer({
     ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
@@ -45,7 +50,7 @@ async function main() {
         : config.codec.serverToken
           ? 'a static token'
           : 'anyone on this host'
-    }${auditFile ? `; audit trail ${auditFile}` : ''})`,
+    }${store.store === 'postgres' ? '; audit trail: the shared table' : auditFile ? `; audit trail ${auditFile}` : ''})`,
   );
   const stop = () => void app.close().then(() => process.exit(0));
   process.on('SIGINT', stop);
