@@ -129,6 +129,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     concurrency: config.forwarder.concurrency,
     maxBackoffMs: config.forwarder.maxBackoffMs,
     pressure: () => ackPressure.underPressure(),
+    policy: config.forwarder.policy,
     maxDeferMs: config.forwarder.maxDeferMs,
     probe: () =>
       deps.temporal.connection

@@ -75,10 +75,13 @@ describe('configuration', () => {
       maxBackoffMs: 30_000,
       ackPressureMs: 5,
       maxDeferMs: 10_000,
+      policy: 'surge',
       signalTimeoutMs: 3_000,
       thread: true,
       threadNice: 5,
     });
+    expect(loadConfig({ ...base, FORWARDER_POLICY: 'adaptive' }).forwarder.policy).toBe('adaptive');
+    expect(() => loadConfig({ ...base, FORWARDER_POLICY: 'eager' })).toThrow('FORWARDER_POLICY: surge or adaptive');
     expect(loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: '0' }).forwarder.maxDeferMs).toBe(0);
     expect(() => loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: 'soon' })).toThrow('FORWARDER_MAX_DEFER_MS');
     expect(loadConfig({ ...base, FORWARDER_THREAD: 'false', FORWARDER_THREAD_NICE: '0' }).forwarder).toMatchObject({
