@@ -1,11 +1,12 @@
-// Renders docs/performance.md and the latency plot again from a run's results (bench/last-run.json by default),
-// after a change to bench/lib/report.ts, without measuring again.
+// Renders docs/performance.md and the plots again from a run's results (bench/last-run.json by default), after a
+// change to bench/lib/report.ts, without measuring again. Results of a sustained-only run (its work folder's
+// results.json) replace only the sustained section; the sustained plot goes beside the report.
 //
 //   node --import tsx bench/render-report.ts [results.json] [out.md] [out.svg]
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { renderReport, type Results } from './lib/report';
-import { keepScaleSection } from './lib/sections';
+import { keepSections, spliceSustainedSection } from './lib/sections';
 
 const root = path.resolve(__dirname, '..');
 const [
@@ -14,7 +15,13 @@ const [
   svg = path.join(root, 'docs/webhook-latency.svg'),
 ] = process.argv.slice(2);
 const results = JSON.parse(readFileSync(input, 'utf8')) as Results;
-const out = renderReport(results);
-writeFileSync(md, keepScaleSection(md, out.markdown));
-writeFileSync(svg, out.svg);
-console.log(`wrote ${md} and ${svg} from ${input}`);
+const depthSvg = path.join(path.dirname(md), 'sustained-inbox-depth.svg');
+const out = renderReport(results, { sustainedSvgLink: path.relative(path.dirname(md), depthSvg) });
+const sustainedOnly =
+  results.options.phases.includes('sustained') && results.options.phases.every((p) => p === 'sustained');
+writeFileSync(md, sustainedOnly ? spliceSustainedSection(md, out.markdown) : keepSections(md, out.markdown));
+if (!sustainedOnly) writeFileSync(svg, out.svg);
+if (out.sustainedSvg) writeFileSync(depthSvg, out.sustainedSvg);
+console.log(
+  `wrote ${md}${sustainedOnly ? ' (its sustained section)' : ` and ${svg}`}${out.sustainedSvg ? ` and ${depthSvg}` : ''} from ${input}`,
+);

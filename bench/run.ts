@@ -12,6 +12,11 @@
 //                                                   cold, tests, alone, webhook, burst, outage, throughput, tuning,
 //                                                   waiting
 //   npm run bench -- --only tests --npm-test full   a whole `npm test`, kept in bench/npm-test-full.json
+//   npm run bench -- --only sustained --out docs/performance.md
+//                                                   the sustained load (opt-in, never in a run without --only):
+//                                                   each rate held for minutes per store, about an hour with the
+//                                                   defaults; only its section of the report (and
+//                                                   sustained-inbox-depth.svg beside it) is replaced
 //
 // webhook, burst and outage run for each inbox store in turn (--stores), the API restarted on it: webhook = the
 // levels with Temporal up beside the bare route; burst = 200 simultaneous callbacks, Temporal up and stopped;
@@ -24,6 +29,10 @@
 //          --npm-test first|full|skip  --timeout-minutes 21  --port-base 22200
 //          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
+//          sustained: --sustained-rates 50,100,150,200,300  --sustained-seconds 180  --sustained-drain-seconds 120
+//          --sustained-svg <svg> (default: sustained-inbox-depth.svg beside --svg, else beside the report)
+//          --forwarder-policies a,b (the API restarted with FORWARDER_POLICY=<each> for the sustained rates)
+//          The hard limit grows by the sustained phase's own budget when it runs (unless --timeout-minutes).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -31,15 +40,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
-import { PHASES, type Ctx, type Options, type Phase } from './lib/context';
+import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib/context';
 import { benchClient, benchConfig } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
 import { killAllSync, liveChildren, ROOT, stopChild } from './lib/proc';
 import { renderReport, type Results } from './lib/report';
-import { keepScaleSection } from './lib/sections';
+import { keepSections, spliceSustainedSection } from './lib/sections';
+import { kneeLine, knees } from './lib/sustained-report';
 import { BenchStack, benchPorts } from './lib/stack';
 import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
 import { apiAlone } from './api-alone';
+import { sustainedPhase } from './phases/sustained';
 import { throughputPhase } from './phases/throughput';
 import { tuningPhase } from './phases/tuning';
 import { waitingPhase } from './phases/waiting';
@@ -80,6 +91,11 @@ function parseOptions(argv: string[]): Options {
       svg: { type: 'string' },
       'keep-data': { type: 'boolean', default: false },
       'extra-ab': { type: 'boolean', default: false },
+      'sustained-rates': { type: 'string' },
+      'sustained-seconds': { type: 'string' },
+      'sustained-drain-seconds': { type: 'string' },
+      'sustained-svg': { type: 'string' },
+      'forwarder-policies': { type: 'string' },
     },
   });
   const quick = v.quick ?? false;
@@ -93,15 +109,30 @@ function parseOptions(argv: string[]): Options {
   const only = list(v.only) as Phase[] | undefined;
   const skip = new Set(list(v.skip) ?? []);
   for (const p of [...(only ?? []), ...skip]) if (!PHASES.includes(p as Phase)) throw new Error(`unknown phase ${p}`);
-  const phases = new Set((only ?? PHASES).filter((p) => !skip.has(p)));
+  const phases = new Set((only ?? PHASES.filter((p) => !OPT_IN_PHASES.includes(p))).filter((p) => !skip.has(p)));
   const npmTest = (v['npm-test'] ?? 'first') as Options['npmTest'];
   if (!['first', 'full', 'skip'].includes(npmTest)) throw new Error('--npm-test is first, full or skip');
   if (npmTest === 'skip') phases.delete('tests');
   const partial = only !== undefined || skip.size > 0 || quick;
   const portBase = num(v['port-base'], 22_200);
-  if (portBase < 22_000 || portBase + 200 > 22_999) throw new Error('--port-base must keep every port in 22000-22999');
+  if (portBase < 22_000 || portBase + 200 > 23_999) throw new Error('--port-base must keep every port in 22000-23999');
   const stores = list(v.stores) ?? ['files', 'postgres'];
   for (const st of stores) if (st !== 'files' && st !== 'postgres') throw new Error(`unknown inbox store ${st}`);
+  const sustainedRates = (list(v['sustained-rates']) ?? ['50', '100', '150', '200', '300']).map((x) => num(x, 0));
+  if (sustainedRates.some((r) => r <= 0)) throw new Error('--sustained-rates are callbacks per second, above 0');
+  const sustainedSeconds = num(v['sustained-seconds'], quick ? 30 : 180);
+  const sustainedDrainSeconds = num(v['sustained-drain-seconds'], quick ? 60 : 120);
+  const forwarderPolicies = list(v['forwarder-policies'])?.filter((x) => x !== '') ?? [];
+  for (const p of forwarderPolicies)
+    if (!/^[\w.:=+-]+$/.test(p)) throw new Error(`--forwarder-policies: not a plain value: ${p}`);
+  // The sustained phase's own time: every store, policy and rate, its load, drain and settling.
+  const sustainedMs = phases.has('sustained')
+    ? stores.length *
+      Math.max(1, forwarderPolicies.length) *
+      sustainedRates.length *
+      (Math.min(2, num(v['warmup-seconds'], 2)) + sustainedSeconds + sustainedDrainSeconds + 45) *
+      1000
+    : 0;
   return {
     phases,
     stores: stores as Options['stores'],
@@ -116,7 +147,10 @@ function parseOptions(argv: string[]): Options {
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
     backgroundNice: Math.min(19, Math.floor(num(v['background-nice'], 10))),
     npmTest,
-    timeoutMs: num(v['timeout-minutes'], quick ? 15 : 21) * 60_000,
+    timeoutMs:
+      v['timeout-minutes'] !== undefined
+        ? num(v['timeout-minutes'], 21) * 60_000
+        : (quick ? 15 : 21) * 60_000 + sustainedMs,
     // A partial run does not overwrite the committed report.
     out: v.out ?? (partial ? undefined : path.join(ROOT, 'docs', 'performance.md')),
     svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),
@@ -124,7 +158,17 @@ function parseOptions(argv: string[]): Options {
     keepData: v['keep-data'] ?? false,
     quickSizes: quick,
     extraAb: v['extra-ab'] ?? false,
+    sustainedRates,
+    sustainedSeconds,
+    sustainedDrainSeconds,
+    sustainedSvg: v['sustained-svg'],
+    forwarderPolicies,
   };
+}
+
+/** Where the sustained plot goes: --sustained-svg, else beside the latency plot, else beside the report. */
+function sustainedSvgPath(o: Options, report: string): string {
+  return o.sustainedSvg ?? path.join(path.dirname(o.svg ?? report), 'sustained-inbox-depth.svg');
 }
 
 async function main() {
@@ -193,11 +237,22 @@ async function main() {
       results.npmTestFull = await readFullNpmTest();
       const json = path.join(workDir, 'results.json');
       await writeFile(json, JSON.stringify(results, null, 2));
-      const { markdown, svg } = renderReport(results);
-      if (o.out) await writeFile(o.out, keepScaleSection(o.out, markdown));
-      if (o.svg) await writeFile(o.svg, svg);
-      if (o.out) await writeFile(path.join(ROOT, 'bench', 'last-run.json'), `${JSON.stringify(results, null, 2)}\n`);
-      else await writeFile(path.join(workDir, 'performance.md'), markdown);
+      const report = o.out ?? path.join(workDir, 'performance.md');
+      const depthSvg = sustainedSvgPath(o, report);
+      const { markdown, svg, sustainedSvg } = renderReport(results, {
+        sustainedSvgLink: path.relative(path.dirname(report), depthSvg),
+      });
+      // The sustained phase alone replaces only its own section (and plot): the rest of the report stays as it was.
+      const sustainedOnly = o.phases.has('sustained') && [...o.phases].every((p) => p === 'sustained');
+      if (o.out && !sustainedOnly) await writeFile(o.out, keepSections(o.out, markdown));
+      else if (o.out && results.sustained?.runs.length) await writeFile(o.out, spliceSustainedSection(o.out, markdown));
+      else if (o.out) log(`no sustained run finished: ${o.out} left as it was`);
+      if (o.svg && !sustainedOnly) await writeFile(o.svg, svg);
+      if (sustainedSvg) await writeFile(depthSvg, sustainedSvg);
+      if (o.out && !sustainedOnly) {
+        await writeFile(path.join(ROOT, 'bench', 'last-run.json'), `${JSON.stringify(results, null, 2)}\n`);
+      } else if (!o.out) await writeFile(path.join(workDir, 'performance.md'), markdown);
+      if (sustainedSvg) log(`sustained plot: ${depthSvg}`);
       log(`load average after: ${results.loadAfter.one} ${results.loadAfter.five} ${results.loadAfter.fifteen}`);
       log(`report: ${o.out ?? path.join(workDir, 'performance.md')}; raw results: ${json}`);
       log(
@@ -240,7 +295,9 @@ async function main() {
   }
 
   const has = (p: Phase) => o.phases.has(p);
-  const inboxPhases = has('webhook') || has('burst') || has('outage');
+  const webhookPhases = has('webhook') || has('burst') || has('outage');
+  // Every phase on the parked journeys and the callback inbox (the sustained load among them).
+  const inboxPhases = webhookPhases || has('sustained');
   // The PostgreSQL of the postgres inbox: for the API alone (a database of its own) and the inbox phases.
   if (o.stores.includes('postgres') && (has('alone') || inboxPhases)) {
     await phase('postgres start', async () => {
@@ -325,9 +382,9 @@ async function main() {
       }
       if (has('burst')) results.burst = { runs: [] };
       if (has('outage')) results.outage = { stores: [] };
-      results.rawSignals = [];
+      if (webhookPhases) results.rawSignals = [];
       // Each inbox store in turn: the API restarted on it, then its webhook levels, bursts and outage.
-      for (const store of o.stores) {
+      for (const store of webhookPhases ? o.stores : []) {
         if (store === 'postgres' && !stack.postgres) continue;
         const on = await phase(`API on the ${store} inbox`, async () => {
           if (stack.apiStore !== store || !stack.api) await stack.restartApi(store);
@@ -350,13 +407,31 @@ async function main() {
         // Temporal's own signal rate, beside each drain (or once, after the webhook levels, without an outage).
         if (has('outage') || (has('webhook') && store === o.stores.at(-1))) {
           const raw = await phase(`raw signals (${store})`, () => rawSignalRate(ctx, h, store));
-          if (raw) results.rawSignals.push(...raw);
+          if (raw) results.rawSignals?.push(...raw);
         }
       }
+      if (has('sustained')) {
+        const into = (results.sustained = {
+          journeys: h.journeyIds.length,
+          parkSeconds: h.parkSeconds,
+          connections: 128,
+          rates: o.sustainedRates,
+          seconds: o.sustainedSeconds,
+          warmupSeconds: Math.min(2, o.warmupSeconds),
+          drainLimitSeconds: o.sustainedDrainSeconds,
+          policies: o.forwarderPolicies,
+          forwarderConcurrency: config.forwarder.concurrency,
+          runs: [],
+          skipped: [],
+        });
+        await phase('sustained', () => sustainedPhase(ctx, h, into));
+      }
       results.delivery = await phase('delivery check', async () => finalCheck(ctx, h, await stack.apiTotals()));
+      if (results.sustained) for (const k of knees(results.sustained)) log(kneeLine(k, results.machine.cores));
       await stopBare(h);
-      // The later phases run on the default inbox.
-      if (stack.apiStore !== 'files') await phase('API back on the files inbox', () => stack.restartApi('files'));
+      // The later phases run on the default inbox, with the stack's own settings.
+      if (stack.apiStore !== 'files' || Object.keys(stack.apiEnv).length > 0)
+        await phase('API back on the files inbox', () => stack.restartApi('files'));
     }
     if (has('throughput')) results.throughput = await phase('throughput', () => throughputPhase(ctx));
     if (has('tuning')) results.tuning = await phase('tuning', () => tuningPhase(ctx, hooks, o.extraAb));

@@ -3,7 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import type { BenchStack } from './stack';
 
-export type Phase = 'cold' | 'tests' | 'alone' | 'webhook' | 'burst' | 'outage' | 'throughput' | 'tuning' | 'waiting';
+export type Phase =
+  'cold' | 'tests' | 'alone' | 'webhook' | 'burst' | 'outage' | 'sustained' | 'throughput' | 'tuning' | 'waiting';
 export const PHASES: Phase[] = [
   'cold',
   'tests',
@@ -11,10 +12,13 @@ export const PHASES: Phase[] = [
   'webhook',
   'burst',
   'outage',
+  'sustained',
   'throughput',
   'tuning',
   'waiting',
 ];
+/** Phases that run only when named in --only: the sustained load alone takes the better part of an hour. */
+export const OPT_IN_PHASES: Phase[] = ['sustained'];
 
 export interface Options {
   phases: Set<Phase>;
@@ -46,6 +50,17 @@ export interface Options {
   quickSizes: boolean;
   /** Adds the keep-alive and SQLite pragma A/Bs to the tuning phase. */
   extraAb: boolean;
+  /** The sustained phase: its steady rates (callbacks/s), each held this long, then at most this long to drain. */
+  sustainedRates: number[];
+  sustainedSeconds: number;
+  sustainedDrainSeconds: number;
+  /** Where the sustained phase's inbox-depth plot goes (undefined: beside the report; see run.ts). */
+  sustainedSvg: string | undefined;
+  /**
+   * --forwarder-policies: each value a restart of the API with FORWARDER_POLICY=<value> for the sustained phase
+   * (empty: the API's own default, no variable set).
+   */
+  forwarderPolicies: string[];
 }
 
 export interface Ctx {

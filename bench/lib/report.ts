@@ -2,6 +2,7 @@
 import type { AloneRun } from '../api-alone';
 import { GENERATOR_WARM_BURSTS } from './load';
 import type { ColdStartResults, NpmTestResults } from '../phases/cold';
+import type { SustainedResults } from '../phases/sustained';
 import type { ThroughputResults, ThroughputRun } from '../phases/throughput';
 import type { AbResult, TuningResults } from '../phases/tuning';
 import type { WaitingResults } from '../phases/waiting';
@@ -20,6 +21,7 @@ import type { DeliveryCheck, RawSignalRun } from './deliveries';
 import type { loadAverage, Machine } from './machine';
 import type { InboxStore } from './stack';
 import { fmtBytes, fmtMs } from './stats';
+import { sustainedSection, sustainedSvg } from './sustained-report';
 import { lineChartSvg, type Series } from './svg';
 
 type Load = ReturnType<typeof loadAverage>;
@@ -50,6 +52,8 @@ export interface Results {
   rawSignals?: RawSignalRun[];
   /** Every parked journey's snapshot against every 200 the API gave. */
   delivery?: DeliveryCheck;
+  /** Steady rates held for minutes (opt-in: --only sustained). */
+  sustained?: SustainedResults;
   throughput?: ThroughputResults;
   tuning?: TuningResults;
   waiting?: WaitingResults;
@@ -949,7 +953,14 @@ function outageSection(r: Results, L: string[]): void {
   }
 }
 
-export function renderReport(r: Results): { markdown: string; svg: string } {
+/**
+ * The whole report, the webhook latency plot, and (after a sustained run) the plot of inbox depth over time, which the
+ * report links as `sustainedSvgLink` (relative to the report's folder).
+ */
+export function renderReport(
+  r: Results,
+  o2: { sustainedSvgLink?: string } = {},
+): { markdown: string; svg: string; sustainedSvg?: string } {
   const m = r.machine;
   const o = r.options;
   const L: string[] = [];
@@ -1182,6 +1193,9 @@ export function renderReport(r: Results): { markdown: string; svg: string } {
     '                                                #   throughput, tuning, waiting',
     'npm run bench -- --only webhook --stores postgres   # the inbox phases on one store (files, postgres)',
     'npm run bench -- --only tests --npm-test full   # a whole npm test, kept in bench/npm-test-full.json for this report',
+    'npm run bench -- --only sustained --out docs/performance.md   # section 5 only (about an hour): steady rates',
+    '                                                #   (--sustained-rates, --sustained-seconds, --stores,',
+    '                                                #   --forwarder-policies a,b), the rest of the file kept',
     '```',
     '',
     `Where this run's time went: ${Object.entries(r.phaseSeconds ?? {})
@@ -1194,6 +1208,9 @@ export function renderReport(r: Results): { markdown: string; svg: string } {
       `${o.waitingJourneys.toLocaleString('en')} waiting journeys; provider delay ${o.providerDelayMs} ms; ` +
       `${o.startConcurrency} starts in flight. Every child's output is in the work folder's logs/ (its path is printed at the end).`,
     '',
+    sustainedSection(r, o2.sustainedSvgLink),
+    '',
   );
-  return { markdown: `${L.join('\n')}\n`, svg: latencyChart(r) };
+  const depth = sustainedSvg(r);
+  return { markdown: `${L.join('\n')}\n`, svg: latencyChart(r), ...(depth ? { sustainedSvg: depth } : {}) };
 }

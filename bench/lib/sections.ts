@@ -1,27 +1,77 @@
-// docs/performance.md is written by two benches: `npm run bench` renders the whole file, `npm run bench:scale` only
-// its scaling section between these markers. Each keeps what the other wrote.
+// docs/performance.md is written by several runs: `npm run bench` renders the whole file, `npm run bench:scale` only
+// its scaling section between the scale markers, and `npm run bench -- --only sustained` only the sustained section
+// between its markers. Each keeps what the others wrote.
 import { existsSync, readFileSync } from 'node:fs';
 
 export const SCALE_START = '<!-- scale:start -->';
 export const SCALE_END = '<!-- scale:end -->';
+export const SUSTAINED_START = '<!-- sustained:start -->';
+export const SUSTAINED_END = '<!-- sustained:end -->';
 
-function scaleSection(text: string): string | undefined {
-  const start = text.indexOf(SCALE_START);
-  const end = text.indexOf(SCALE_END);
-  return start >= 0 && end > start ? text.slice(start, end + SCALE_END.length) : undefined;
+interface Markers {
+  start: string;
+  end: string;
+}
+const SCALE: Markers = { start: SCALE_START, end: SCALE_END };
+const SUSTAINED: Markers = { start: SUSTAINED_START, end: SUSTAINED_END };
+
+function sectionOf(text: string, m: Markers): string | undefined {
+  const start = text.indexOf(m.start);
+  const end = text.indexOf(m.end, start);
+  return start >= 0 && end > start ? text.slice(start, end + m.end.length) : undefined;
+}
+
+/** A section with nothing between its markers (what a report without that run renders). */
+const isEmpty = (section: string, m: Markers) => section.slice(m.start.length, -m.end.length).trim() === '';
+
+/**
+ * The text with `section` in place of its `m` section; without one, inserted before the `before` section when the
+ * text has that, else appended.
+ */
+function withSection(text: string, m: Markers, section: string, before?: Markers): string {
+  const start = text.indexOf(m.start);
+  const end = text.indexOf(m.end, start);
+  if (start >= 0 && end > start) return `${text.slice(0, start)}${section}${text.slice(end + m.end.length)}`;
+  const at = before ? text.indexOf(before.start) : -1;
+  if (at >= 0) return `${text.slice(0, at)}${section}\n\n${text.slice(at)}`;
+  return `${text.trimEnd()}\n\n${section}\n`;
 }
 
 /** The file's text with `section` in place of its scale section (appended when it has none). */
 export function withScaleSection(text: string, section: string): string {
-  const start = text.indexOf(SCALE_START);
-  const end = text.indexOf(SCALE_END);
-  return start >= 0 && end > start
-    ? `${text.slice(0, start)}${section}${text.slice(end + SCALE_END.length)}`
-    : `${text.trimEnd()}\n\n${section}\n`;
+  return withSection(text, SCALE, section);
 }
 
 /** A freshly rendered report, with the scale section the file at `file` already had (if any) at its end. */
 export function keepScaleSection(file: string, markdown: string): string {
-  const kept = existsSync(file) ? scaleSection(readFileSync(file, 'utf8')) : undefined;
+  const kept = existsSync(file) ? sectionOf(readFileSync(file, 'utf8'), SCALE) : undefined;
   return kept ? withScaleSection(markdown, kept) : markdown;
+}
+
+/**
+ * A freshly rendered report with what the file at `file` already had that this run did not measure: its scale
+ * section, and its sustained section when the report's own is empty (a run without the sustained phase).
+ */
+export function keepSections(file: string, markdown: string): string {
+  if (!existsSync(file)) return markdown;
+  const old = readFileSync(file, 'utf8');
+  let out = markdown;
+  const ownSustained = sectionOf(out, SUSTAINED);
+  const keptSustained = sectionOf(old, SUSTAINED);
+  if (keptSustained && !isEmpty(keptSustained, SUSTAINED) && (!ownSustained || isEmpty(ownSustained, SUSTAINED))) {
+    out = withSection(out, SUSTAINED, keptSustained, SCALE);
+  }
+  const keptScale = sectionOf(old, SCALE);
+  return keptScale ? withScaleSection(out, keptScale) : out;
+}
+
+/**
+ * A run of the sustained phase alone: the file at `file` as it is, with the sustained section of `markdown` (a freshly
+ * rendered report) in place of its own (before the scale section when it had none); the whole report when there is
+ * no file yet.
+ */
+export function spliceSustainedSection(file: string, markdown: string): string {
+  const section = sectionOf(markdown, SUSTAINED);
+  if (!existsSync(file) || !section) return markdown;
+  return withSection(readFileSync(file, 'utf8'), SUSTAINED, section, SCALE);
 }

@@ -244,7 +244,7 @@ export async function waitInboxEmpty(ctx: Ctx, timeoutMs: number, what = 'the in
 }
 
 /** Keeps the 200s of a load run (deliveryId, time of the answer, journey); strips them from the results kept. */
-function keepDeliveries(hooks: HookState, runs: LevelResult[], targets: { path: string }[]): [string, number][] {
+export function keepDeliveries(hooks: HookState, runs: LevelResult[], targets: { path: string }[]): [string, number][] {
   const recorded: [string, number][] = [];
   for (const r of runs) {
     for (const [id, at, index] of r.deliveries ?? []) {
@@ -446,7 +446,7 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
 }
 
 /** Waits (up to timeoutMs) until the Temporal server and the worker together use less than `share` of a core. */
-async function waitQuiet(ctx: Ctx, share: number, timeoutMs: number): Promise<number> {
+export async function waitQuiet(ctx: Ctx, share: number, timeoutMs: number): Promise<number> {
   const t0 = performance.now();
   while (performance.now() - t0 < timeoutMs) {
     const since = await cpuShare(ctx);
