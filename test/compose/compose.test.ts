@@ -12,8 +12,9 @@ import type { Payload } from '@temporalio/common';
 import { Client as PgClient } from 'pg';
 import YAML from 'yaml';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
+import { PostgresAuditLog, verifyAuditTable } from '../../src/audit/postgres';
 import { buildCodecServer } from '../../src/codec/server';
-import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig, type Config } from '../../src/config';
+import { CONFIG_ENV_VARS, loadAuditConfig, loadCodecConfig, loadConfig, type Config } from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
 import { dataConverterOf } from '../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
@@ -54,7 +55,14 @@ const LONG_RUNNING = [
   'sandbox',
   'keycloak',
 ];
-const ONE_SHOTS = ['temporal-schema', 'temporal-setup', 'inbox-database', 'minio-bucket', 'keycloak-database'];
+const ONE_SHOTS = [
+  'temporal-schema',
+  'temporal-setup',
+  'inbox-database',
+  'minio-bucket',
+  'keycloak-database',
+  'audit-trail',
+];
 const ON_DEMAND = ['temporal-cli'];
 /** Read by the AWS SDK's credential chain, not by src/config.ts. */
 const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
@@ -62,6 +70,7 @@ const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
 const productionStack = read('scripts/lib/production-stack.ts');
 const NATIVE_BUCKET = /^const BUCKET = '([^']+)';$/m.exec(productionStack)?.[1];
 const NATIVE_INBOX_DATABASE = /^const INBOX_DATABASE = '([^']+)';$/m.exec(productionStack)?.[1];
+const NATIVE_AUDIT_WRITER = /\bwriterRole: '([^']+)'/.exec(productionStack)?.[1];
 
 const svc = (name: string, c: ComposeFile = compose): Service => {
   const s = c.services[name];
@@ -79,6 +88,14 @@ const scriptOf = (name: string) => {
   const s = svc(name);
   expect(s.entrypoint).toEqual(['/bin/sh', '-ec']);
   return s.command!.join('\n');
+};
+
+/** The audit-trail job's program (`node -e <code>` in the project image). */
+const auditJobCode = () => {
+  const command = svc('audit-trail').command!;
+  expect(command.slice(0, 2)).toEqual(['node', '-e']);
+  expect(command).toHaveLength(3);
+  return command[2]!;
 };
 
 /** The variables the sandbox reads (SANDBOX_*). */
@@ -307,7 +324,13 @@ describe('docker-compose.yml', () => {
       const e = env(name);
       for (const k of required[name]) expect([name, k, k in e || `${k}_FILE` in e]).toEqual([name, k, true]);
       // Secrets come from files only.
-      for (const k of ['WEBHOOK_SECRET', 'PAYLOAD_ENCRYPTION_KEYS', 'INBOX_DATABASE_URL', 'CODEC_SERVER_TOKEN']) {
+      for (const k of [
+        'WEBHOOK_SECRET',
+        'PAYLOAD_ENCRYPTION_KEYS',
+        'INBOX_DATABASE_URL',
+        'CODEC_SERVER_TOKEN',
+        'AUDIT_DATABASE_URL',
+      ]) {
         expect([name, k, e[k]]).toEqual([name, k, undefined]);
       }
 
@@ -407,6 +430,144 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  test('keeps one audit trail in PostgreSQL: the API replicas, the workers and the codec server share one table', () => {
+    const urls = ENGINE.map((name) => {
+      const e = env(name);
+      expect([name, e.AUDIT_STORE, e.AUDIT_DATABASE_URL_FILE]).toEqual([
+        name,
+        'postgres',
+        '/run/secrets/audit_database_url',
+      ]);
+      // What the process loads: the codec server its audit settings alone (src/codec/main.ts), the others everything.
+      const { audit } =
+        name === 'codec' ? loadAuditConfig(serviceEnv(compose, name, secretsDir)) : configOf(compose, name, secretsDir);
+      expect([name, audit.store]).toEqual([name, 'postgres']);
+      return audit.store === 'postgres' ? audit.databaseUrl : '';
+    });
+    expect(new Set(urls).size).toBe(1);
+    const url = new URL(urls[0]!);
+    expect([url.protocol, url.hostname, url.port]).toEqual(['postgres:', 'postgres', '5432']);
+    // The writer role of `npm run start:production`, with a generated password.
+    expect(NATIVE_AUDIT_WRITER).toBe('journey_audit_writer');
+    expect(url.username).toBe(NATIVE_AUDIT_WRITER);
+    expect(url.password.length).toBeGreaterThanOrEqual(24);
+    // A database of its own: not the inbox's (whose role owns it, and could drop what is in it), nor another's.
+    const database = url.pathname.slice(1);
+    expect(database).toMatch(/^[a-z_]+$/);
+    expect(['postgres', 'temporal', 'temporal_visibility', 'keycloak', NATIVE_INBOX_DATABASE]).not.toContain(database);
+    // The codec server keeps no file of its own any more.
+    expect(env('codec').CODEC_AUDIT_FILE).toBeUndefined();
+
+    // The job: the project image, the same secret, the server's superuser (who owns the table; no engine process
+    // holds its password).
+    const job = svc('audit-trail');
+    expect(job.image).toBe(svc('api-1').image);
+    expect(job.build).toEqual(svc('api-1').build);
+    expect(job.secrets).toEqual(['audit_database_url']);
+    expect(env('audit-trail')).toEqual({
+      PGUSER: env('postgres').POSTGRES_USER,
+      PGPASSWORD: env('postgres').POSTGRES_PASSWORD,
+    });
+    for (const name of ENGINE) expect([name, 'PGPASSWORD' in env(name)]).toEqual([name, false]);
+  });
+
+  test("the audit-trail job runs the engine's own prepareAuditStore from the image: no SQL of its own to drift", () => {
+    const code = auditJobCode();
+    expect([...code.matchAll(/require\('([^']+)'\)/g)].map((m) => m[1])).toEqual([
+      'node:fs',
+      'pg',
+      '/app/dist/audit/postgres.js',
+    ]);
+    // The image: WORKDIR /app, dist/ compiled from src/ (tsconfig.build.json), production dependencies (pg).
+    const dockerfile = read('Dockerfile');
+    expect(dockerfile).toMatch(/^WORKDIR \/app$/m);
+    expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    expect(pkg.dependencies.pg).toBeDefined();
+    expect(read('src/audit/postgres.ts')).toContain('export async function prepareAuditStore(');
+    // The table, its triggers, the grants and the password are prepareAuditStore's alone.
+    for (const sql of [/audit_trail/, /CREATE TABLE/i, /TRIGGER/i, /GRANT SELECT/i, /\bINSERT\b/i, /\bPASSWORD\b/]) {
+      expect([String(sql), sql.test(code)]).toEqual([String(sql), false]);
+    }
+  });
+
+  test('the audit-trail job makes an append-only writer that reaches its database only; running it again is harmless', async () => {
+    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'temporal' });
+    try {
+      // The writer's URL with this server's address instead of the compose network's.
+      const writerUrl = new URL(readFileSync(secretFile(secretsDir, 'audit_database_url'), 'utf8').trim());
+      writerUrl.hostname = pg.host;
+      writerUrl.port = String(pg.port);
+      const secret = path.join(work, 'audit_database_url');
+      const code = auditJobCode()
+        .replaceAll('/run/secrets/audit_database_url', secret)
+        .replaceAll('/app/dist/audit/postgres.js', path.join(ROOT, 'src/audit/postgres.ts'));
+      const runJob = (url: URL) => {
+        writeFileSync(secret, `${url.href}\n`);
+        return execFileSync(process.execPath, ['--import', 'tsx', '-e', code], {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH,
+            PGUSER: env('audit-trail').PGUSER,
+            PGPASSWORD: decodeURIComponent(new URL(pg.url).password),
+          },
+          encoding: 'utf8',
+        });
+      };
+      const database = writerUrl.pathname.slice(1);
+      for (let run = 0; run < 2; run++) {
+        expect(runJob(writerUrl)).toContain(`the audit trail public.audit_trail in the database ${database} is ready`);
+      }
+
+      // As the engine's processes: the table is there and the role may append and read it, nothing more (init
+      // refuses a role that could change the trail).
+      const log = new PostgresAuditLog({ connectionString: writerUrl.href, poolSize: 1 });
+      try {
+        await log.init();
+        const first = await log.append({ action: 'compose.check', subject: 'test', roles: [], outcome: 'ok' });
+        expect(first.seq).toBe(1);
+        await expect(log.pool.query("UPDATE public.audit_trail SET subject = 'x'")).rejects.toThrow(/permission/);
+        await expect(log.pool.query('DELETE FROM public.audit_trail')).rejects.toThrow(/permission/);
+        await expect(log.pool.query('CREATE TABLE public.other (id int)')).rejects.toThrow(/permission/);
+      } finally {
+        await log.close();
+      }
+      expect(await verifyAuditTable(writerUrl.href)).toEqual({ ok: true, records: 1 });
+      const superuser = new URL(pg.url);
+      superuser.pathname = `/${database}`;
+      const owner = new PgClient({ connectionString: superuser.href });
+      await owner.connect();
+      try {
+        const { rows } = await owner.query<{ owner: string; super: boolean; createrole: boolean }>(
+          `SELECT t.tableowner AS owner, r.rolsuper AS super, r.rolcreaterole AS createrole
+             FROM pg_tables t, pg_roles r WHERE t.schemaname = 'public' AND t.tablename = 'audit_trail'
+             AND r.rolname = $1`,
+          [writerUrl.username],
+        );
+        expect(rows).toEqual([{ owner: env('postgres').POSTGRES_USER, super: false, createrole: false }]);
+      } finally {
+        await owner.end();
+      }
+      // The writer reaches its database only.
+      for (const other of ['temporal', 'postgres']) {
+        const u = new URL(writerUrl);
+        u.pathname = `/${other}`;
+        const c = new PgClient({ connectionString: u.href });
+        await expect(c.connect()).rejects.toThrow(/permission denied/);
+        await c.end().catch(() => undefined);
+      }
+
+      // A new password in the file is the role's after the next run; the trail stays as it was.
+      const rotated = new URL(writerUrl);
+      rotated.password = 'another-password-of-the-writer';
+      runJob(rotated);
+      expect(await verifyAuditTable(rotated.href)).toEqual({ ok: true, records: 1 });
+      await expect(verifyAuditTable(writerUrl.href)).rejects.toThrow(/password/);
+    } finally {
+      await pg.cleanup();
+    }
+  });
+
   test('keeps attachments in the MinIO bucket the minio-bucket job makes, with credentials from secret files', async () => {
     const bucket = env('minio-bucket').BUCKET;
     expect(bucket).toBe(NATIVE_BUCKET);
@@ -476,8 +637,8 @@ describe('docker-compose.yml', () => {
     const secretish = /(SECRET|PASSWORD|PWD|TOKEN|API_KEY|KEYS?|AUTH|DATABASE_URL)$/;
     for (const [name, s] of Object.entries(raw.services)) {
       for (const [k, v] of Object.entries(envOf(s))) {
-        // Every *_FILE names a secret file, but the audit trail, which the codec server writes.
-        if (k.endsWith('_FILE') && k !== 'CODEC_AUDIT_FILE') {
+        // Every *_FILE names a secret file.
+        if (k.endsWith('_FILE')) {
           expect([name, k, /^\/run\/secrets\/[a-z0-9_]+$/.test(v)]).toEqual([name, k, true]);
           continue;
         }
@@ -675,12 +836,14 @@ describe('docker-compose.yml', () => {
     for (const name of API_REPLICAS) {
       expect([name, svc(name).depends_on]).toEqual([
         name,
-        { 'temporal-setup': done, 'inbox-database': done, 'minio-bucket': done },
+        { 'temporal-setup': done, 'inbox-database': done, 'minio-bucket': done, 'audit-trail': done },
       ]);
     }
-    expect(svc('worker').depends_on).toEqual({ 'temporal-setup': done, 'minio-bucket': done });
+    expect(svc('worker').depends_on).toEqual({ 'temporal-setup': done, 'minio-bucket': done, 'audit-trail': done });
+    expect(svc('codec').depends_on).toEqual({ 'audit-trail': done });
     expect(svc('temporal-ui').depends_on).toEqual({ 'temporal-setup': done });
     expect(svc('inbox-database').depends_on).toEqual({ 'temporal-schema': done });
+    expect(svc('audit-trail').depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
     expect(svc('minio-bucket').depends_on).toEqual({ minio: { condition: 'service_healthy' } });
     for (const [name, s] of Object.entries(compose.services)) {
       for (const [dep, d] of Object.entries(s.depends_on ?? {})) {
@@ -694,15 +857,14 @@ describe('docker-compose.yml', () => {
     for (const name of [...ONE_SHOTS, ...ON_DEMAND]) expect([name, svc(name).restart]).toEqual([name, 'no']);
   });
 
-  test('keeps state in PostgreSQL and MinIO only: the API replicas and the workers keep nothing of their own', () => {
-    // And the codec server's audit trail of decodes (Keycloak keeps its realm in PostgreSQL).
-    expect(Object.keys(compose.volumes).sort()).toEqual(['codec-audit', 'minio-data', 'postgres-data']);
+  test('keeps state in PostgreSQL and MinIO only: the engine keeps nothing on its own disks', () => {
+    // The audit trail of every process is in PostgreSQL too (Keycloak keeps its realm there).
+    expect(Object.keys(compose.volumes).sort()).toEqual(['minio-data', 'postgres-data']);
     const named = (name: string) => mounts(svc(name)).filter((m) => m.source in compose.volumes);
     expect(named('postgres').map((m) => m.target)).toEqual(['/var/lib/postgresql/data']);
     expect(named('minio').map((m) => m.target)).toEqual(['/data']);
-    for (const name of [...API_REPLICAS, 'worker']) expect([name, svc(name).volumes]).toEqual([name, undefined]);
-    expect(mounts(svc('codec'))).toEqual([{ source: 'codec-audit', target: '/data', readOnly: false }]);
-    expect(env('codec').CODEC_AUDIT_FILE!.startsWith('/data/')).toBe(true);
+    for (const name of [...ENGINE, 'audit-trail']) expect([name, svc(name).volumes]).toEqual([name, undefined]);
+    expect(env('codec').CODEC_AUDIT_FILE).toBeUndefined();
   });
 });
 
@@ -765,7 +927,16 @@ describe('deploy/compose.temporal-cloud.yml', () => {
       visit('load-balancer');
       visit('worker');
       expect([...started].sort()).toEqual(
-        ['load-balancer', ...API_REPLICAS, 'worker', 'inbox-database', 'postgres', 'minio-bucket', 'minio'].sort(),
+        [
+          'load-balancer',
+          ...API_REPLICAS,
+          'worker',
+          'inbox-database',
+          'audit-trail',
+          'postgres',
+          'minio-bucket',
+          'minio',
+        ].sort(),
       );
       expect(overrideText).toContain('up -d --build load-balancer worker');
     } finally {

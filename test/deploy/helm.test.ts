@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
-import { CONFIG_ENV_VARS, loadCodecConfig, loadConfig } from '../../src/config';
+import { auditStoreSql } from '../../src/audit/postgres';
+import { CONFIG_ENV_VARS, loadAuditConfig, loadCodecConfig, loadConfig } from '../../src/config';
 import { parseDotenv } from '../compose/compose-file';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -107,6 +108,8 @@ const SECRET_DATA: Record<string, string> = {
   'inbox-database-url': 'postgres://journeys:pw@db.example:5432/journeys',
   'codec-server-token': 't'.repeat(32),
   'temporal-api-key': 'an-api-key',
+  // The audit trail's writer, in a Secret of its own or the engine's (audit.databaseUrlSecret).
+  'audit-database-url': 'postgres://journey_audit_writer:pw@db.example:5432/journey_audit',
   // A service account's client secret, in a Secret of its own (oidc.clientSecrets).
   'client-secret': 'a-service-account-secret',
 };
@@ -368,7 +371,11 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
       'attachments.s3.endpoint': 'http://minio.storage:9000',
     });
     for (const cm of byKind(everything, 'ConfigMap')) for (const k of Object.keys(cm.data ?? {})) names.add(k);
-    const accounts = render(OIDC_VALUES);
+    const accounts = render({
+      ...OIDC_VALUES,
+      'audit.store': 'postgres',
+      'audit.databaseUrlSecret.name': 'journeys-audit',
+    });
     for (const d of [
       ...byKind(objects, 'Deployment'),
       ...byKind(everything, 'Deployment'),
@@ -376,7 +383,7 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     ]) {
       for (const c of d.spec!.template!.spec.containers) for (const e of c.env ?? []) names.add(e.name);
     }
-    for (const name of ['OIDC_ISSUER', 'CODEC_DECODE_ROLES', 'TEMPORAL_OAUTH_CLIENT_SECRET_FILE']) {
+    for (const name of ['OIDC_ISSUER', 'CODEC_DECODE_ROLES', 'TEMPORAL_OAUTH_CLIENT_SECRET_FILE', 'AUDIT_STORE']) {
       expect(names).toContain(name);
     }
     expect(names.size).toBeGreaterThan(20);
@@ -574,27 +581,31 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     expect(loadCodecConfig(processEnv(tokenless, pod, pod.containers[0]!, dir)).codec.serverToken).toBeUndefined();
   });
 
-  test("NOTES.txt gives the Temporal Web UI its sign-in and codec settings, with the provider's clients", () => {
-    // NOTES.txt is not rendered by `helm template`: a copy of the chart renders it as a value.
+  /** NOTES.txt with these values: `helm template` does not render it, so a copy of the chart renders it as a value. */
+  function notes(set: Record<string, string>): string {
     const copy = path.join(dir, 'chart-with-notes');
-    execFileSync('cp', ['-r', CHART, copy]);
-    writeFileSync(
-      path.join(copy, 'templates', 'zz-notes.yaml'),
-      'notes: |\n{{ include (print $.Template.BasePath "/NOTES.txt") . | indent 2 }}\n',
-    );
-    const notes = (set: Record<string, string>) =>
-      (
-        YAML.parse(
-          helm([
-            'template',
-            'r',
-            copy,
-            '--show-only',
-            'templates/zz-notes.yaml',
-            ...Object.entries(set).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
-          ]),
-        ) as { notes: string }
-      ).notes;
+    if (!existsSync(copy)) {
+      execFileSync('cp', ['-r', CHART, copy]);
+      writeFileSync(
+        path.join(copy, 'templates', 'zz-notes.yaml'),
+        'notes: |\n{{ include (print $.Template.BasePath "/NOTES.txt") . | indent 2 }}\n',
+      );
+    }
+    return (
+      YAML.parse(
+        helm([
+          'template',
+          'r',
+          copy,
+          '--show-only',
+          'templates/zz-notes.yaml',
+          ...Object.entries(set).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+        ]),
+      ) as { notes: string }
+    ).notes;
+  }
+
+  test("NOTES.txt gives the Temporal Web UI its sign-in and codec settings, with the provider's clients", () => {
     const plain = notes({});
     expect(plain).not.toContain('TEMPORAL_AUTH');
     expect(plain).toContain('--codec-auth');
@@ -611,6 +622,94 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     }
     expect(withIssuer).not.toContain('codec.corsOrigins is empty');
     expect(notes(OIDC_VALUES)).toContain('WARNING: codec.corsOrigins is empty');
+  });
+
+  const AUDIT_VALUES = { 'audit.store': 'postgres', 'audit.databaseUrlSecret.name': 'journeys-audit' };
+
+  test('keeps no shared audit trail by default (audit.store=file): renders as before', () => {
+    for (const d of byKind(objects, 'Deployment')) {
+      const pod = d.spec!.template!.spec;
+      for (const c of pod.containers) {
+        expect([c.name, envNames(c).filter((n) => n.startsWith('AUDIT_'))]).toEqual([c.name, []]);
+        expect(c.volumeMounts?.map((m) => m.name)).not.toContain('audit-database');
+      }
+      expect(pod.volumes?.map((v) => v.name)).not.toContain('audit-database');
+    }
+    const apiPod = deployment(objects, 'api').spec.template.spec;
+    expect(loadConfig(processEnv(objects, apiPod, apiPod.containers[0]!, dir)).audit).toEqual({ store: 'file' });
+    // The Secret's name changes nothing while the store is `file`.
+    expect(render({ 'audit.databaseUrlSecret.name': 'journeys-audit' })).toEqual(objects);
+  });
+
+  test('with audit.store=postgres: the API, every worker version and the codec server append to one table', () => {
+    const objs = render({
+      ...AUDIT_VALUES,
+      'image.tag': '0.3.0',
+      'worker.versioning.previous[0].buildId': '0.2.0',
+      'worker.versioning.previous[0].tag': '0.2.0',
+    });
+    const expected = { store: 'postgres', databaseUrl: SECRET_DATA['audit-database-url'] };
+    const deployments = byKind(objs, 'Deployment');
+    expect(deployments.map((d) => component(d)).sort()).toEqual(['api', 'codec', 'worker', 'worker']);
+    for (const d of deployments) {
+      const pod = d.spec!.template!.spec;
+      const c = pod.containers[0]!;
+      expect([d.metadata.name, envValue(c, 'AUDIT_STORE')]).toEqual([d.metadata.name, 'postgres']);
+      // The writer's URL from the Secret the values name, as a file of its own (never in the environment).
+      const volume = pod.volumes!.find((v) => v.name === 'audit-database')!;
+      expect(volume.secret).toMatchObject({
+        secretName: 'journeys-audit',
+        items: [{ key: 'audit-database-url', path: 'database_url' }],
+      });
+      const mount = c.volumeMounts!.find((m) => m.name === 'audit-database')!;
+      expect(envValue(c, 'AUDIT_DATABASE_URL_FILE')).toBe(`${mount.mountPath}/database_url`);
+      expect(envNames(c)).not.toContain('AUDIT_DATABASE_URL');
+      // What the process loads: the codec server its audit settings alone (src/codec/main.ts), the others everything.
+      const env = processEnv(objs, pod, c, dir);
+      const { audit } = c.name === 'codec' ? loadAuditConfig(env) : loadConfig(env);
+      expect([d.metadata.name, audit]).toEqual([d.metadata.name, expected]);
+    }
+    // The engine's Secret may hold it too.
+    const shared = render({
+      'audit.store': 'postgres',
+      'audit.databaseUrlSecret.name': 'patient-journey-engine',
+      'audit.databaseUrlSecret.key': 'audit-database-url',
+    });
+    const codecPod = deployment(shared, 'codec').spec.template.spec;
+    expect(loadAuditConfig(processEnv(shared, codecPod, codecPod.containers[0]!, dir)).audit).toEqual(expected);
+    expect(() =>
+      helm(['lint', '--strict', CHART, ...Object.entries(AUDIT_VALUES).flatMap(([k, v]) => ['--set', `${k}=${v}`])]),
+    ).not.toThrow();
+  });
+
+  test('refuses audit.store=postgres without the Secret of the writer, and a store it does not know', () => {
+    expect(() => render({ 'audit.store': 'postgres' })).toThrow(/audit\.databaseUrlSecret\.name/);
+    expect(() => render({ ...AUDIT_VALUES, 'audit.databaseUrlSecret.key': '' })).toThrow(
+      /audit\.databaseUrlSecret\.key/,
+    );
+    expect(() => render({ 'audit.store': 's3' })).toThrow(/audit\.store/);
+  });
+
+  test("NOTES.txt tells the deployer to prepare the audit table once, with the engine's own SQL", () => {
+    expect(notes({})).toContain('audit.store=postgres');
+    const text = notes(AUDIT_VALUES);
+    expect(text).toContain('Secret "journeys-audit" (key audit-database-url)');
+    expect(text).toContain('npm run audit-trail:verify -- --sql --writer-role journey_audit_writer');
+    expect(text).toContain('GET /admin/audit/export');
+    // The image's equivalent, run in the image's WORKDIR: the same SQL as the npm script's, which is auditStoreSql's.
+    const oneLiner = /^ *kubectl run .* --image=(\S+) -- node -e "([^"]+)"$/m.exec(text);
+    expect(oneLiner?.[1]).toBe(`patient-journey-engine:${chartMeta.appVersion}`);
+    const code = oneLiner![2]!;
+    expect(code).toContain("require('./dist/audit/postgres.js')");
+    const run = (args: string[]) =>
+      execFileSync(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, encoding: 'utf8' });
+    const sql = `${auditStoreSql({ writerRole: 'journey_audit_writer' })}\n`;
+    expect(run(['-e', code.replace('./dist/audit/postgres.js', path.join(ROOT, 'src/audit/postgres.ts'))])).toBe(sql);
+    expect(run(['scripts/audit-trail.ts', '--sql', '--writer-role', 'journey_audit_writer'])).toBe(sql);
+    // Its CREATE ROLE holds a placeholder for the password, which NOTES.txt says how to set.
+    expect(sql).toMatch(/^CREATE ROLE "journey_audit_writer" LOGIN PASSWORD '<[^']+>';$/m);
+    expect(text).toContain('SCRAM-SHA-256 verifier');
+    expect(text).toContain('\\password journey_audit_writer');
   });
 
   test('holds no secret value: secrets are mounted files or references to existing Secrets', () => {

@@ -245,3 +245,52 @@ with it.
         path: client_secret
 {{- end }}
 {{- end -}}
+
+{{/*
+The audit trail (values `audit`): with `postgres`, the API, the workers and the codec server append to one table,
+as the writer whose URL the Secret `audit.databaseUrlSecret` holds. Checked by the ConfigMap, which every release
+renders; values.schema.json says the same.
+*/}}
+{{- define "pje.validateAudit" -}}
+{{- $a := .Values.audit -}}
+{{- if not (has $a.store (list "file" "postgres")) -}}
+{{- fail (printf "audit.store: file or postgres, not %v" $a.store) -}}
+{{- end -}}
+{{- if and (eq $a.store "postgres") (not $a.databaseUrlSecret.name) -}}
+{{- fail "audit.databaseUrlSecret.name: required with audit.store=postgres (an existing Secret with the writer role's postgres:// URL)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the audit trail's URL is mounted. */}}
+{{- define "pje.auditDir" -}}/run/secrets/audit{{- end -}}
+
+{{/* The audit trail's settings (nothing with audit.store=file: as before). */}}
+{{- define "pje.auditEnv" -}}
+{{- if eq .Values.audit.store "postgres" }}
+- name: AUDIT_STORE
+  value: postgres
+- name: AUDIT_DATABASE_URL_FILE
+  value: {{ include "pje.auditDir" . }}/database_url
+{{- end }}
+{{- end -}}
+
+{{- define "pje.auditMount" -}}
+{{- if eq .Values.audit.store "postgres" }}
+- name: audit-database
+  mountPath: {{ include "pje.auditDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "pje.auditVolume" -}}
+{{- $a := .Values.audit -}}
+{{- if eq $a.store "postgres" }}
+- name: audit-database
+  secret:
+    secretName: {{ $a.databaseUrlSecret.name }}
+    defaultMode: 0440
+    items:
+      - key: {{ $a.databaseUrlSecret.key }}
+        path: database_url
+{{- end }}
+{{- end -}}
