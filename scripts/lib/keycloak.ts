@@ -76,13 +76,17 @@ export function prepareKeycloakHome(home: string): string {
   return home;
 }
 
-/** Creates Keycloak's database in the stack's PostgreSQL when missing. */
-export async function ensureKeycloakDatabase(pg: { host: string; port: number; user: string; password: string }) {
+/** Creates a database (Keycloak's, by default) in the stack's PostgreSQL when missing. */
+export async function ensureDatabase(
+  pg: { host: string; port: number; user: string; password: string },
+  name: string = DATABASE,
+) {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
   const client = new Client({ ...pg, database: 'postgres' });
   await client.connect();
   try {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
-    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${DATABASE}"`);
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name}"`);
   } finally {
     await client.end();
   }

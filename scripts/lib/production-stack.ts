@@ -23,7 +23,7 @@ import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
 import {
   AUDIENCE,
   CLIENTS,
-  ensureKeycloakDatabase,
+  ensureDatabase,
   issuerOf,
   jwksUrlOf,
   keycloakCommand,
@@ -49,6 +49,7 @@ const TOOLS = process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools');
 const UI_SERVER = path.join(TOOLS, 'temporal-ui', 'bin', 'temporal-ui-server');
 const BUCKET = 'journey-attachments';
 const INBOX_DATABASE = 'journeys';
+const AUDIT_DATABASE = 'journey_audit';
 
 export interface ProductionPorts {
   /** The load balancer: the clinic API and the webhook, as the outside sees them. */
@@ -323,9 +324,13 @@ export class ProductionStack {
       password: decodeURIComponent(new URL(this.postgres.url).password),
     };
 
-    // 1a. One audit trail for every process: a table the processes' role can only read and append to.
+    // 1a. One audit trail for every process: a table in a database of its own, which the processes' role can only
+    // read and append to.
+    await ensureDatabase(pgAccess, AUDIT_DATABASE);
+    const auditOwner = new URL(this.postgres.url);
+    auditOwner.pathname = `/${AUDIT_DATABASE}`;
     const audit = await prepareAuditStore({
-      ownerUrl: this.inboxDatabaseUrl,
+      ownerUrl: auditOwner.toString(),
       writerRole: 'journey_audit_writer',
       writerPassword: secrets.auditWriterPassword!,
     });
@@ -508,7 +513,7 @@ export class ProductionStack {
   /** Keycloak on the stack's PostgreSQL; resolves once the realm answers discovery. */
   async #startKeycloak(pg: { host: string; port: number; user: string; password: string }) {
     const ports = this.#identityPorts();
-    await ensureKeycloakDatabase(pg);
+    await ensureDatabase(pg);
     const identity = this.identitySecrets;
     const kc = keycloakCommand({
       home: prepareKeycloakHome(path.join(this.o.dataDir, 'keycloak')),

@@ -79,13 +79,19 @@ GRANT USAGE ON SCHEMA public TO ${r};
  */
 export function auditStoreSql(o: { writerRole: string; passwordVerifier?: string }): string {
   checkRoleName(o.writerRole);
-  const password = o.passwordVerifier ? `'${o.passwordVerifier}'` : `'<password or SCRAM-SHA-256 verifier>'`;
+  const role = o.writerRole;
   return [
-    '-- As the owner of the audit trail (not the role the engine connects as):',
+    '-- As the owner of the audit trail (not the role the engine connects as). Safe to run again.',
     AUDIT_TABLE_SQL.trim(),
-    `-- The writer: CREATE ROLE the first time, ALTER ROLE after.`,
-    `CREATE ROLE "${o.writerRole}" LOGIN PASSWORD ${password};`,
-    writerGrantsSql(o.writerRole).trim(),
+    '-- The writer: made the first time (it cannot sign in until it has a password), and allowed to connect here.',
+    'DO $$ BEGIN',
+    `  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN CREATE ROLE "${role}" LOGIN; END IF;`,
+    `  EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), '${role}');`,
+    'END $$;',
+    o.passwordVerifier
+      ? `ALTER ROLE "${role}" PASSWORD '${o.passwordVerifier}';`
+      : `-- Its password, in psql (sent as a SCRAM verifier, never in clear): \\password ${role}`,
+    writerGrantsSql(role).trim(),
   ].join('\n');
 }
 

@@ -12,8 +12,10 @@ import { Client } from 'pg';
 import { GENESIS, verifyAuditChain, type AuditEvent, type AuditRecord } from '../../src/audit/log';
 import {
   AUDIT_TABLE,
+  auditStoreSql,
   PostgresAuditLog,
   prepareAuditStore,
+  scramVerifier,
   verifyAuditTable,
   type PreparedAuditStore,
 } from '../../src/audit/postgres';
@@ -75,6 +77,34 @@ describe('the audit trail in PostgreSQL', () => {
     await expect(
       prepareAuditStore({ ownerUrl: pg.url, writerRole: pg.user, writerPassword: password }),
     ).rejects.toThrow('must not be the role that owns the audit trail');
+  });
+
+  it('prints SQL a deployer can run as printed, twice, with no password of its own', async () => {
+    const sql = auditStoreSql({ writerRole: 'journey_audit_reader_test' });
+    expect(sql).not.toMatch(/PASSWORD/);
+    await owner.query(sql);
+    await owner.query(sql);
+    const role = await owner.query<{ rolcanlogin: boolean; rolpassword: string | null }>(
+      `SELECT rolcanlogin, rolpassword FROM pg_authid WHERE rolname = 'journey_audit_reader_test'`,
+    );
+    // It may sign in once the deployer sets its password (\password); until then nobody can.
+    expect(role.rows).toEqual([{ rolcanlogin: true, rolpassword: null }]);
+    const grants = await owner.query<{ privilege_type: string }>(
+      `SELECT privilege_type FROM information_schema.role_table_grants
+        WHERE grantee = 'journey_audit_reader_test' AND table_name = 'audit_trail' ORDER BY privilege_type`,
+    );
+    expect(grants.rows.map((r) => r.privilege_type)).toEqual(['INSERT', 'SELECT']);
+    const connect = await owner.query<{ ok: boolean }>(
+      `SELECT has_database_privilege('journey_audit_reader_test', current_database(), 'CONNECT') AS ok`,
+    );
+    expect(connect.rows[0]!.ok).toBe(true);
+    // With a verifier, its password is set (the password itself never in the SQL).
+    const verifier = scramVerifier('a-long-enough-password');
+    await owner.query(auditStoreSql({ writerRole: 'journey_audit_reader_test', passwordVerifier: verifier }));
+    const after = await owner.query<{ rolpassword: string }>(
+      `SELECT rolpassword FROM pg_authid WHERE rolname = 'journey_audit_reader_test'`,
+    );
+    expect(after.rows[0]!.rolpassword).toBe(verifier);
   });
 
   it('refuses to write as a role that could change the trail', async () => {

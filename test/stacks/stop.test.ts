@@ -264,6 +264,8 @@ describe('the production stack (npm run start:production)', () => {
       OBJECT_STORE_PORT: String(p.objectStore),
       OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
       WORKER_METRICS_PORTS: workerMetrics.join(','),
+      // Stopping is what this checks: the identity provider's parts are stopped in test/production/sign-in.test.ts.
+      IDENTITY: 'off',
     };
     ports = [
       p.api,
