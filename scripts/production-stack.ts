@@ -85,6 +85,9 @@ async function main() {
   if (identity) {
     const secrets = stack.identitySecrets;
     say(`  Temporal UI      ${stack.uiUrl}  (sign-in; patient data decoded by ${stack.codecUrl} for operators)`);
+    say(`  codec server     ${stack.codecUrl}  (HTTPS with a certificate made for this machine: open`);
+    say(`                   ${stack.codecUrl}/healthz once in your browser and accept it, or trust`);
+    say(`                   ${stack.codecCertificate})`);
     say(`  Keycloak         ${stack.issuer}  (realm journeys; admin console http://127.0.0.1:${p.keycloak}/admin)`);
     say('  demo users       (kept in the data folder, local-secrets.json; each one a role)');
     for (const u of DEMO_USERS) say(`    ${u.username.padEnd(9)} ${secrets.passwords[u.username]}  ${u.role}`);

@@ -112,8 +112,8 @@ const ConfigSchema = z.object({
     /** Under that pressure a callback waits to be signalled at most this long after it was received. */
     maxDeferMs: z.number().int().min(0),
     /**
-     * What that pressure does (FORWARDER_POLICY): `surge` holds new signals back (up to maxDeferMs); `adaptive` holds
-     * nothing and halves the signals in flight, down to 2 (docs/design-notes.md#acknowledgement-pressure).
+     * What that pressure does (FORWARDER_POLICY): `adaptive` (the default) holds nothing and halves the signals in
+     * flight, down to 2; `surge` holds new signals back (up to maxDeferMs) (docs/design-notes.md#acknowledgement-pressure).
      */
     policy: z.enum(['surge', 'adaptive'], { error: 'FORWARDER_POLICY: surge or adaptive' }),
     /**
@@ -670,7 +670,7 @@ export function loadConfig(env: Env = process.env): Config {
           5,
         ),
         maxDeferMs: num(z.coerce.number().int().min(0), 'FORWARDER_MAX_DEFER_MS', env.FORWARDER_MAX_DEFER_MS, 10_000),
-        policy: env.FORWARDER_POLICY?.trim() || 'surge',
+        policy: env.FORWARDER_POLICY?.trim() || 'adaptive',
         signalTimeoutMs: num(ms, 'FORWARDER_SIGNAL_TIMEOUT_MS', env.FORWARDER_SIGNAL_TIMEOUT_MS, 3_000),
         thread: flag('FORWARDER_THREAD', env.FORWARDER_THREAD, true),
         threadNice: num(z.coerce.number().int().min(0).max(19), 'FORWARDER_THREAD_NICE', env.FORWARDER_THREAD_NICE, 5),

@@ -90,9 +90,10 @@ export interface InboxForwarderOptions {
    */
   pressure?: () => boolean;
   /**
-   * What pressure does. `surge` (the default): new signals wait (at most `maxDeferMs`) and the limit halves down to 1.
-   * `adaptive`: nothing waits; the limit halves under pressure down to `minConcurrency` and grows back by one every
-   * `recoverMs`, so the journeys keep getting their callbacks at what the machine has left beside the webhook.
+   * What pressure does. `adaptive` (the default): nothing waits; the limit halves under pressure down to
+   * `minConcurrency` and grows back by one every `recoverMs`, so the journeys keep getting their callbacks at what the
+   * machine has left beside the webhook. `surge`: new signals wait (at most `maxDeferMs`) and the limit halves down to
+   * 1 (under a steady run it holds the journeys back for as long as the run lasts: docs/performance.md).
    */
   policy?: ForwarderPolicy;
   /** The adaptive policy's floor of signals in flight. Default 2. */
@@ -145,7 +146,7 @@ export class InboxForwarder {
    */
   async #slot(entry: InboxEntry): Promise<void> {
     const max = this.#o.concurrency ?? 16;
-    const adaptive = this.#o.policy === 'adaptive';
+    const adaptive = (this.#o.policy ?? 'adaptive') === 'adaptive';
     const floor = adaptive ? Math.min(max, this.#o.minConcurrency ?? 2) : 1;
     for (;;) {
       const now = Date.now();

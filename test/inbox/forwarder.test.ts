@@ -199,12 +199,12 @@ describe.each([
     expect(Date.now() - t0).toBeLessThan(10_000);
   });
 
-  it('yields to the webhook: sends nothing new while acknowledgements are slow, back up to the limit after', async () => {
+  it('surge: sends nothing new while acknowledgements are slow, back up to the limit after', async () => {
     const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
     const order = await appendInterleaved(journeys, 36);
     let pressure = true;
     const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
-    const f = forwarder(t.client, { concurrency: 2, pressure: () => pressure, maxDeferMs: 60_000 });
+    const f = forwarder(t.client, { concurrency: 2, pressure: () => pressure, maxDeferMs: 60_000, policy: 'surge' });
     f.start();
     await new Promise((r) => setTimeout(r, 500));
     // Fresh callbacks wait (durably) while the webhook is slow.
@@ -216,11 +216,11 @@ describe.each([
     expect(f.currentLimit).toBeGreaterThan(1);
   });
 
-  it('under lasting pressure, still signals a callback that has waited its longest deferral: one at a time', async () => {
+  it('surge: under lasting pressure, still signals a callback that has waited its longest deferral, one at a time', async () => {
     const journeys = ['a', 'b', 'c', 'd'];
     const order = await appendInterleaved(journeys, 12);
     const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
-    const f = forwarder(t.client, { concurrency: 4, pressure: () => true, maxDeferMs: 300 });
+    const f = forwarder(t.client, { concurrency: 4, pressure: () => true, maxDeferMs: 300, policy: 'surge' });
     const t0 = Date.now();
     f.start();
     expect(await f.drained(20_000)).toBe(true);
@@ -229,13 +229,14 @@ describe.each([
     for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
   });
 
-  it('adaptive: under lasting pressure nothing waits, with fewer signals in flight (not below its floor of 2)', async () => {
+  it('adaptive (the default): under lasting pressure nothing waits, with fewer signals in flight (not below its floor of 2)', async () => {
     const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
     const order = await appendInterleaved(journeys, 36);
     // Signals slow enough (40 ms) for the limit to halve a few times (at most every 100 ms) before the end.
     const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 40)));
     // A deferral far longer than the test: under the surge policy nothing would go at all.
-    const f = forwarder(t.client, { concurrency: 8, pressure: () => true, maxDeferMs: 60_000, policy: 'adaptive' });
+    // The default policy.
+    const f = forwarder(t.client, { concurrency: 8, pressure: () => true, maxDeferMs: 60_000 });
     f.start();
     expect(await f.drained(20_000)).toBe(true);
     expect(t.calls).toHaveLength(36);

@@ -75,12 +75,12 @@ describe('configuration', () => {
       maxBackoffMs: 30_000,
       ackPressureMs: 5,
       maxDeferMs: 10_000,
-      policy: 'surge',
+      policy: 'adaptive',
       signalTimeoutMs: 3_000,
       thread: true,
       threadNice: 5,
     });
-    expect(loadConfig({ ...base, FORWARDER_POLICY: 'adaptive' }).forwarder.policy).toBe('adaptive');
+    expect(loadConfig({ ...base, FORWARDER_POLICY: 'surge' }).forwarder.policy).toBe('surge');
     expect(() => loadConfig({ ...base, FORWARDER_POLICY: 'eager' })).toThrow('FORWARDER_POLICY: surge or adaptive');
     expect(loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: '0' }).forwarder.maxDeferMs).toBe(0);
     expect(() => loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: 'soon' })).toThrow('FORWARDER_MAX_DEFER_MS');
