@@ -6,7 +6,7 @@
 // Started in dependency order and stopped in the reverse one. Each part can be killed and started again on its own
 // (the fault drills do), and with `supervise` a worker or API replica that dies is started again, as an
 // orchestrator would.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
@@ -655,7 +655,15 @@ export class ProductionStack {
   }
 
   #died(p: ManagedProcess): string | undefined {
-    return p.running ? undefined : `exited at start; see ${p.logFile}`;
+    if (p.running) return undefined;
+    // The end of its log in the message: a test's folder (and the log in it) may be gone by the time anyone looks.
+    let tail = '';
+    try {
+      tail = readFileSync(p.logFile, 'utf8').trim().split('\n').slice(-8).join('\n');
+    } catch {
+      // no log yet
+    }
+    return `exited at start; see ${p.logFile}${tail ? `; its last lines:\n${tail}` : ''}`;
   }
 
   #uiConfig(): string {

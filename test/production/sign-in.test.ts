@@ -12,8 +12,8 @@ import { chromium, type Browser } from 'playwright-core';
 import { Agent, request } from 'undici';
 import type { AuditRecord } from '../../src/audit/log';
 import { verifyAuditTable } from '../../src/audit/postgres';
-import { freePort } from '../../scripts/lib/postgres-server';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
+import { pickProductionPorts } from '../faults/harness/production';
 import { operatorSession, runSession, type OidcSettings } from '../../scripts/lib/ops-sign-in';
 
 /** The call is refused by the Temporal server's authorizer: gRPC PERMISSION_DENIED (7). */
@@ -41,29 +41,10 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`);
     root = mkdtempSync(path.join(tmpdir(), 'sign-in-'));
-    const temporal = await freePort();
-    const ports: ProductionPorts = {
-      api: await freePort(),
-      apiReplicas: [await freePort()],
-      temporal,
-      temporalHttp: await freePort(),
-      temporalHistory: await freePort(),
-      temporalMatching: await freePort(),
-      temporalWorker: await freePort(),
-      temporalMembership: 20_000 + Math.floor(Math.random() * 10_000),
-      temporalMetrics: await freePort(),
-      temporalInternalFrontend: await freePort(),
-      temporalInternalFrontendHttp: await freePort(),
-      ui: await freePort(),
-      codec: await freePort(),
-      sandbox: await freePort(),
-      postgres: await freePort(),
-      objectStore: await freePort(),
-      objectStoreConsole: await freePort(),
-      keycloak: await freePort(),
-      keycloakManagement: await freePort(),
-      workerMetrics: [],
-    };
+    // Ports below the ephemeral range: Keycloak's and Temporal's own connections could take a port picked above it
+    // before the part that is to listen on it starts.
+    const ports: ProductionPorts = { ...(await pickProductionPorts(21_300, { identity: true })), workerMetrics: [] };
+    ports.apiReplicas = ports.apiReplicas.slice(0, 1);
     stack = new ProductionStack({ dataDir: root, ports, workers: 1, identity: true, onFatal: (w) => fatal.push(w) });
     await stack.start();
     browser = await chromium.launch({

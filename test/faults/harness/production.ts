@@ -60,8 +60,12 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** Every port of the topology from `base` upwards (free ones only; the membership ports four in a row). */
-export async function pickProductionPorts(base: number): Promise<ProductionPorts> {
+/**
+ * Every port of the topology from `base` upwards (free ones only; the membership ports four in a row, five with the
+ * identity provider, whose ports come too). Below the kernel's ephemeral range, so no outgoing connection takes one
+ * between the pick and the part's start.
+ */
+export async function pickProductionPorts(base: number, o: { identity?: boolean } = {}): Promise<ProductionPorts> {
   let next = base;
   const run = async (length: number): Promise<number> => {
     for (; next + length - 1 <= PORT_MAX; next++) {
@@ -84,7 +88,7 @@ export async function pickProductionPorts(base: number): Promise<ProductionPorts
     temporalHistory: await one(),
     temporalMatching: await one(),
     temporalWorker: await one(),
-    temporalMembership: await run(4),
+    temporalMembership: await run(o.identity ? 5 : 4),
     temporalMetrics: await one(),
     ui: await one(),
     codec: await one(),
@@ -92,6 +96,14 @@ export async function pickProductionPorts(base: number): Promise<ProductionPorts
     postgres: await one(),
     objectStore: await one(),
     objectStoreConsole: await one(),
+    ...(o.identity
+      ? {
+          keycloak: await one(),
+          keycloakManagement: await one(),
+          temporalInternalFrontend: await one(),
+          temporalInternalFrontendHttp: await one(),
+        }
+      : {}),
   };
 }
 
