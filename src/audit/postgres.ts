@@ -439,15 +439,7 @@ export async function verifyAuditTable(
   try {
     let after = 0;
     for (;;) {
-      const { rows } = await client.query<{
-        seq: string;
-        at: Date;
-        action: string;
-        subject: string;
-        prev: string;
-        hash: string;
-        record: string;
-      }>(
+      const { rows } = await client.query<AuditRow>(
         `SELECT seq, at, action, subject, prev, hash, record::text AS record FROM ${AUDIT_TABLE}
            WHERE seq > $1 ORDER BY seq LIMIT $2`,
         [after, READ_PAGE],
@@ -473,7 +465,8 @@ export async function verifyAuditTable(
   return columnProblem ? { ok: false, records: chain.records, ...columnProblem } : chain;
 }
 
-function columnsDiffer(row: {
+/** A row of the table as the check reads it: the columns, and the record as written. */
+interface AuditRow {
   seq: string;
   at: Date;
   action: string;
@@ -481,7 +474,9 @@ function columnsDiffer(row: {
   prev: string;
   hash: string;
   record: string;
-}): string | undefined {
+}
+
+function columnsDiffer(row: AuditRow): string | undefined {
   let r: AuditRecord;
   try {
     r = JSON.parse(row.record) as AuditRecord;
