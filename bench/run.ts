@@ -26,6 +26,7 @@
 // Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
 //          --stores files,postgres  --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
 //          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
+//          --background-cpu group|nice (group: those processes also in a cpu cgroup of the lowest weight, where one can be made)
 //          --npm-test first|full|skip  --timeout-minutes 21  --port-base 22200
 //          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
@@ -43,7 +44,7 @@ import type { Client } from '@temporalio/client';
 import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib/context';
 import { benchClient, benchConfig } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
-import { killAllSync, liveChildren, ROOT, stopChild } from './lib/proc';
+import { backgroundCpuGroup, killAllSync, liveChildren, ROOT, stopChild } from './lib/proc';
 import { renderReport, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
@@ -65,6 +66,11 @@ import {
   type HookState,
 } from './phases/webhook';
 
+function backgroundCpu(value: string | undefined): Options['backgroundCpu'] {
+  if (value === undefined || value === 'group' || value === 'nice') return value ?? 'group';
+  throw new Error(`--background-cpu is group or nice, not ${value}`);
+}
+
 function parseOptions(argv: string[]): Options {
   const { values: v } = parseArgs({
     args: argv,
@@ -84,6 +90,7 @@ function parseOptions(argv: string[]): Options {
       'waiting-journeys': { type: 'string' },
       'provider-delay-ms': { type: 'string' },
       'background-nice': { type: 'string' },
+      'background-cpu': { type: 'string' },
       'npm-test': { type: 'string' },
       'timeout-minutes': { type: 'string' },
       'port-base': { type: 'string' },
@@ -146,6 +153,7 @@ function parseOptions(argv: string[]): Options {
     waitingJourneys: num(v['waiting-journeys'], quick ? 600 : 10_000),
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
     backgroundNice: Math.min(19, Math.floor(num(v['background-nice'], 10))),
+    backgroundCpu: backgroundCpu(v['background-cpu']),
     npmTest,
     timeoutMs:
       v['timeout-minutes'] !== undefined
@@ -206,12 +214,15 @@ async function main() {
     results.machine = describeMachine();
   }
   const ports = benchPorts(o.portBase);
+  const backgroundGroup = o.backgroundCpu === 'group' && o.backgroundNice > 0 ? backgroundCpuGroup() : undefined;
+  if (backgroundGroup) o.backgroundGroup = backgroundGroup;
   const stack = new BenchStack({
     dataDir: path.join(workDir, 'data'),
     logDir,
     ports,
     providerDelayMs: o.providerDelayMs,
     backgroundNice: o.backgroundNice,
+    ...(backgroundGroup ? { backgroundGroup } : {}),
     log,
   });
   let hooks: HookState | undefined;

@@ -39,6 +39,13 @@ export interface Options {
   providerDelayMs: number;
   /** Niceness of the Temporal server, the worker and the sandbox (StackOptions.backgroundNice). */
   backgroundNice: number;
+  /**
+   * `group` (the default): those processes also go into a cpu cgroup of the lowest weight where one can be made
+   * (bench/lib/proc.ts backgroundCpuGroup); `nice`: niceness alone.
+   */
+  backgroundCpu: 'group' | 'nice';
+  /** The cgroup they went into, when `group` could be had here (for the report). */
+  backgroundGroup?: string;
   npmTest: 'first' | 'full' | 'skip';
   /** Hard limit of the whole run. */
   timeoutMs: number;

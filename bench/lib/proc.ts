@@ -2,7 +2,7 @@
 // is the process that does the work (RSS is read from it, signals reach it), with its output in a log file. Every
 // child is remembered until it has exited; whatever is still alive when the bench ends is killed by its pid.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -40,6 +40,8 @@ export interface SpawnOptions {
    * only counts within its session: the session's own niceness is set as well.
    */
   nice?: number;
+  /** A cpu cgroup (backgroundCpuGroup) the process is moved into at once, with every thread it has and starts. */
+  cpuGroup?: string;
 }
 
 export function spawnChild(name: string, command: string, args: string[], o: SpawnOptions): Child {
@@ -55,6 +57,7 @@ export function spawnChild(name: string, command: string, args: string[], o: Spa
   closeSync(fd);
   if (proc.pid === undefined) throw new Error(`${name}: could not spawn ${command}`);
   if (niced) setAutogroupNice(proc.pid, o.nice!);
+  if (o.cpuGroup) writeFileSync(path.join(o.cpuGroup, 'cgroup.procs'), String(proc.pid));
   let alive = true;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.once('exit', (code, signal) => {
@@ -80,6 +83,52 @@ export function spawnChild(name: string, command: string, args: string[], o: Spa
   };
   children.add(child);
   return child;
+}
+
+let backgroundGroup: string | null | undefined;
+
+/**
+ * A cpu cgroup of the lowest weight (cgroup v1 `cpu.shares` 2, v2 `cpu.weight` 1: what a best-effort container gets
+ * beside one with a CPU request), made once per bench and removed at its exit: its processes run on the CPU the
+ * others leave, yet are never starved outright (the idle class, `cpu.idle`, was tried: a starved process holding a
+ * file-system lock stalled the webhook's writes by up to 120 ms). Undefined where the kernel has no cpu controller
+ * or the bench may not make a group: then niceness is all there is.
+ */
+export function backgroundCpuGroup(): string | undefined {
+  if (backgroundGroup !== undefined) return backgroundGroup ?? undefined;
+  backgroundGroup = null;
+  const v2 = '/sys/fs/cgroup';
+  const candidates: [string, string, string][] = [
+    ['/sys/fs/cgroup/cpu', 'cpu.shares', '2'], // cgroup v1, the cpu controller's hierarchy
+    ...(existsSync(path.join(v2, 'cgroup.subtree_control')) &&
+    readFileSync(path.join(v2, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('cpu')
+      ? [[v2, 'cpu.weight', '1'] as [string, string, string]]
+      : []),
+  ];
+  for (const [base, knob, value] of candidates) {
+    if (!existsSync(path.join(base, knob)) && !existsSync(path.join(base, 'cgroup.subtree_control'))) continue;
+    const dir = path.join(base, `journey-bench-background-${process.pid}`);
+    try {
+      mkdirSync(dir);
+      writeFileSync(path.join(dir, knob), value);
+      backgroundGroup = dir;
+      exitHooks.add(() => {
+        try {
+          rmdirSync(dir); // only once empty: every process in it has exited
+        } catch {
+          // a process still in it: the kernel keeps the group until it is removed by hand
+        }
+      });
+      break;
+    } catch {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // not made
+      }
+    }
+  }
+  return backgroundGroup ?? undefined;
 }
 
 /** The scheduling weight of a session's group (Linux autogroup); nothing where the kernel has none. */

@@ -22,6 +22,7 @@ import type { loadAverage, Machine } from './machine';
 import type { InboxStore } from './stack';
 import { fmtBytes, fmtMs } from './stats';
 import { sustainedSection, sustainedSvg } from './sustained-report';
+import { cpuWeights } from './sections';
 import { lineChartSvg, type Series } from './svg';
 
 type Load = ReturnType<typeof loadAverage>;
@@ -989,11 +990,7 @@ export function renderReport(
     `| Fastify | ${m.fastify} |`,
     `| Load average (1/5/15 min) | before ${loadLine(r.loadBefore)}; after ${loadLine(r.loadAfter)} |`,
     `| CPU busy during the run | ${Number.isFinite(busy) ? pct(busy) : '–'} on average (whole machine, /proc/stat, every 5 s) |`,
-    `| CPU weights | ${
-      (o.backgroundNice ?? 0) > 0
-        ? `the Temporal server, the worker and the sandbox at nice ${o.backgroundNice} (process and session autogroup), the API, PostgreSQL and the load generator at 0: the share a deployment reserves for the webhook (its own cores, or a container's CPU request, which is a cgroup weight); \`--background-nice 0\` runs them all alike`
-        : 'every process at nice 0 (`--background-nice 0`)'
-    } |`,
+    `| CPU weights | ${cpuWeights(o)} |`,
     '',
   );
   const quiet = r.loadBefore.five < m.cores * 0.25;

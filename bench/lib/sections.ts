@@ -8,6 +8,21 @@ export const SCALE_END = '<!-- scale:end -->';
 export const SUSTAINED_START = '<!-- sustained:start -->';
 export const SUSTAINED_END = '<!-- sustained:end -->';
 
+/** Who got the CPU first in a run: the bench's options that set it (bench/lib/context.ts). */
+export function cpuWeights(o: { backgroundNice?: number; backgroundGroup?: string }): string {
+  if ((o.backgroundNice ?? 0) <= 0) return 'every process at nice 0 (`--background-nice 0`)';
+  return (
+    `the Temporal server, the worker and the sandbox at nice ${o.backgroundNice} (process and session autogroup)` +
+    (o.backgroundGroup
+      ? ', in a cpu cgroup of the lowest weight (`cpu.shares` 2 or `cpu.weight` 1, as a best-effort container: they ' +
+        'run on the CPU the others leave)'
+      : '') +
+    ", the API, PostgreSQL and the load generator at 0: the share a deployment reserves for the webhook (its own cores, or a container's CPU request, which is a cgroup weight); " +
+    (o.backgroundGroup ? '`--background-cpu nice` leaves the group out, ' : '') +
+    '`--background-nice 0` runs them all alike'
+  );
+}
+
 interface Markers {
   start: string;
   end: string;

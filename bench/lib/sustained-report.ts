@@ -5,7 +5,7 @@ import type { SustainedResults, SustainedRun } from '../phases/sustained';
 import { fmtBoundSeconds } from './api-metrics';
 import type { DeliveryCheck } from './deliveries';
 import type { Machine, loadAverage } from './machine';
-import { SUSTAINED_END, SUSTAINED_START } from './sections';
+import { cpuWeights, SUSTAINED_END, SUSTAINED_START } from './sections';
 import { fmtMs } from './stats';
 import { panelsChartSvg, type Panel } from './svg';
 
@@ -29,6 +29,7 @@ interface SectionInput {
   machine: Machine;
   loadBefore: ReturnType<typeof loadAverage>;
   loadAfter?: ReturnType<typeof loadAverage>;
+  options?: { backgroundNice?: number; backgroundGroup?: string };
   sustained?: SustainedResults;
   delivery?: DeliveryCheck;
 }
@@ -266,6 +267,7 @@ export function sustainedSection(r: SectionInput, svgLink = 'sustained-inbox-dep
       `and it drained within ${s.drainLimitSeconds} s; the **knee** is the highest rate up to which every rate was ` +
       `bounded; a process at ${pct(CPU_CEILING)} of a core or more (or the machine at ${pct(CPU_CEILING)} of its ` +
       'cores) is at its CPU ceiling.' +
+      (r.options ? ` CPU weights: ${cpuWeights(r.options)}.` : '') +
       (withPolicy
         ? ` Forwarding policies compared in this run (the API restarted with \`FORWARDER_POLICY\` set to each): ${s.policies.map((p) => `\`${p}\``).join(', ')}.`
         : ''),

@@ -67,6 +67,8 @@ export interface StartPostgresOptions {
   readyTimeoutMs?: number;
   /** The OS user that runs the server when we are root. Default `postgres`. */
   osUser?: string;
+  /** Server settings on top of this module's (each a `-c name=value`). */
+  settings?: Record<string, string>;
 }
 
 const HOST = '127.0.0.1';
@@ -160,6 +162,7 @@ class PostgresProcess implements PostgresServer {
     port: number,
     private readonly readyTimeoutMs: number,
     private readonly log: (line: string) => void,
+    private readonly settings: Record<string, string> = {},
   ) {
     this.#port = port;
     this.#password = password;
@@ -192,6 +195,7 @@ class PostgresProcess implements PostgresServer {
       port,
       opts.readyTimeoutMs ?? 30_000,
       opts.log ?? (() => {}),
+      opts.settings,
     );
     await server.#initOnce(opts.password);
     return server;
@@ -305,7 +309,12 @@ class PostgresProcess implements PostgresServer {
   }
 
   async #spawnAndWait(): Promise<void> {
-    const settings = { ...SETTINGS, port: String(this.#port), unix_socket_directories: this.socketDir };
+    const settings = {
+      ...SETTINGS,
+      ...this.settings,
+      port: String(this.#port),
+      unix_socket_directories: this.socketDir,
+    };
     const args = ['-D', this.dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
     const logFd = await fs.open(this.logFile, 'a', 0o600);
     this.#logOffset = (await logFd.stat()).size;
