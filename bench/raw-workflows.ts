@@ -1,7 +1,8 @@
-// The raw ceiling of the Temporal server the journeys run on: a workflow with the shape of a GFE journey's history
-// and nothing else. A GFE journey runs two activities (getExamCatalog, createInvite), then waits on a timer (the
-// consultation deadline) for one signal (event 1), and completes. This does the same with empty activities, no
-// HTTP, no payload encryption, no search attributes, on its own task queue and worker (bench/raw-worker.ts).
+// The raw ceiling of the Temporal server the journeys run on: a workflow with the plain shape of a GFE journey and
+// nothing else. Two activities (the exam list, the invite), then a timer (the consultation deadline) and one signal
+// (event 1), and it completes: the shape a GFE journey had before its exam list became a local activity. Empty
+// activities, no HTTP, no payload encryption, no search attributes, on its own task queue and worker
+// (bench/raw-worker.ts).
 // Workflow code: deterministic, imports @temporalio/workflow only.
 import { condition, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 

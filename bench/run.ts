@@ -27,7 +27,7 @@
 //          --stores files,postgres  --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
 //          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
 //          --background-cpu group|nice (group: those processes also in a cpu cgroup of the lowest weight, where one can be made)
-//          --npm-test first|full|skip  --timeout-minutes 21  --port-base 22200
+//          --npm-test first|full|skip  --timeout-minutes 30 (time enough to park and wake all 10,000)  --port-base 22200
 //          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
 //          sustained: --sustained-rates 50,100,150,200,300  --sustained-seconds 180  --sustained-drain-seconds 120
@@ -157,8 +157,8 @@ function parseOptions(argv: string[]): Options {
     npmTest,
     timeoutMs:
       v['timeout-minutes'] !== undefined
-        ? num(v['timeout-minutes'], 21) * 60_000
-        : (quick ? 15 : 21) * 60_000 + sustainedMs,
+        ? num(v['timeout-minutes'], 30) * 60_000
+        : (quick ? 15 : 30) * 60_000 + sustainedMs,
     // A partial run does not overwrite the committed report.
     out: v.out ?? (partial ? undefined : path.join(ROOT, 'docs', 'performance.md')),
     svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),

@@ -3,7 +3,7 @@ import type { AloneRun } from '../api-alone';
 import { GENERATOR_WARM_BURSTS } from './load';
 import type { ColdStartResults, NpmTestResults } from '../phases/cold';
 import type { SustainedResults } from '../phases/sustained';
-import type { ThroughputResults, ThroughputRun } from '../phases/throughput';
+import { fmtCpuPerJourney, type ThroughputResults, type ThroughputRun } from '../phases/throughput';
 import type { AbResult, TuningResults } from '../phases/tuning';
 import type { WaitingResults } from '../phases/waiting';
 import type {
@@ -79,8 +79,11 @@ function cpuCell(cpu: Record<string, number> | undefined, key: string): string {
 }
 
 function throughputRow(r: ThroughputRun): string {
-  return `| ${r.label} | ${r.completed}/${r.n} | ${s1(r.wallSeconds)} | **${r.perSecond.toFixed(1)}/s** | ${ms(r.timeToCompleteMs.p50)} | ${ms(r.timeToCompleteMs.p99)} | ${ms(r.startMs.p50)} / ${ms(r.startMs.p99)} |`;
+  return `| ${r.label} | ${r.completed}/${r.n} | ${s1(r.wallSeconds)} | **${r.perSecond.toFixed(1)}/s** | ${ms(r.timeToCompleteMs.p50)} | ${ms(r.timeToCompleteMs.p99)} | ${ms(r.startMs.p50)} / ${ms(r.startMs.p99)} | ${fmtCpuPerJourney(r.cpuPerJourney)} |`;
 }
+
+/** The share of the raw ceiling the journeys should reach. */
+const THROUGHPUT_TARGET = 0.8;
 
 /** A level of the webhook runs: Temporal up (section 1) or stopped (the outage). */
 function levelOf(r: Results, store: InboxStore, temporal: TemporalState, rate: number): WebhookLevel | undefined {
@@ -176,12 +179,12 @@ export function targets(r: Results): Targets {
   }
   if (r.throughput) {
     rows.push({
-      target: 'Journey throughput at least half the raw ceiling',
+      target: 'Journey throughput at least 80 % of the raw ceiling',
       figure: `${r.throughput.gfe.perSecond.toFixed(1)}/s vs ${r.throughput.raw.perSecond.toFixed(1)}/s = ${pct(r.throughput.ratio)}`,
       verdict:
-        r.throughput.ratio >= 0.5
+        r.throughput.ratio >= THROUGHPUT_TARGET
           ? met(true)
-          : `${met(false)}: ${pct(r.throughput.ratio)} of the ceiling, ${(0.5 / r.throughput.ratio).toFixed(1)}x short`,
+          : `${met(false)}: ${pct(r.throughput.ratio)} of the ceiling (see *What stands in the way*)`,
     });
   }
   if (r.waiting) {
@@ -643,13 +646,20 @@ function analysis(r: Results): string[] {
     }
   }
   const t = r.throughput;
-  if (t && t.ratio < 0.5) {
+  if (t && t.ratio < THROUGHPUT_TARGET) {
+    const c = (run: ThroughputRun, k: string) => (run.cpuPerJourney?.[k] ?? NaN) * 1000;
     out.push(
-      `- **Throughput** (${pct(t.ratio)} of the raw ceiling): a GFE journey costs more than its raw twin: its start ` +
-        `goes through the API (describe, catalog check, start: p50 ${fmtMs(t.gfe.startMs.p50)}), it upserts its ` +
-        'search attributes at each stage change (six upserts, each a visibility write), encrypts every payload, and ' +
-        'its callback travels sandbox -> webhook -> inbox -> forwarder -> signal. The Temporal server is the ' +
-        'bottleneck of both runs.',
+      `- **Throughput** (${pct(t.ratio)} of the raw ceiling): the Temporal dev server is the bottleneck of both runs ` +
+        `(one process; it spent ${c(t.raw, 'temporal').toFixed(1)} ms of CPU per raw workflow and ` +
+        `${c(t.gfe, 'temporal').toFixed(1)} ms per GFE journey). What the GFE journey asks of it beyond its raw twin ` +
+        'is what a clinic sees of it: search attributes written at each stage it can be found in (a start with them, ' +
+        'then inviting, awaiting consultation and completed: each a write to the visibility store), the patch marker ' +
+        "of today's rules (with the SDK's upsert of TemporalChangeVersion), the heartbeat that records the invite " +
+        'as being sent, and encrypted payloads. Beside it on the same two cores: the worker ' +
+        `(${c(t.gfe, 'worker').toFixed(1)} ms against ${c(t.raw, 'worker').toFixed(1)} ms: HTTP to the service, the ` +
+        `payload codec), the API (${c(t.gfe, 'api').toFixed(1)} ms: the start request, the webhook, the forwarder) and ` +
+        `the sandbox standing in for the exam service (${c(t.gfe, 'sandbox').toFixed(1)} ms), which the raw run does ` +
+        'not have.',
     );
   }
   const w = r.waiting;
@@ -1026,18 +1036,32 @@ export function renderReport(
       `${x.gfe.n} GFE journeys started through the API (\`POST /v1/journeys\` with an Idempotency-Key, ` +
         `${x.concurrency} requests in flight), each completed by the sandbox's simulated provider calling event 1 ` +
         `back through the webhook after ${x.providerDelayMs} ms (test mode). Against, in the same run, the raw ceiling ` +
-        "of this server: bench/raw-workflows.ts has a GFE journey's shape (activities `getExamCatalog` and " +
-        '`createInvite`, a timer, one signal; counted from a recorded GFE history: 2 activities, 1 signal, 1 timer) ' +
-        `with empty activities whose "provider" signals after the same ${x.providerDelayMs} ms, no HTTP, no payload ` +
-        'encryption, no search attributes, on its own worker and task queue.',
+        "of this server: bench/raw-workflows.ts has a GFE journey's plain shape (two activities for the exam list " +
+        'and the invite, a timer, one signal: the shape the journey had before its exam list became a local ' +
+        `activity) with empty activities whose "provider" signals after the same ${x.providerDelayMs} ms, no HTTP, ` +
+        'no payload encryption, no search attributes, no patch marker, on its own worker and task queue.',
       '',
-      '| Run | Completed | Wall | Journeys/s | Time to complete p50 | p99 | Start call p50 / p99 |',
-      '|---|---|---|---|---|---|---|',
+      '| Run | Completed | Wall | Journeys/s | Time to complete p50 | p99 | Start call p50 / p99 | CPU per journey |',
+      '|---|---|---|---|---|---|---|---|',
       throughputRow(x.raw),
       throughputRow(x.gfe),
       '',
       `The GFE journeys ran at **${pct(x.ratio)}** of the raw ceiling. Time to complete runs from the start request ` +
-        `to the workflow's close (server time) and includes the ${x.providerDelayMs} ms provider delay.`,
+        `to the workflow's close (server time) and includes the ${x.providerDelayMs} ms provider delay. *CPU per ` +
+        'journey*: CPU milliseconds of each process (/proc) from the first start to the last close, over the journeys ' +
+        "completed (the raw run's worker is its own). Both workers, the Temporal server and the sandbox run with the " +
+        'same CPU weight (see *Machine*).',
+      '',
+      '**What a GFE journey asks of Temporal** (counted from the histories of journeys started through the API): before ' +
+        `the rules of 2026-11, 41 events: 6 patch markers, each with the SDK's upsert of TemporalChangeVersion, and ` +
+        '6 upserts of its own search attributes (three of them within one workflow task), 2 activities (the exam list ' +
+        "and the invite), 4 workflow tasks. With today's rules (`journey-rules-2026-11`, src/workflows/" +
+        'patient-journey.ts), 23 events: one patch marker for all the rules, the exam list read by a local ' +
+        "activity (from the worker's cache, no activity task and no workflow task of its own), search attributes " +
+        'written once per workflow task activation and only those that changed (the start request carries the first ' +
+        'ones), 3 workflow tasks, 1 activity. Measured the day it changed (`npm run bench -- --only throughput`, ' +
+        'consecutive runs, same machine): 18.5/s against a raw 29.0/s (64 %), the Temporal server 48.7 ms of CPU per ' +
+        'journey with the markers merged alone; 22.7/s against 31.0/s (73 %) and 38.4 ms with the local activity.',
       '',
     );
   }
@@ -1147,7 +1171,7 @@ export function renderReport(
       L.push(
         `- **\`npm test\`**: ${
           r.npmTest.mode === 'first'
-            ? `time to the first test result in this run: **${s1(r.npmTest.firstResultMs / 1000)}** (\`${r.npmTest.firstResult}\`); the run was then stopped (the whole suite does not fit the bench's 20 minutes beside the rest).`
+            ? `time to the first test result in this run: **${s1(r.npmTest.firstResultMs / 1000)}** (\`${r.npmTest.firstResult}\`); the run was then stopped (the whole suite does not fit the bench's time beside the rest).`
             : `the whole run took **${s1((r.npmTest.fullMs ?? NaN) / 1000)}** (exit ${r.npmTest.exitCode}); first result after ${s1(r.npmTest.firstResultMs / 1000)}.`
         }`,
       );
@@ -1184,7 +1208,7 @@ export function renderReport(
     '## How to run',
     '',
     '```sh',
-    'npm run bench                                   # everything (about 20 minutes, hard limit 21)',
+    'npm run bench                                   # everything (about 25 minutes, hard limit 30)',
     'npm run bench -- --quick                        # small sizes (development); the report goes to the work folder',
     'npm run bench -- --only webhook,burst,outage    # some phases: cold, tests, alone, webhook, burst, outage,',
     '                                                #   throughput, tuning, waiting',

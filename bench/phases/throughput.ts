@@ -5,7 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { Ctx } from '../lib/context';
 import { listWorkflows, pool } from '../lib/journeys';
-import { Fatal, spawnTs, stopChild, waitFor, type Child } from '../lib/proc';
+import { cpuSeconds, Fatal, spawnTs, stopChild, waitFor, type Child } from '../lib/proc';
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
 import { RAW_TASK_QUEUE } from '../raw-workflows';
@@ -23,6 +23,11 @@ export interface ThroughputRun {
   /** The start call alone (HTTP to the API, or the client's gRPC start). */
   startMs: Summary;
   startErrors: number;
+  /**
+   * CPU seconds per completed journey of each process over the run (from the first start to the last close): where
+   * the work went. `worker` is the raw worker in the raw run.
+   */
+  cpuPerJourney?: Record<string, number>;
 }
 
 export interface ThroughputResults {
@@ -31,6 +36,21 @@ export interface ThroughputResults {
   gfe: ThroughputRun;
   raw: ThroughputRun;
   ratio: number;
+}
+
+/** CPU seconds of each process now (the stack's, and the raw worker's as `worker` when it runs). */
+async function cpuNow(ctx: Ctx, rawWorker?: Child): Promise<Record<string, number>> {
+  const all = await ctx.stack.cpu();
+  if (!rawWorker) return all;
+  const { worker: _engineWorker, ...rest } = all;
+  const raw = await cpuSeconds(rawWorker.pid);
+  return raw === undefined ? rest : { ...rest, worker: raw };
+}
+
+function perJourney(before: Record<string, number>, after: Record<string, number>, n: number) {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) if (before[k] !== undefined && n > 0) out[k] = (v - before[k]) / n;
+  return out;
 }
 
 function measure(
@@ -97,6 +117,7 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
   );
   const idempotencyKeys = Array.from({ length: n }, (_, i) => `tput-${ctx.runTag}-${tag}-${i}`);
   ctx.log(`throughput: starting ${n} GFE journeys through the API (${o.startConcurrency} at a time)...`);
+  const cpu0 = await cpuNow(ctx);
   const sends = await pool(idempotencyKeys, o.startConcurrency, (key) => startViaApi(ctx, clinic.token, key));
   const okCount = sends.filter((s) => s.ok).length;
   ctx.log(`throughput: ${okCount} started; waiting for them to complete...`);
@@ -106,7 +127,8 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
     `ClinicId = '${clinic.clinicId}'`,
     sends.filter((x) => x.ok).map((x) => x.id),
   );
-  return measure('GFE journeys (API, sandbox callbacks)', sends, closed);
+  const cpuPerJourney = perJourney(cpu0, await cpuNow(ctx), closed.size);
+  return { ...measure('GFE journeys (API, sandbox callbacks)', sends, closed), cpuPerJourney };
 }
 
 export async function rawThroughput(
@@ -133,6 +155,7 @@ export async function rawThroughput(
     );
     const ids = Array.from({ length: n }, (_, i) => `raw-${ctx.runTag}-${tag}-${i}`);
     ctx.log(`throughput: starting ${n} raw workflows (${label})...`);
+    const cpu0 = await cpuNow(ctx, worker);
     const sends = await pool(ids, o.startConcurrency, async (id) => {
       const sentAt = Date.now();
       const t = performance.now();
@@ -148,7 +171,8 @@ export async function rawThroughput(
       `WorkflowType = 'rawJourney'`,
       sends.filter((x) => x.ok).map((x) => x.id),
     );
-    return measure(label, sends, closed);
+    const cpuPerJourney = perJourney(cpu0, await cpuNow(ctx, worker), closed.size);
+    return { ...measure(label, sends, closed), cpuPerJourney };
   } finally {
     await connection.close();
     await stopChild(worker, 30_000);
@@ -181,9 +205,12 @@ async function waitForClosed(ctx: Ctx, client: Client, query: string, ids: strin
 }
 
 async function startRawWorker(ctx: Ctx, tag: string, address: string): Promise<Child> {
+  // The journeys' worker's CPU weight: the raw ceiling is measured on the same terms as the journeys.
   const child = spawnTs(`raw-worker-${tag}`, 'bench/raw-worker.ts', [], {
     logDir: ctx.logDir,
     env: { TEMPORAL_ADDRESS: address },
+    nice: ctx.o.backgroundNice,
+    ...(ctx.o.backgroundGroup ? { cpuGroup: ctx.o.backgroundGroup } : {}),
   });
   await waitFor(
     'the raw worker to poll',
@@ -196,15 +223,24 @@ async function startRawWorker(ctx: Ctx, tag: string, address: string): Promise<C
   return child;
 }
 
+/** `temporal 31 ms, worker 12 ms, ...` (CPU milliseconds per journey, largest first). */
+export function fmtCpuPerJourney(cpu: Record<string, number> | undefined): string {
+  if (!cpu) return '–';
+  return Object.entries(cpu)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${(v * 1000).toFixed(1)} ms`)
+    .join(', ');
+}
+
 export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
   const n = ctx.o.throughputJourneys;
   const raw = await rawThroughput(ctx, n, 'ceiling', 'raw workflows (same shape, no HTTP)');
   ctx.log(
-    `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms`,
+    `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}`,
   );
   const gfe = await gfeThroughput(ctx, n, 'gfe');
   ctx.log(
-    `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms`,
+    `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(gfe.cpuPerJourney)}`,
   );
   return {
     providerDelayMs: ctx.o.providerDelayMs,

@@ -13,8 +13,10 @@ export interface Classified {
  *   that record is `not_sent`.
  */
 export function classify(err: unknown, operation: string, sendingRecorded = false): Classified {
-  if (err instanceof ActivityFailure) {
-    const cause = err.cause;
+  // An activity's failure wraps its cause; a local activity's may come as the cause itself.
+  const failure = err instanceof ActivityFailure ? err : err instanceof ApplicationFailure ? { cause: err } : undefined;
+  if (failure) {
+    const cause = failure.cause;
     if (cause instanceof ApplicationFailure) {
       const facts = (cause.details?.[0] as FailureFacts | undefined) ?? { kind: cause.type ?? 'unknown', operation };
       return { facts, failureType: cause.type ?? 'unknown' };

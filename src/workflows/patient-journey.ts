@@ -4,6 +4,7 @@ import {
   allHandlersFinished,
   condition,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -12,7 +13,9 @@ import {
   patched,
   startChild,
   ParentClosePolicy,
+  workflowInfo,
 } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { FailureType, type ExamNotification, type JourneyActivities } from './activity-contract';
 import { attachmentRetention, attachmentRetentionId } from './attachment-retention';
 import { classify, type Classified } from './activity-failures';
@@ -70,16 +73,20 @@ const NON_RETRYABLE = [
   FailureType.attachment_missing,
 ];
 
-const service = proxyActivities<JourneyActivities>({
-  startToCloseTimeout: '45 seconds',
-  retry: {
-    initialInterval: '2 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '2 minutes',
-    maximumAttempts: 8,
-    nonRetryableErrorTypes: NON_RETRYABLE,
-  },
-});
+const SERVICE_RETRY = {
+  initialInterval: '2 seconds',
+  backoffCoefficient: 2,
+  maximumInterval: '2 minutes',
+  maximumAttempts: 8,
+  nonRetryableErrorTypes: NON_RETRYABLE,
+} as const;
+
+const service = proxyActivities<JourneyActivities>({ startToCloseTimeout: '45 seconds', retry: SERVICE_RETRY });
+
+// Today's rules read the exam list in a local activity: a read the worker answers from its cache (a GET to the service
+// when the cache is cold), run in the worker that runs the workflow task, with no activity task and no second workflow
+// task on the Temporal server. Retried alike; past a minute its retries wait on a workflow timer.
+const local = proxyLocalActivities<JourneyActivities>({ startToCloseTimeout: '45 seconds', retry: SERVICE_RETRY });
 
 // The invite is not idempotent at the service: one attempt per activity, and the workflow retries only what was
 // provably not sent. A timeout is ambiguous once the attempt had Temporal record INVITE_SENDING (sendInvite); one
@@ -136,6 +143,15 @@ const INVITE_SENDING_RECORDED = 'invite-sending-recorded';
 
 /** The journey's documents deleted after a grace once it ends (attachment-retention.ts). */
 const ATTACHMENT_RETENTION = 'attachment-retention';
+/**
+ * Every patch above at once, search attributes published once per workflow task (only those that changed), and the
+ * exam list read in a local activity. A journey started from here on records this one marker instead of one per
+ * patch (each patch is a marker and an upsert of TemporalChangeVersion: twelve commands on a journey's first workflow
+ * task, each upsert a write to the visibility store), one upsert where a workflow task changed its state several
+ * times, and no activity task or workflow task of its own for the exam list (docs/performance.md#2-journey-throughput).
+ * Journeys started before it replay, and go on, patch by patch.
+ */
+const JOURNEY_RULES_2026_11 = 'journey-rules-2026-11';
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
 
 /** Starts the retention of the journey's documents, left running after the journey (ABANDON). */
@@ -150,14 +166,16 @@ async function handOffAttachments(journeyId: string, refs: string[], timings: Jo
 }
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
-  // Journeys started before rule 2 replay, and go on, with the rules their history was made with.
+  // A journey of today's rules records one marker for all of them; one started before replays, and goes on, with
+  // the rules its history was made with (each patch asked in the order it always was).
+  const current = patched(JOURNEY_RULES_2026_11);
   let state: JourneyState = initialState(
     input,
     nowIso(),
-    patched(CALLBACK_RULES_2) ? 2 : 1,
-    patched(DEFERRED_WAITS),
-    patched(INVITE_EVIDENCE),
-    patched(DRUGS_GRACE),
+    current || patched(CALLBACK_RULES_2) ? 2 : 1,
+    current || patched(DEFERRED_WAITS),
+    current || patched(INVITE_EVIDENCE),
+    current || patched(DRUGS_GRACE),
   );
   let publishedAttrs = '';
   let publishedDigest = '';
@@ -165,9 +183,16 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   const notifications: Promise<unknown>[] = [];
   // Journeys started before this sent each notification at once, so a clinic could see the stage go backwards;
   // they replay (and go on) that way.
-  const inSequence = patched(NOTIFICATIONS_IN_SEQUENCE);
+  const inSequence = current || patched(NOTIFICATIONS_IN_SEQUENCE);
   // Journeys started before this invite with createInvite, and a timeout of theirs stays in doubt.
-  const sendingRecorded = patched(INVITE_SENDING_RECORDED);
+  const sendingRecorded = current || patched(INVITE_SENDING_RECORDED);
+  // Today's rules: what the visibility store holds (from the start request, then from each upsert), key by key.
+  const visible = new Map<string, string>();
+  if (current) {
+    for (const pair of workflowInfo().typedSearchAttributes.getAll())
+      visible.set(pair.key.name, JSON.stringify(pair.value));
+  }
+  let upsertQueued = false;
   const inviteActivity = sendingRecorded ? invite.sendInvite : invite.createInvite;
   let lastNotification: Promise<unknown> = Promise.resolve();
 
@@ -182,14 +207,8 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     const attrsKey = JSON.stringify(attrs);
     if (attrsKey !== publishedAttrs) {
       publishedAttrs = attrsKey;
-      upsertSearchAttributes([
-        { key: SearchAttr.ClinicId, value: state.clinicId },
-        { key: SearchAttr.Scenario, value: state.scenario },
-        { key: SearchAttr.JourneyStage, value: attrs.JourneyStage },
-        { key: SearchAttr.ExamStatus, value: attrs.ExamStatus },
-        { key: SearchAttr.RxStatus, value: attrs.RxStatus },
-        { key: SearchAttr.NeedsAttention, value: attrs.NeedsAttention },
-      ]);
+      if (current) queueUpsert();
+      else upsertSearchAttributes(searchAttributePairs());
       setCurrentDetails(
         `${state.scenario} journey, stage ${attrs.JourneyStage}; exams: ${
           state.exams.map((e) => `${e.patientExamId} ${e.status}${e.rxStatus ? ` (${e.rxStatus})` : ''}`).join(', ') ||
@@ -220,6 +239,38 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     // `send` never rejects: a notification that finally failed lets the next one go.
     lastNotification = inSequence ? lastNotification.then(send) : send();
     notifications.push(lastNotification);
+  }
+
+  function searchAttributePairs(): SearchAttributeUpdatePair[] {
+    const attrs = searchAttributesOf(state);
+    return [
+      { key: SearchAttr.ClinicId, value: state.clinicId },
+      { key: SearchAttr.Scenario, value: state.scenario },
+      { key: SearchAttr.JourneyStage, value: attrs.JourneyStage },
+      { key: SearchAttr.ExamStatus, value: attrs.ExamStatus },
+      { key: SearchAttr.RxStatus, value: attrs.RxStatus },
+      { key: SearchAttr.NeedsAttention, value: attrs.NeedsAttention },
+    ];
+  }
+
+  /**
+   * One upsert at the end of this workflow task's code (a microtask: it runs before the task's commands go out),
+   * whatever the number of state changes in it, with the attributes whose value differs from the visibility store's.
+   * An empty list and an unset attribute are the same to a query.
+   */
+  function queueUpsert() {
+    if (upsertQueued) return;
+    upsertQueued = true;
+    void Promise.resolve().then(() => {
+      upsertQueued = false;
+      const changed = searchAttributePairs().filter((pair) => {
+        const value = JSON.stringify(pair.value);
+        return value !== (visible.get(pair.key.name) ?? (Array.isArray(pair.value) ? '[]' : undefined));
+      });
+      if (changed.length === 0) return;
+      for (const pair of changed) visible.set(pair.key.name, JSON.stringify(pair.value));
+      upsertSearchAttributes(changed);
+    });
   }
 
   // ---- messages ---------------------------------------------------------------------------------------------------
@@ -422,9 +473,10 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   async function checkCatalog(): Promise<boolean> {
     for (;;) {
       try {
-        const catalog = await service.getExamCatalog.executeWithOptions({ summary: "read the clinic's exam list" }, [
-          state.clinicId,
-        ]);
+        const catalog = await (current ? local : service).getExamCatalog.executeWithOptions(
+          { summary: "read the clinic's exam list" },
+          [state.clinicId],
+        );
         const issues = checkAgainstCatalog(input, catalog);
         if (issues.length > 0) {
           dispatch({
@@ -689,7 +741,8 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   await Promise.all(notifications);
   // Journeys started before this keep their documents: they replay without the hand-off.
   const refs = (input.attachments ?? []).map((a) => a.attachment.ref);
-  if (refs.length > 0 && patched(ATTACHMENT_RETENTION)) await handOffAttachments(state.journeyId, refs, input.timings);
+  if (refs.length > 0 && (current || patched(ATTACHMENT_RETENTION)))
+    await handOffAttachments(state.journeyId, refs, input.timings);
   return summary(state, nowIso());
 }
 

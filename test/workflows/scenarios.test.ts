@@ -21,6 +21,7 @@ import {
   type Harness,
 } from './harness';
 import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
+import { defaultPayloadConverter } from '@temporalio/common';
 
 let h: Harness;
 beforeAll(async () => {
@@ -45,9 +46,10 @@ describe('good faith exam', () => {
         ClinicId: 'clinic-7',
         Scenario: 'gfe',
         ExamStatus: ['pending'],
-        RxStatus: [],
         NeedsAttention: false,
       });
+      // No prescription yet: never set (an empty list and an unset attribute are the same to a query and the API).
+      expect(waiting.RxStatus ?? []).toEqual([]);
       expect(containsPhi(waiting.raw)).toEqual([]);
 
       // What the service was asked for: one invite carrying the patient, the exam and the journey's webhook.
@@ -87,6 +89,28 @@ describe('good faith exam', () => {
       // No reminder, no cancel: the patient acted in time.
       expect(j.fake.count('exam_invite_resend')).toBe(0);
       expect(j.fake.count('exam_invite_cancel')).toBe(0);
+
+      // What it cost Temporal: one patch marker for today's rules (not one per rule, each with its own upsert of
+      // TemporalChangeVersion), the exam list read by a local activity (a marker, no activity task), one activity
+      // (the invite), and at most one upsert of the journey's own attributes per workflow task.
+      const events = (await j.handle.fetchHistory()).events ?? [];
+      const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
+      expect(markers).toEqual(['core_patch', 'core_local_activity']);
+      expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
+      // The journey's own upserts: the stages it went through, each once (several changes within one workflow task
+      // activation published together), and only the attributes that changed.
+      const upserts = events.flatMap((e) => {
+        const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+        if (!fields || 'TemporalChangeVersion' in fields) return [];
+        const stage = fields.JourneyStage ? defaultPayloadConverter.fromPayload<string>(fields.JourneyStage) : '-';
+        return [`${stage}: ${Object.keys(fields).sort().join(',')}`];
+      });
+      expect(upserts).toEqual([
+        'validating: ClinicId,JourneyStage,NeedsAttention,Scenario', // this harness starts journeys without them
+        'inviting: JourneyStage',
+        'awaiting_consultation: ExamStatus,JourneyStage',
+        'completed: ExamStatus,JourneyStage',
+      ]);
     });
   });
 
