@@ -215,7 +215,7 @@ async function main() {
   }
   const ports = benchPorts(o.portBase);
   const backgroundGroup = o.backgroundCpu === 'group' && o.backgroundNice > 0 ? backgroundCpuGroup() : undefined;
-  if (backgroundGroup) o.backgroundGroup = backgroundGroup;
+  if (backgroundGroup) o.backgroundGroup = results.options.backgroundGroup = backgroundGroup;
   const stack = new BenchStack({
     dataDir: path.join(workDir, 'data'),
     logDir,
