@@ -30,6 +30,8 @@ export interface ApiFigures {
   write: Buckets;
   /** From receipt to the journey accepting the signal (seconds). */
   forwardDelay: Buckets;
+  /** The event loop's longest delay since the previous scrape (prom-client's default metric; seconds), a gauge. */
+  loopDelayMax: number;
   /** When this scrape was taken (performance.now()). */
   at: number;
 }
@@ -82,6 +84,7 @@ export async function apiFigures(apiUrl: string): Promise<ApiFigures> {
     batchCallbacks: sumOf(m, 'journey_api_inbox_append_batch_size_sum'),
     write: bucketsOf(m, 'journey_api_inbox_write_seconds'),
     forwardDelay: bucketsOf(m, 'journey_api_callback_forward_delay_seconds'),
+    loopDelayMax: m.get('nodejs_eventloop_lag_max_seconds') ?? NaN,
     at: performance.now(),
   };
 }
@@ -108,6 +111,7 @@ export function diff(after: ApiFigures, before: ApiFigures): ApiFigures {
     batchCallbacks: after.batchCallbacks - before.batchCallbacks,
     write: diffBuckets(after.write, before.write),
     forwardDelay: diffBuckets(after.forwardDelay, before.forwardDelay),
+    loopDelayMax: after.loopDelayMax,
     at: after.at - before.at,
   };
 }

@@ -163,6 +163,25 @@ export function knees(s: SustainedResults): Knee[] {
   });
 }
 
+/**
+ * Where a slow answer (max over ACK_MAX_LIMIT_MS) was made, from the API's side of the run: its own answer time, its
+ * inbox writes and its event loop. An answer the API made quickly was slow on the way (the generator, the network
+ * stack, the machine); one whose write was as slow was the storage; one with a long event-loop delay, the API.
+ */
+export function stallNote(r: SustainedRun): string | undefined {
+  const max = r.ack.latencyMs.max;
+  if (!(max >= ACK_MAX_LIMIT_MS) || !r.stalls) return undefined;
+  const bound = (v: number | undefined) =>
+    v === undefined ? '–' : Number.isFinite(v) ? `≤ ${fmtMs(v)}` : 'over its largest bucket';
+  const { serverAckMaxMs, writeMaxMs, loopDelayMaxMs } = r.stalls;
+  const parts = [
+    `the API's own answer time ${bound(serverAckMaxMs)}`,
+    `its inbox writes ${bound(writeMaxMs)}`,
+    ...(loopDelayMaxMs !== undefined ? [`its event loop's longest delay ${fmtMs(loopDelayMaxMs)}`] : []),
+  ];
+  return `the ${fmtMs(max)} answer at ${r.rate}/s: ${parts.join(', ')}`;
+}
+
 /** The knee in a sentence (markdown). */
 export function kneeLine(k: Knee, cores: number): string {
   const name = `${k.store}${k.policy !== undefined ? `, policy \`${k.policy}\`` : ''}`;
@@ -221,6 +240,8 @@ export function kneeLine(k: Knee, cores: number): string {
         })
         .join('; ');
   }
+  const stalls = k.runs.flatMap((r) => stallNote(r) ?? []);
+  if (stalls.length) text += `. Where the slowest answers were made: ${stalls.join('; ')}`;
   return `${text}.`;
 }
 

@@ -61,6 +61,11 @@ export interface SustainedRun {
   appliedRate: number;
   drainRate: number;
   /**
+   * The slowest answers' side of the API over the load: its own answer time (request received to answered) and its
+   * inbox writes at most (bucket bounds, ms), and its event loop's longest delay (ms). Absent in older results.
+   */
+  stalls?: { serverAckMaxMs?: number; writeMaxMs?: number; loopDelayMaxMs?: number };
+  /**
    * Share of one core of each process over the load (api/<thread>: the API's threads; loadgen: the generator; bench:
    * this process, scraping /metrics).
    */
@@ -93,14 +98,14 @@ const RUN_OVERHEAD_MS = 45_000;
 
 /** Scrapes the API's /metrics every `everyMs` until stopped (a failed scrape is skipped). */
 function depthSampler(apiUrl: string, everyMs = 1_000) {
-  const samples: { at: number; depth: number; forwarded: number }[] = [];
+  const samples: { at: number; depth: number; forwarded: number; loopDelayMax: number }[] = [];
   let stopped = false;
   const done = (async () => {
     let next = performance.now();
     while (!stopped) {
       try {
         const f = await apiFigures(apiUrl);
-        samples.push({ at: f.at, depth: f.inboxDepth, forwarded: f.forwarded });
+        samples.push({ at: f.at, depth: f.inboxDepth, forwarded: f.forwarded, loopDelayMax: f.loopDelayMax });
       } catch {
         // a scrape that failed or timed out: a gap in the series
       }
@@ -117,6 +122,8 @@ function depthSampler(apiUrl: string, everyMs = 1_000) {
     },
   };
 }
+
+const secondsToMs = (v: number | undefined) => (v === undefined ? undefined : v * 1000);
 
 /** Least-squares slope of y over x (NaN with fewer than 2 points). */
 export function slope(points: { x: number; y: number }[]): number {
@@ -224,6 +231,17 @@ async function sustainedRun(
     windowSeconds,
   };
   const whole = diff(fEnd, f0);
+  // Where the slowest answers were made: the API's own answer time and its inbox writes over the load (histogram
+  // bucket bounds), and the longest event-loop delay any scrape of the load saw.
+  const load = diff(fStop, f0);
+  const loopDelays = sampler.samples
+    .filter((x) => x.at >= tStart && x.at <= tStop && Number.isFinite(x.loopDelayMax))
+    .map((x) => x.loopDelayMax * 1000);
+  const stalls = {
+    serverAckMaxMs: secondsToMs(bucketMax(load.ack)),
+    writeMaxMs: secondsToMs(bucketMax(load.write)),
+    ...(loopDelays.length ? { loopDelayMaxMs: Math.max(...loopDelays) } : {}),
+  };
   const run: SustainedRun = {
     store,
     ...(policy !== undefined ? { policy } : {}),
@@ -250,6 +268,7 @@ async function sustainedRun(
     cpu,
     machineBusy,
     settleSeconds,
+    stalls,
   };
   const a = ack.latencyMs;
   ctx.log(

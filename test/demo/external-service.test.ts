@@ -61,7 +61,7 @@ describe('the local stack against a sandbox started on its own', () => {
       faults: { serviceLayout: 'live' },
     });
     dataDir = mkdtempSync(path.join(tmpdir(), 'stack-external-'));
-    const { ports, env } = await localStackPorts();
+    const { ports, env } = await localStackPorts(21_800);
     sandboxPort = ports.SANDBOX_PORT;
     api = `http://127.0.0.1:${ports.API_PORT}`;
     stack = runStack({

@@ -189,7 +189,7 @@ describe('the local stack (npm start)', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'stack-stop-'));
-    const local = await localStackPorts();
+    const local = await localStackPorts(21_700);
     ports = Object.values(local.ports);
     api = `http://127.0.0.1:${local.ports.API_PORT}`;
     env = { ...local.env, DATA_DIR: dataDir };

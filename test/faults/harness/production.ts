@@ -7,7 +7,6 @@
 // Temporal server stopped (SIGTERM, then SIGKILL) and started again. Every process is started by this module or the
 // stack, and stopped by its PID; nothing is looked up or killed by name.
 import { existsSync, mkdirSync, openSync, readSync, closeSync, statSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
@@ -21,6 +20,7 @@ import type { Rng } from './journeys';
 import { waitForPoller } from './pollers';
 import { ADMIN_TOKEN, CLINIC_ID, CLINIC_TOKEN } from './stack';
 import type { FaultInjector, FaultTopology } from './topology';
+import { portFree } from '../../support/local-stack-ports';
 
 export interface ProductionFaultPlan {
   /** One worker at a time, SIGKILL, the workers in turn. */
@@ -51,14 +51,6 @@ export interface ProductionSettings {
 const PORT_MAX = 21_999;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
 
 /**
  * Every port of the topology from `base` upwards (free ones only; the membership ports four in a row, five with the

@@ -4,7 +4,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../../../src/api/node-flags';
@@ -15,6 +14,7 @@ import { waitingInFolder } from '../../../src/inbox/files';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../../src/workflows/definitions';
 import { installedTool } from '../../support/temporal-env';
 import { waitForPoller } from './pollers';
+import { portFree } from '../../support/local-stack-ports';
 
 const ROOT = path.resolve(__dirname, '../../..');
 export const CLINIC_ID = 'faults-clinic';
@@ -31,14 +31,6 @@ export interface StackPorts {
   temporalMetrics: number;
   sandbox: number;
   api: number;
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
 
 export async function pickPorts(preferred: StackPorts): Promise<StackPorts> {
