@@ -144,10 +144,10 @@ const INVITE_SENDING_RECORDED = 'invite-sending-recorded';
 /** The journey's documents deleted after a grace once it ends (attachment-retention.ts). */
 const ATTACHMENT_RETENTION = 'attachment-retention';
 /**
- * Every patch above at once, search attributes published once per workflow task (only those that changed), and the
- * exam list read in a local activity. A journey started from here on records this one marker instead of one per
+ * Every patch above at once, search attributes published once per workflow task activation (only those that changed),
+ * and the exam list read in a local activity. A journey started from here on records this one marker instead of one per
  * patch (each patch is a marker and an upsert of TemporalChangeVersion: twelve commands on a journey's first workflow
- * task, each upsert a write to the visibility store), one upsert where a workflow task changed its state several
+ * task, each upsert a write to the visibility store), one upsert where an activation changed its state several
  * times, and no activity task or workflow task of its own for the exam list (docs/performance.md#2-journey-throughput).
  * Journeys started before it replay, and go on, patch by patch.
  */
