@@ -49,6 +49,8 @@ export interface LoadSpec {
    * nothing reaches the server measured.
    */
   warmBursts?: { origin: string; count: number };
+  /** Keep each recorded answer at least this slow (ms) with its due time, for attribution (at most 5,000). */
+  slowMs?: number;
 }
 
 export interface LevelResult {
@@ -74,6 +76,8 @@ export interface LevelResult {
   deliveries?: [string, number, number][];
   /** With `keepSamples`: every latency of the level (ms). */
   latencySamples?: number[];
+  /** With `slowMs`: [wall-clock ms the request was due, ms to its answer] of each answer at least that slow. */
+  slow?: [number, number][];
 }
 
 /** Wall-clock milliseconds with the monotonic clock's resolution. */
@@ -128,6 +132,7 @@ async function main() {
     let errors = 0;
     let lastDone = 0;
     const deliveries: [string, number, number][] = [];
+    const slow: [number, number][] = [];
     const total = level.burst ?? Math.round((level.rate * level.durationMs) / 1000);
     const interval = level.burst !== undefined ? 0 : 1000 / level.rate;
     if (level.pauseBeforeMs) await new Promise((r) => setTimeout(r, level.pauseBeforeMs));
@@ -173,6 +178,8 @@ async function main() {
           const done = performance.now();
           lastDone = Math.max(lastDone, done);
           latencies.push(done - due);
+          if (spec.slowMs !== undefined && level.record && done - due >= spec.slowMs && slow.length < 5_000)
+            slow.push([Math.round(performance.timeOrigin + due), Math.round((done - due) * 10) / 10]);
           service.push(done - sentAt);
           if (trace && level.record)
             trace.push([Math.round((performance.timeOrigin + due) * 10) / 10, Math.round((done - due) * 100) / 100]);
@@ -214,6 +221,7 @@ async function main() {
       achievedRps: total / ((lastDone - t0) / 1000),
       ...(spec.collect ? { deliveries } : {}),
       ...(spec.keepSamples && level.record ? { latencySamples: latencies } : {}),
+      ...(spec.slowMs !== undefined && level.record ? { slow } : {}),
     }));
   }
   await Promise.all([...inflight]);

@@ -2,7 +2,8 @@
 // activities that do nothing but schedule the "provider's" signal, sent from here through a plain client.
 //
 //   TEMPORAL_ADDRESS=127.0.0.1:22233 node --import tsx bench/raw-worker.ts
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, defaultPayloadConverter } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { RAW_TASK_QUEUE, rawCallback, type RawActivities } from './raw-workflows';
 
@@ -10,11 +11,22 @@ async function main() {
   const address = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const client = new Client({ connection: await Connection.connect({ address }) });
+  const native = await NativeConnection.connect({ address });
   const timers = new Set<NodeJS.Timeout>();
   let sequence = 0;
   const activities: RawActivities = {
     rawCatalog: () => Promise.resolve([101, 102, 103]),
-    rawInvite: (workflowId, delayMs) => {
+    rawInvite: async (workflowId, delayMs, heartbeat) => {
+      // A journey's invite has Temporal record that it is sending before it sends (its evidence of sending), and
+      // waits for the server to have it (src/temporal.ts heartbeatRecorder).
+      if (heartbeat) {
+        await native.workflowService.recordActivityTaskHeartbeat({
+          taskToken: Context.current().info.taskToken,
+          namespace: 'default',
+          identity: `${process.pid}@bench-raw-worker`,
+          details: { payloads: [defaultPayloadConverter.toPayload('sending')] },
+        });
+      }
       const patientExamId = 90_000 + ++sequence;
       const timer = setTimeout(() => {
         timers.delete(timer);
@@ -24,11 +36,11 @@ async function main() {
           .catch((err: unknown) => console.error(`signal to ${workflowId} failed:`, err));
       }, delayMs);
       timers.add(timer);
-      return Promise.resolve(patientExamId);
+      return patientExamId;
     },
   };
   const worker = await Worker.create({
-    connection: await NativeConnection.connect({ address }),
+    connection: native,
     taskQueue: RAW_TASK_QUEUE,
     workflowsPath: require.resolve('./raw-workflows'),
     activities,

@@ -399,7 +399,14 @@ export class BenchStack {
       port: this.o.ports.postgres,
       database: 'journeys_bench',
       log: (line) => this.o.log(line),
-      settings: { min_wal_size: `${WARM_WAL_SEGMENTS * 16 + 64}MB` },
+      settings: {
+        min_wal_size: `${WARM_WAL_SEGMENTS * 16 + 64}MB`,
+        // On the record for the report's stall attribution: every autovacuum run (and the pages it truncated), and
+        // any wait for a lock past 50 ms (an insert queued behind a truncation's exclusive lock).
+        log_autovacuum_min_duration: '0',
+        log_lock_waits: 'on',
+        deadlock_timeout: '50ms',
+      },
     });
     this.postgres = server;
     await warmWal(server.url);

@@ -12,9 +12,11 @@
 // Apply lag per callback comes from the sweep at the end of the run (finalCheck: every journey's snapshot); the
 // server's histogram (journey_api_callback_forward_delay_seconds) gives a bound beside it. The knee and the report:
 // bench/lib/sustained-report.ts.
+import path from 'node:path';
 import { apiFigures, bucketBound, bucketMax, diff, fmtBoundSeconds, type ApiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
 import type { AppliedSummary } from '../lib/deliveries';
+import { overlappingStall, startDiskProbe, type ProbeWrite } from '../lib/disk-probe';
 import { runLoad } from '../lib/load';
 import { cpuBusySampler } from '../lib/machine';
 import { sleep } from '../lib/proc';
@@ -66,6 +68,17 @@ export interface SustainedRun {
    */
   stalls?: { serverAckMaxMs?: number; writeMaxMs?: number; loopDelayMaxMs?: number };
   /**
+   * The disk's own durable writes beside the load (bench/lib/disk-probe.ts: 1.5 KB O_DSYNC every 100 ms in the data
+   * folder, timed in a thread of its own): their latency, and the slowest of them (wall-clock ms, ms; at most 200).
+   * Absent in older results.
+   */
+  disk?: { writes: number; p50Ms: number; p99Ms: number; maxMs: number; slow: ProbeWrite[] };
+  /**
+   * Each answer of the measured part at or over SLOW_ANSWER_MS: ms since the load began, its latency, and the slowest
+   * probe write that overlapped it (ms; absent: the disk was not slow then). At most 200. Absent in older results.
+   */
+  slowAnswers?: { t: number; ms: number; diskMs?: number }[];
+  /**
    * Share of one core of each process over the load (api/<thread>: the API's threads; loadgen: the generator; bench:
    * this process, scraping /metrics).
    */
@@ -93,6 +106,8 @@ export interface SustainedResults {
 }
 
 const CONNECTIONS = 128;
+/** The acknowledgement's max target (ms): each answer at or over it is kept with what the disk did at that moment. */
+export const SLOW_ANSWER_MS = 100;
 /** Slack around each run for the time budget: settling before, the generator's start, the API's restart. */
 const RUN_OVERHEAD_MS = 45_000;
 
@@ -170,10 +185,12 @@ async function sustainedRun(
     timeoutMs: 15_000,
     keepAlive: true,
     collect: true,
+    slowMs: SLOW_ANSWER_MS,
   };
   ctx.log(
     `sustained (${store}${policy ? `, policy ${policy}` : ''}): ${rate}/s for ${o.sustainedSeconds} s (after ${warmupSeconds} s warm-up; ${settleSeconds.toFixed(0)} s to settle first)...`,
   );
+  const probe = await startDiskProbe(path.join(stack.o.dataDir, 'disk-probe'));
   const sampler = depthSampler(stack.apiUrl);
   const f0 = await apiFigures(stack.apiUrl);
   const cpu0 = await cpuShare(ctx);
@@ -185,8 +202,10 @@ async function sustainedRun(
     runs = await runLoad(spec, ctx.workDir, ctx.logDir, (loadSeconds + 120) * 1000);
   } catch (err) {
     await sampler.stop();
+    await probe.stop();
     throw err;
   }
+  const diskProbe = await probe.stop();
   const cpu = await cpu0();
   const machineBusy = busy();
   const tStop = performance.now();
@@ -269,6 +288,21 @@ async function sustainedRun(
     machineBusy,
     settleSeconds,
     stalls,
+    disk: {
+      writes: diskProbe.writes,
+      p50Ms: diskProbe.p50Ms,
+      p99Ms: diskProbe.p99Ms,
+      maxMs: diskProbe.maxMs,
+      slow: [...diskProbe.slow].sort((x, y) => y[1] - x[1]).slice(0, 200),
+    },
+    slowAnswers: (ack.slow ?? []).slice(0, 200).map(([due, ms]) => {
+      const stall = overlappingStall(diskProbe, due, ms);
+      return {
+        t: Math.round((due - (performance.timeOrigin + origin)) / 10) / 100,
+        ms,
+        ...(stall ? { diskMs: stall[1] } : {}),
+      };
+    }),
   };
   const a = ack.latencyMs;
   ctx.log(
@@ -277,7 +311,8 @@ async function sustainedRun(
       `inbox ${run.depthAtStop} at the stop, max ${run.depthMax}, ${fmt(growth.perSecond)}/s over the last ${windowSeconds} s; ` +
       `${Number.isFinite(drainSeconds) ? `empty ${drainSeconds.toFixed(1)} s after` : `not empty after ${(limitMs / 1000).toFixed(0)} s`}; ` +
       `forwarder ${run.appliedRate.toFixed(0)}/s during the load, ${fmt(run.drainRate, 0)}/s draining; ` +
-      `machine ${(machineBusy * 100).toFixed(0)} % busy; cpu ${fmtCpu(Object.fromEntries(Object.entries(cpu).filter(([k]) => !k.startsWith('api/') || k === 'api/main')))}`,
+      `machine ${(machineBusy * 100).toFixed(0)} % busy; disk's own writes p99 ${fmt(diskProbe.p99Ms)} max ${fmt(diskProbe.maxMs)} ms; ` +
+      `${run.slowAnswers?.length ?? 0} answers ≥ ${SLOW_ANSWER_MS} ms (${run.slowAnswers?.filter((x) => x.diskMs !== undefined).length ?? 0} while the disk stalled); cpu ${fmtCpu(Object.fromEntries(Object.entries(cpu).filter(([k]) => !k.startsWith('api/') || k === 'api/main')))}`,
   );
   return { run, deliveries };
 }

@@ -9,6 +9,7 @@ import { cpuSeconds, Fatal, spawnTs, stopChild, waitFor, type Child } from '../l
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
 import { RAW_TASK_QUEUE } from '../raw-workflows';
+import { SearchAttr } from '../../src/workflows/definitions';
 import { readFile } from 'node:fs/promises';
 
 export interface ThroughputRun {
@@ -36,6 +37,13 @@ export interface ThroughputResults {
   gfe: ThroughputRun;
   raw: ThroughputRun;
   ratio: number;
+  /**
+   * The raw shape telling Temporal what a journey tells it (search attributes at the start and at each stage, the
+   * patch marker, the invite's heartbeat; bench/raw-workflows.ts `visible`), and the journeys against it. Absent in
+   * older results.
+   */
+  rawVisible?: ThroughputRun;
+  ratioVisible?: number;
 }
 
 /** CPU seconds of each process now (the stack's, and the raw worker's as `worker` when it runs). */
@@ -137,6 +145,7 @@ export async function rawThroughput(
   tag: string,
   label: string,
   address = ctx.stack.temporalAddress,
+  visible = false,
 ): Promise<ThroughputRun> {
   const { o } = ctx;
   const worker = await startRawWorker(ctx, tag, address);
@@ -161,7 +170,22 @@ export async function rawThroughput(
       const t = performance.now();
       let ok = true;
       await raw.workflow
-        .start('rawJourney', { workflowId: id, taskQueue: RAW_TASK_QUEUE, args: [{ delayMs: o.providerDelayMs }] })
+        .start('rawJourney', {
+          workflowId: id,
+          taskQueue: RAW_TASK_QUEUE,
+          args: [{ delayMs: o.providerDelayMs, visible }],
+          // What the API's start carries.
+          ...(visible
+            ? {
+                typedSearchAttributes: [
+                  { key: SearchAttr.ClinicId, value: CLINICS.throughput.clinicId },
+                  { key: SearchAttr.Scenario, value: 'gfe' },
+                  { key: SearchAttr.JourneyStage, value: 'validating' },
+                  { key: SearchAttr.NeedsAttention, value: false },
+                ],
+              }
+            : {}),
+        })
         .catch(() => (ok = false));
       return { id, sentAt, startMs: performance.now() - t, ok };
     });
@@ -238,6 +262,17 @@ export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
   ctx.log(
     `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}`,
   );
+  const rawVisible = await rawThroughput(
+    ctx,
+    n,
+    'visible',
+    'raw workflows telling Temporal what a journey tells it',
+    undefined,
+    true,
+  );
+  ctx.log(
+    `throughput: raw with the journeys' visibility writes ${rawVisible.completed}/${rawVisible.n} in ${rawVisible.wallSeconds.toFixed(1)} s = ${rawVisible.perSecond.toFixed(1)}/s; CPU per journey ${fmtCpuPerJourney(rawVisible.cpuPerJourney)}`,
+  );
   const gfe = await gfeThroughput(ctx, n, 'gfe');
   ctx.log(
     `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(gfe.cpuPerJourney)}`,
@@ -248,5 +283,7 @@ export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
     gfe,
     raw,
     ratio: gfe.perSecond / raw.perSecond,
+    rawVisible,
+    ratioVisible: gfe.perSecond / rawVisible.perSecond,
   };
 }

@@ -1,0 +1,71 @@
+// Acknowledgement pressure counts the webhook's own time: answers slowed by the store's durable write (a disk's flush
+// stall) do not hold the journeys' signals back, while answers slowed in the webhook itself (its CPU taken) do.
+// Through the real webhook route and the real file inbox.
+import { buildApp, type ApiApp } from '../../src/api/app';
+import { event1, fakeExamService, tempDataDir, testConfig, unreachableTemporal, webhookPath } from './support';
+
+/** Holds the thread for `ms` (the webhook's own work, slowed). */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spin
+  }
+}
+
+describe('acknowledgement pressure and the store', () => {
+  const dirs = tempDataDir();
+  let api: ApiApp;
+  let storeDelayMs = 0;
+  let handlerBusyMs = 0;
+
+  beforeAll(async () => {
+    api = await buildApp({
+      config: testConfig(dirs.dataDir, { FORWARDER_ACK_PRESSURE_MS: '5' }),
+      temporal: await unreachableTemporal(),
+      examServiceFor: () => fakeExamService(),
+      startForwarder: false,
+    });
+    api.addHook('preHandler', (_request, _reply, done) => {
+      if (handlerBusyMs) busy(handlerBusyMs);
+      done();
+    });
+    const inbox = api.journeyApi.inbox;
+    const append = inbox.append.bind(inbox);
+    inbox.append = async (...args) => {
+      if (storeDelayMs) await new Promise((r) => setTimeout(r, storeDelayMs));
+      return append(...args);
+    };
+    await api.ready();
+  });
+  afterAll(async () => {
+    await api.close();
+    dirs.cleanup();
+  });
+
+  const burst = async (from: number) => {
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) =>
+        api.inject({ method: 'POST', url: webhookPath('jpress1'), payload: event1(81_000 + from + i) }),
+      ),
+    );
+    for (const res of answers) expect(res.statusCode).toBe(200);
+  };
+
+  it('is not raised by answers that waited for a slow durable write', async () => {
+    storeDelayMs = 40;
+    handlerBusyMs = 0;
+    const t0 = performance.now();
+    await burst(0);
+    // The answers were slow (each waited 40 ms for its write) ...
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(40);
+    // ... but the webhook's own part of them was not.
+    expect(api.journeyApi.ackPressure.underPressure()).toBe(false);
+  });
+
+  it('is raised by answers the webhook itself was slow with', async () => {
+    storeDelayMs = 0;
+    handlerBusyMs = 15;
+    await burst(10);
+    expect(api.journeyApi.ackPressure.underPressure()).toBe(true);
+  });
+});
