@@ -344,6 +344,17 @@ const POLICY_COMPARISON = [
     'on files, with the acknowledgement p99 at 12.3-15.9 ms at 150/s. The adaptive policy became the default; the ' +
     "acknowledgement's p99 was then brought under 10 ms by giving the webhook its CPU share as a deployment does " +
     '(*CPU weights* above), not by holding the journeys back.',
+  '',
+  "**Pressure counts the webhook's own time** (2026-11-26). A flush the disk stalls on holds every answer of that " +
+    'moment at once: in a run at 100/s on PostgreSQL that day (05:01 UTC, 180 s), one stall of the disk (its own ' +
+    'probe write took 292 ms) made 28 answers of 100 ms or more at once, the adaptive policy took that for pressure ' +
+    "and cut the forwarder's signals in flight to 2, and the journeys' apply lag p99 reached **8.7 s** (inbox up to " +
+    '662) at a rate the stack applies with ease; on PostgreSQL the commit alone often passes the 5 ms threshold. ' +
+    "Since then pressure counts each answer's time less its wait for the durable write " +
+    '(docs/design-notes.md#acknowledgement-pressure). In the run above, the first with it, against the run before ' +
+    'it (02:22 UTC): the files knee rose from 200/s to at least 300/s (at 300/s the inbox had grown +36.7/s, now ' +
+    '-6.2/s, with apply lag p99 2.75 s instead of 18.4 s) and the PostgreSQL knee from 150/s to 200/s (apply lag ' +
+    'p99 at 200/s 887 ms instead of 5.9 s), with the acknowledgement p99 at 4.5-9.9 ms up to the knee.',
 ];
 
 /** The section of docs/performance.md, between its markers (empty markers without a sustained run). */
