@@ -664,9 +664,12 @@ function analysis(r: Results): string[] {
       `- **Throughput** (${pct(t.ratio)} of the raw ceiling). During the GFE run the Temporal dev server kept ` +
         `${pct(cores(t.gfe, 'temporal'))} of a core busy and all the processes together ${total(t.gfe).toFixed(2)} of ` +
         `the ${r.machine.cores} cores (the raw run: ${pct(cores(t.raw, 'temporal'))} and ${total(t.raw).toFixed(2)}): ` +
-        (serverBound
-          ? 'the server, one process, is the bottleneck. '
-          : "the machine's cores, shared by the server and the engine's own processes, are the limit, not the server alone. ") +
+        (total(t.gfe) >= CPU_CEILING * r.machine.cores
+          ? "the machine's cores, shared by the server and the engine's own processes, are the limit. "
+          : serverBound
+            ? 'the server kept about a core busy, the most of any process (a Go process, it can use more when the ' +
+              'cores are free: the raw runs show how much). '
+            : 'no process and not the machine was at its CPU ceiling. ') +
         `CPU per journey: the server ${c(t.gfe, 'temporal').toFixed(1)} ms against ${c(t.raw, 'temporal').toFixed(1)} ms ` +
         'per raw workflow; what a GFE journey asks of it beyond its raw twin is what a clinic sees of it (search ' +
         'attributes written at each stage it can be found in: a start with them, then inviting, awaiting consultation ' +
@@ -684,12 +687,13 @@ function analysis(r: Results): string[] {
             (v.perSecond / t.raw.perSecond < THROUGHPUT_TARGET
               ? "So on this server the clinic's view of a journey alone, with no engine around it, is already below " +
                 'the 80 % target.'
-              : 'So the visibility writes are not what keeps the journeys under the target') +
+              : `So the clinic's view of a journey alone takes ${pct(1 - v.perSecond / t.raw.perSecond)} of the ` +
+                `ceiling and leaves ${pct(v.perSecond / t.raw.perSecond)}.`) +
             (c(t.gfe, 'temporal') <= c(v, 'temporal') * 1.05
-              ? `${v.perSecond / t.raw.perSecond < THROUGHPUT_TARGET ? ' And' : ':'} the server does no more for a ` +
-                "journey than for that twin; the rest is the engine's own work (the worker, the API, the sandbox) " +
-                "on the same two cores, which a deployment gives CPUs of their own, apart from the Temporal server's."
-              : '.')
+              ? " The server does no more for a journey than for that twin; the rest of the gap is the engine's own " +
+                'work (the worker, the API, the sandbox) on the same two cores, which a deployment gives CPUs of ' +
+                "their own, apart from the Temporal server's."
+              : '')
           : ''),
     );
   }
@@ -712,7 +716,13 @@ function analysis(r: Results): string[] {
         `- **Worker RSS** ${fmtBytes(w.rssPeak)}: the worker at rest takes ${fmtBytes(w.rssIdle)} (Node.js, the ` +
           'tsx loader, the bundled workflow code, the SDK core), the sticky cache of ' +
           `${w.cacheSize.toLocaleString('en')} journeys the rest, with garbage the heap keeps for a while; a smaller ` +
-          '`WORKER_MAX_CACHED_WORKFLOWS` lowers it (section 3 has the A/B).',
+          "`WORKER_MAX_CACHED_WORKFLOWS` lowers it (section 3 has the A/B). The bench's worker bundles its " +
+          'workflows with webpack at start, as `npm run worker` does. Run as the image runs it, with the bundle ' +
+          'built ahead (`WORKFLOW_BUNDLE_PATH`; measured 2026-11-26 05:55 UTC, the same phase), it started at 288 MiB ' +
+          'but reached 1,413 MiB with 1,000 journeys queried back and 2.49 GiB with 10,000 parked, its CPU near a ' +
+          'full core while parking: the prebuilt bundle always carries the OpenTelemetry workflow interceptors ' +
+          '(src/workflow-bundle.ts), which then run in every journey, tracing on or off, at about twice the memory ' +
+          'per cached journey. A bundle without them for workers that do not trace is the fix still to make.',
       );
     }
   }
