@@ -85,6 +85,8 @@ export async function startDiskProbe(
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the disk probe's thread exited (${code})`)));
   });
+  // Awaited by stop(); a thread that fails before then must not be an unhandled rejection meanwhile.
+  done.catch(() => undefined);
   await new Promise<void>((resolve, reject) => {
     worker.once('message', () => resolve());
     worker.once('error', reject);

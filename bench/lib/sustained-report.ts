@@ -211,8 +211,11 @@ function diskWhen(slow: { t: number }[]): string {
   return `at ${shown.join(', ')}${groups.length > 4 ? ` and ${groups.length - 4} more moments` : ''} into the load`;
 }
 
-/** True when every answer at or over the max target came while the disk's own durable write stalled too. */
-export function slowOnlyOnDisk(r: SustainedRun): boolean {
+/**
+ * True when a run missed the acknowledgement targets for its max alone (p99 met), and every answer at or over the max
+ * target came while the disk's own durable write stalled too.
+ */
+export function missedOnlyForTheDisk(r: SustainedRun): boolean {
   const slow = r.slowAnswers;
   return (
     slow !== undefined &&
@@ -255,7 +258,7 @@ export function kneeLine(k: Knee, cores: number): string {
       `. Up to the knee, acknowledgement p99 < ${ACK_P99_LIMIT_MS} ms and max < ${ACK_MAX_LIMIT_MS} ms: ` +
       (missed.length
         ? `**missed** at ${missed.map((r) => `${r.rate}/s (p99 ${fmtMs(r.ack.latencyMs.p99)}, max ${fmtMs(r.ack.latencyMs.max)})`).join(', ')}` +
-          (missed.every(slowOnlyOnDisk)
+          (missed.every(missedOnlyForTheDisk)
             ? `: every answer over ${ACK_MAX_LIMIT_MS} ms came while the disk's own durable write stalled (the probe beside the load), the limit of this machine's disk, not of the API`
             : '')
         : '**met** at every rate');

@@ -144,8 +144,7 @@ export async function rawThroughput(
   n: number,
   tag: string,
   label: string,
-  address = ctx.stack.temporalAddress,
-  visible = false,
+  { address = ctx.stack.temporalAddress, visible = false }: { address?: string; visible?: boolean } = {},
 ): Promise<ThroughputRun> {
   const { o } = ctx;
   const worker = await startRawWorker(ctx, tag, address);
@@ -262,14 +261,9 @@ export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
   ctx.log(
     `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}`,
   );
-  const rawVisible = await rawThroughput(
-    ctx,
-    n,
-    'visible',
-    'raw workflows telling Temporal what a journey tells it',
-    undefined,
-    true,
-  );
+  const rawVisible = await rawThroughput(ctx, n, 'visible', 'raw workflows telling Temporal what a journey tells it', {
+    visible: true,
+  });
   ctx.log(
     `throughput: raw with the journeys' visibility writes ${rawVisible.completed}/${rawVisible.n} in ${rawVisible.wallSeconds.toFixed(1)} s = ${rawVisible.perSecond.toFixed(1)}/s; CPU per journey ${fmtCpuPerJourney(rawVisible.cpuPerJourney)}`,
   );

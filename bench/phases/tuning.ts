@@ -151,7 +151,7 @@ async function pragmaAb(ctx: Ctx): Promise<AbResult> {
         variant === 'stack' ? TEMPORAL_DEFAULT_PRAGMAS : [],
       );
       try {
-        const run = await rawThroughput(ctx, n, `ab-${variant}-${round}`, variant, `127.0.0.1:${base}`);
+        const run = await rawThroughput(ctx, n, `ab-${variant}-${round}`, variant, { address: `127.0.0.1:${base}` });
         (variant === 'stack' ? a : b).push(run.perSecond);
         ctx.log(`tuning: SQLite ${variant} pragmas, round ${round + 1}: ${run.perSecond.toFixed(1)} raw workflows/s`);
       } finally {

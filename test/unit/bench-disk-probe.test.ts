@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { overlappingStall, startDiskProbe, type DiskProbeResult } from '../../bench/lib/disk-probe';
-import { slowOnlyOnDisk, stallNote } from '../../bench/lib/sustained-report';
+import { missedOnlyForTheDisk, stallNote } from '../../bench/lib/sustained-report';
 import type { SustainedRun } from '../../bench/phases/sustained';
 
 const probeOf = (slow: [number, number][]): DiskProbeResult => ({
@@ -53,7 +53,7 @@ describe('the disk in the report', () => {
       { t: 12.4, ms: 240, diskMs: 230 },
       { t: 90, ms: 130, diskMs: 120 },
     ]);
-    expect(slowOnlyOnDisk(r)).toBe(true);
+    expect(missedOnlyForTheDisk(r)).toBe(true);
     const note = stallNote(r)!;
     expect(note).toContain("3 answers at or over 100 ms, each while the disk's own probe write stalled");
     expect(note).toContain('at 12.1-12.4 s, 90.0 s into the load');
@@ -64,10 +64,10 @@ describe('the disk in the report', () => {
       { t: 12.1, ms: 180, diskMs: 200 },
       { t: 50, ms: 240 },
     ]);
-    expect(slowOnlyOnDisk(mixed)).toBe(false);
+    expect(missedOnlyForTheDisk(mixed)).toBe(false);
     expect(stallNote(mixed)).toContain('1 of them while the disk');
     expect(stallNote(mixed)).toContain('1 with the disk fast');
-    expect(slowOnlyOnDisk(run(14, 240, [{ t: 12.1, ms: 240, diskMs: 250 }]))).toBe(false);
+    expect(missedOnlyForTheDisk(run(14, 240, [{ t: 12.1, ms: 240, diskMs: 250 }]))).toBe(false);
     expect(stallNote(run(6, 240, [{ t: 1, ms: 240 }]))).toContain('none while the disk was slow');
   });
 });
