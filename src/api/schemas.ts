@@ -516,8 +516,14 @@ export const DeadLetterListQuery = z.strictObject({
 export const DeadLetterParams = z.object({ id: z.string().min(1).max(100).describe('A dead letter') });
 export const ReplayResponse = z.object({
   id: z.string().describe('The dead letter'),
-  /** signalled: the journey took it now; queued: Temporal did not answer, the inbox's forwarder will send it. */
+  /**
+   * signalled: the journey took it now; queued: Temporal did not answer, the inbox's forwarder will send it;
+   * already_recorded: the journey has finished and had taken this very delivery before it did.
+   */
   outcome: z
-    .enum(['signalled', 'queued'])
-    .describe("signalled: the journey took it now; queued: the inbox's forwarder will send it"),
+    .enum(['signalled', 'queued', 'already_recorded'])
+    .describe(
+      "signalled: the journey took it now; queued: the inbox's forwarder will send it; already_recorded: the " +
+        'finished journey had taken this very delivery',
+    ),
 });

@@ -4,7 +4,7 @@
 // signalled just before a crash is signalled again with the same delivery id, which the journey ignores.
 import { isGrpcDeadlineError, isGrpcServiceError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { callbackReceived, journeyWorkflowId, type CallbackSignal } from '../workflows/definitions';
+import { callbackReceived, journeyWorkflowId, snapshotQuery, type CallbackSignal } from '../workflows/definitions';
 import type { CallbackInbox, DeadLetterReason, DeadLetterSettlement, InboxEntry } from './types';
 
 /** gRPC status codes of a Temporal that did not answer (down, shedding load) rather than refused the call. */
@@ -33,7 +33,14 @@ export const GONE_DETAIL: Record<'journey_finished' | 'journey_not_found', strin
 };
 
 export type SignalOutcome =
-  | { ok: true }
+  | {
+      ok: true;
+      /**
+       * The signal met a finished journey that had already recorded this delivery: an earlier attempt was applied
+       * but its answer was lost (a deadline passed as Temporal came back), and the journey finished on it.
+       */
+      alreadyApplied?: true;
+    }
   | {
       ok: false;
       gone?: 'journey_finished' | 'journey_not_found';
@@ -55,7 +62,30 @@ export async function signalJourney(
     return { ok: true };
   } catch (err) {
     const gone = journeyGone(err);
+    if (gone === 'journey_finished' && (await journeyHad(temporal, handle, signal.deliveryId, timeoutMs))) {
+      return { ok: true, alreadyApplied: true };
+    }
     return gone ? { ok: false, gone, err } : { ok: false, err };
+  }
+}
+
+/**
+ * Whether a finished journey recorded this delivery (its snapshot lists every delivery it took, whatever it did with
+ * it). A callback is retried when its signal's answer did not come back in time, and the journey may have finished on
+ * that very signal: such a callback was applied, not late. Any failure to ask (no worker to answer the query, the
+ * history gone) answers no, and the callback goes to the dead letters as before, where nothing is lost.
+ */
+async function journeyHad(
+  temporal: Client,
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  deliveryId: string,
+  timeoutMs: number,
+): Promise<boolean> {
+  try {
+    const snapshot = await temporal.connection.withDeadline(Date.now() + timeoutMs, () => handle.query(snapshotQuery));
+    return snapshot.events.some((e) => e.deliveryId === deliveryId);
+  } catch {
+    return false;
   }
 }
 
@@ -279,6 +309,12 @@ export class InboxForwarder {
             done.push(entry.id);
             const delay = (this.#now().getTime() - Date.parse(entry.signal.receivedAt)) / 1000;
             this.#o.metrics?.forwarded(entry, Math.max(0, delay));
+            if (r.alreadyApplied) {
+              this.#o.log.warn(
+                { journeyId: entry.journeyId, deliveryId: entry.signal.deliveryId },
+                'callback retried after its signal went unanswered: the journey had taken it and finished since',
+              );
+            }
           } else if (r.gone) {
             deadLetters.push({ entryId: entry.id, letter: letterFor(entry, r.gone) });
             this.#o.metrics?.deadLettered(r.gone);

@@ -21,7 +21,7 @@ export interface SignalRequest {
 }
 
 export type SignalReply =
-  | { id: number; ok: true }
+  | { id: number; ok: true; alreadyApplied?: true }
   | {
       id: number;
       ok: false;

@@ -30,7 +30,7 @@ function main(): void {
     }
     void signalJourney(temporal, request.journeyId, request.signal, request.timeoutMs).then((r) => {
       const reply: SignalReply = r.ok
-        ? { id: request.id, ok: true }
+        ? { id: request.id, ok: true, ...(r.alreadyApplied ? { alreadyApplied: true as const } : {}) }
         : {
             id: request.id,
             ok: false,

@@ -104,7 +104,7 @@ export class SignalThread {
       this.#pending.delete(reply.id);
       resolve(
         reply.ok
-          ? { ok: true }
+          ? { ok: true, ...(reply.alreadyApplied ? { alreadyApplied: true as const } : {}) }
           : {
               ok: false,
               ...(reply.gone ? { gone: reply.gone } : {}),

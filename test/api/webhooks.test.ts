@@ -5,6 +5,7 @@ import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { seriesValue } from '../../src/api/metrics';
 import type { Config } from '../../src/config';
+import { signalJourney } from '../../src/inbox/forwarder';
 import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
 import { useApiHarness } from '../support/api-harness';
@@ -23,6 +24,7 @@ import {
   unreachableTemporal,
   webhookPath,
 } from './support';
+import { signalFor } from '../inbox/support';
 
 const TASK_QUEUE = 'api-webhooks';
 
@@ -75,6 +77,24 @@ describe('webhook receiver with Temporal', () => {
       () => journeyOf(stack.app, journeyId),
       (j) => j.workflowStatus === 'COMPLETED',
     );
+    // But the very delivery it finished on, signalled again (its answer lost as Temporal came back), is no dead
+    // letter: the finished journey's snapshot shows it took it.
+    const retried = await signalJourney(stack.client, journeyId, { ...signalFor(patientExamId), deliveryId }, 10_000);
+    expect(retried).toEqual({ ok: true, alreadyApplied: true });
+    // The same for an operator replaying such a delivery kept as a dead letter (before the forwarder asked).
+    const kept = await stack.app.journeyApi.inbox.deadLetters.add({
+      journeyId,
+      reason: 'journey_finished',
+      detail: 'the journey has already finished; it takes no more callbacks',
+      event: 1,
+      patientExamId,
+      deliveryId,
+      receivedAt: new Date().toISOString(),
+      rawBody: JSON.stringify(event1(patientExamId)),
+    });
+    const replayed = await admin('POST', `/admin/dead-letters/${kept.id}/replay`);
+    expect(replayed.json()).toEqual({ id: kept.id, outcome: 'already_recorded' });
+    expect(await stack.app.journeyApi.inbox.deadLetters.get(kept.id)).toBeUndefined();
     const again = await stack.app.inject({
       method: 'POST',
       url: webhookPath(journeyId),
@@ -89,6 +109,10 @@ describe('webhook receiver with Temporal', () => {
     expect(letters).toContainEqual(
       expect.objectContaining({ journeyId, reason: 'journey_finished', event: 1, patientExamId }),
     );
+    // A late copy (a delivery of its own) is no delivery the journey took: replaying it is refused.
+    const late = letters.find((l) => l.journeyId === journeyId)!;
+    const refused = await admin('POST', `/admin/dead-letters/${late.id}/replay`);
+    expect(expectProblem(refused, 409).detail).toMatch(/has finished; it takes no more callbacks/);
   });
 
   it('keeps a callback for an unknown journey as a dead letter that an operator can replay once it exists', async () => {

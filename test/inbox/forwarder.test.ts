@@ -1,7 +1,8 @@
 // The forwarder over both inbox stores, with a fake Temporal client: per-journey arrival order at bounded
 // concurrency, backoff while Temporal does not answer (no hot loop, nothing lost), dead letters for journeys that are
-// gone, a refused signal that holds its journey's later callbacks back, and prompt wake-ups on appends (PostgreSQL:
-// another replica's append, by NOTIFY).
+// gone (but not for one its finished journey had taken: an answer lost as Temporal came back), a refused signal that
+// holds its journey's later callbacks back, and prompt wake-ups on appends (PostgreSQL: another replica's append, by
+// NOTIFY).
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { InboxForwarder, temporalUnreachable, type ForwarderPolicy } from '../../src/inbox/forwarder';
@@ -16,7 +17,10 @@ function grpcError(code: number, message = 'unavailable'): Error {
 
 type SignalFn = (workflowId: string, signal: CallbackSignal) => Promise<void>;
 
-function fakeTemporal(signal: SignalFn) {
+/** What a journey's snapshot query answers with: the deliveries it recorded (or a failure to answer). */
+type QueryFn = (workflowId: string) => Promise<{ events: { deliveryId: string }[] }>;
+
+function fakeTemporal(signal: SignalFn, query?: QueryFn) {
   const calls: { workflowId: string; deliveryId: string }[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
@@ -31,6 +35,10 @@ function fakeTemporal(signal: SignalFn) {
           } finally {
             inFlight--;
           }
+        },
+        query: async () => {
+          if (!query) throw new Error('no query expected');
+          return query(workflowId);
         },
       }),
     },
@@ -166,6 +174,50 @@ describe.each([
     expect(letters.map((l) => [l.journeyId, l.reason, l.deliveryId])).toEqual(
       order.gone!.map((d) => ['gone', 'journey_not_found', d]),
     );
+  });
+
+  it('settles a retried callback its journey took before finishing (the answer was lost), and dead-letters a late one', async () => {
+    // As Temporal comes back: the first signal of 'done' is applied but its answer misses the deadline; the journey
+    // then finishes on it, so the retry meets a finished journey. The journey's snapshot says whether it has it.
+    const [applied, late] = [signalFor(), signalFor()];
+    await inbox.append('done', applied);
+    await inbox.append('done', late);
+    const recorded: { deliveryId: string }[] = [];
+    let finished = false;
+    const t = fakeTemporal(
+      (workflowId, s) => {
+        if (finished) {
+          return Promise.reject(
+            new WorkflowNotFoundError('workflow execution already completed', workflowId, undefined),
+          );
+        }
+        recorded.push({ deliveryId: s.deliveryId });
+        finished = true;
+        return Promise.reject(grpcError(4, 'deadline exceeded'));
+      },
+      () => Promise.resolve({ events: recorded }),
+    );
+    const f = forwarder(t.client);
+    f.start();
+    expect(await f.drained(10_000)).toBe(true);
+    expect(sent(t.calls, 'done')).toEqual([applied.deliveryId, applied.deliveryId, late.deliveryId]);
+    const letters = (await inbox.deadLetters.list({ limit: 10 })).letters;
+    expect(letters.map((l) => [l.reason, l.deliveryId])).toEqual([['journey_finished', late.deliveryId]]);
+  });
+
+  it('dead-letters a callback to a finished journey that cannot be asked (no worker answers its query)', async () => {
+    const s = signalFor();
+    await inbox.append('closed', s);
+    const t = fakeTemporal(
+      (workflowId) =>
+        Promise.reject(new WorkflowNotFoundError('workflow execution already completed', workflowId, undefined)),
+      () => Promise.reject(grpcError(4, 'deadline exceeded')),
+    );
+    const f = forwarder(t.client);
+    f.start();
+    expect(await f.drained(10_000)).toBe(true);
+    const letters = (await inbox.deadLetters.list({ limit: 10 })).letters;
+    expect(letters.map((l) => [l.reason, l.deliveryId])).toEqual([['journey_finished', s.deliveryId]]);
   });
 
   it('retries a refused signal later and keeps that journey in order meanwhile', async () => {

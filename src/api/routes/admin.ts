@@ -144,7 +144,11 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
         );
       }
       if (!sent.ok) await ctx.inbox.append(letter.journeyId, signal);
-      const outcome = sent.ok ? ('signalled' as const) : ('queued' as const);
+      const outcome: 'queued' | 'already_recorded' | 'signalled' = !sent.ok
+        ? 'queued'
+        : sent.alreadyApplied
+          ? 'already_recorded'
+          : 'signalled';
       await ctx.inbox.deadLetters.remove(letter.id);
       const event = parsed.event >= 1 && parsed.event <= 3 ? String(parsed.event) : 'other';
       ctx.metrics.callbacks.inc({ event, outcome: `replayed_${outcome}` });
