@@ -18,7 +18,8 @@ RUN --mount=type=cache,target=/root/.npm npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npx tsc -p tsconfig.build.json
-# The journey workflows bundled ahead: the worker starts without running webpack (WORKFLOW_BUNDLE_PATH below).
+# The journey workflows bundled ahead: the worker starts without running webpack (WORKFLOW_BUNDLE_PATH below). Two
+# bundles: dist/workflows.bundle.js without tracing, and dist/workflows.bundle.traced.js for a worker with tracing on.
 RUN node dist/workflow-bundle.js dist/workflows.bundle.js
 
 FROM ${NODE_IMAGE}

@@ -118,7 +118,7 @@ async function buildVersion(label: Label, change: string, edits: readonly Source
   const variant = edits.length > 0 ? sourceVariant(ROOT, `drill-${label}-${process.pid}`, edits) : undefined;
   const workflowsPath = variant?.workflowsPath ?? path.join(ROOT, 'src', 'workflows');
   const bundle = path.join(dir, `${label}.bundle.js`);
-  await buildWorkflowBundle(bundle, require.resolve(workflowsPath));
+  await buildWorkflowBundle(bundle, { workflowsPath: require.resolve(workflowsPath) });
   const hash = createHash('sha256').update(readFileSync(bundle)).digest('hex').slice(0, 10);
   const version: Version = { label, change, buildId: `${label}-${hash}`, bundle, workflowsPath, workers: [] };
   return { version, remove: () => variant?.remove() };

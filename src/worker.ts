@@ -15,7 +15,7 @@ import { logFormatOf, prettyLine } from './observability/log-format';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
 import { connectWorkerConnection, dataConverterOf, heartbeatRecorder, makeCurrentVersion } from './temporal';
 import { webhookUrl } from './webhook-url';
-import { readWorkflowBundle } from './workflow-bundle';
+import { workflowBundleFor } from './workflow-bundle';
 
 export function activityDeps(
   config: Config,
@@ -43,7 +43,7 @@ export function activityDeps(
   };
 }
 
-/** The span sink of a bundle's tracing interceptors when tracing is off. */
+/** The span sink of a bundle's tracing interceptors when tracing is off (a bundle built with them by an earlier release). */
 const NO_TRACING_SINKS = { exporter: { export: { fn: () => undefined, callDuringReplay: false } } };
 
 export interface WorkerOverrides {
@@ -57,16 +57,18 @@ export interface WorkerOverrides {
 export async function createWorker(config: Config, overrides: WorkerOverrides = {}) {
   const dataConverter = dataConverterOf(config);
   const connection = overrides.connection ?? (await connectWorkerConnection(config.temporal));
+  // Production: the bundle built ahead, the one that matches the worker's tracing; development: webpack at start (it
+  // follows the sources).
+  const bundle = config.worker.workflowBundlePath
+    ? workflowBundleFor(config.worker.workflowBundlePath, Boolean(overrides.tracing))
+    : undefined;
   const deps = activityDeps(config, connection);
   await deps.init();
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    // Production: the bundle built ahead; development: webpack at start (it follows the sources).
-    ...(config.worker.workflowBundlePath
-      ? { workflowBundle: { code: readWorkflowBundle(config.worker.workflowBundlePath) } }
-      : { workflowsPath: require.resolve('./workflows') }),
+    ...(bundle ? { workflowBundle: { code: bundle.code } } : { workflowsPath: require.resolve('./workflows') }),
     ...(dataConverter ? { dataConverter } : {}),
     activities: createActivities({ ...deps, ...overrides.deps }),
     maxCachedWorkflows: config.worker.maxCachedWorkflows,
@@ -76,13 +78,14 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     shutdownForceTime: config.worker.shutdownForceMs,
     ...deploymentOptions(config),
     ...tracingWorkerOptions(overrides.tracing),
-    // The bundle has the tracing interceptors built in: without tracing their spans go nowhere.
-    ...(config.worker.workflowBundlePath && !overrides.tracing ? { sinks: NO_TRACING_SINKS } : {}),
+    ...(bundle?.traced && !overrides.tracing ? { sinks: NO_TRACING_SINKS } : {}),
     ...overrides.options,
   });
   return {
     worker,
     connection,
+    /** The bundle the worker runs (built ahead), and whether it carries the tracing interceptors. */
+    bundle: bundle && { file: bundle.file, traced: bundle.traced },
     async close() {
       await deps.close();
       if (!overrides.connection) await connection.close();
@@ -151,8 +154,15 @@ async function main() {
     `worker polling task queue "${taskQueue}" on ${address} (namespace ${namespace}; ${
       version ? `deployment ${version.name}, build ${version.buildId}` : 'unversioned'
     })`,
-    { taskQueue, namespace, tracing: Boolean(tracing), buildId: version?.buildId },
+    { taskQueue, namespace, tracing: Boolean(tracing), buildId: version?.buildId, bundle: running.bundle?.file },
   );
+  if (running.bundle?.traced && !tracing) {
+    lifecycle(
+      `workflow bundle ${running.bundle.file} carries the tracing interceptors, with tracing off: each cached journey ` +
+        'pays for them (build the bundles again: npm run build:workflows writes one without)',
+      { bundle: running.bundle.file },
+    );
+  }
   if (metricsAddress) lifecycle(`worker metrics on http://${metricsAddress}/metrics`, { metricsAddress });
   // Worker.run resolves after SIGINT/SIGTERM once running activities and workflow tasks have finished.
   const run = running.worker.run();

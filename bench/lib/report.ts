@@ -41,6 +41,8 @@ export interface Results {
   /** Wall time of each phase. */
   phaseSeconds: Record<string, number>;
   stackStartSeconds?: number;
+  /** The workflow bundle built ahead that the bench's worker runs, as the image's does (absent: bundled at start). */
+  workerBundle?: { bytes: number; ms: number };
   postgresStartSeconds?: number;
   alone?: AloneRun[];
   cold?: ColdStartResults;
@@ -714,15 +716,9 @@ function analysis(r: Results): string[] {
     if (w.rssPeak >= GIB) {
       out.push(
         `- **Worker RSS** ${fmtBytes(w.rssPeak)}: the worker at rest takes ${fmtBytes(w.rssIdle)} (Node.js, the ` +
-          'tsx loader, the bundled workflow code, the SDK core), the sticky cache of ' +
-          `${w.cacheSize.toLocaleString('en')} journeys the rest, with garbage the heap keeps for a while; a smaller ` +
-          "`WORKER_MAX_CACHED_WORKFLOWS` lowers it (section 3 has the A/B). The bench's worker bundles its " +
-          'workflows with webpack at start, as `npm run worker` does. Run as the image runs it, with the bundle ' +
-          'built ahead (`WORKFLOW_BUNDLE_PATH`; measured 2026-11-26 05:55 UTC, the same phase), it started at 288 MiB ' +
-          'but reached 1,413 MiB with 1,000 journeys queried back and 2.49 GiB with 10,000 parked, its CPU near a ' +
-          'full core while parking: the prebuilt bundle always carries the OpenTelemetry workflow interceptors ' +
-          '(src/workflow-bundle.ts), which then run in every journey, tracing on or off, at about twice the memory ' +
-          'per cached journey. A bundle without them for workers that do not trace is the fix still to make.',
+          `tsx loader, ${r.workerBundle ? 'the workflow bundle built ahead' : 'webpack and the workflows it bundled at start'}, ` +
+          `the SDK core), the sticky cache of ${w.cacheSize.toLocaleString('en')} journeys the rest, with garbage ` +
+          'the heap keeps for a while; a smaller `WORKER_MAX_CACHED_WORKFLOWS` lowers it (section 3 has the A/B).',
       );
     }
   }
@@ -1220,6 +1216,13 @@ export function renderReport(
     if (r.stackStartSeconds !== undefined) {
       L.push(
         `- The bench's own stack (headless dev server, sandbox, then worker and API together): ${s1(r.stackStartSeconds)}.`,
+      );
+    }
+    if (r.workerBundle) {
+      L.push(
+        `- The worker runs as the image's does, on the workflow bundle built ahead without tracing ` +
+          `(\`WORKFLOW_BUNDLE_PATH\`; ${(r.workerBundle.bytes / 1024).toFixed(0)} KiB, built in ${s1(r.workerBundle.ms / 1000)} ` +
+          'before the stack started).',
       );
     }
     if (r.npmTest) {
