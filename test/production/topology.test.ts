@@ -11,8 +11,8 @@ import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Client as PgClient } from 'pg';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { stackBuildId } from '../../scripts/lib/build-id';
-import { freePort } from '../../scripts/lib/postgres-server';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
+import { pickProductionPorts } from '../faults/harness/production';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -43,24 +43,9 @@ describe('production topology', () => {
 
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'production-'));
-    const temporal = await freePort();
-    const ports: ProductionPorts = {
-      api: await freePort(),
-      apiReplicas: [await freePort(), await freePort()],
-      temporal,
-      temporalHttp: await freePort(),
-      temporalHistory: await freePort(),
-      temporalMatching: await freePort(),
-      temporalWorker: await freePort(),
-      temporalMembership: 20_000 + Math.floor(Math.random() * 10_000),
-      temporalMetrics: await freePort(),
-      ui: await freePort(),
-      codec: (codecPort = await freePort()),
-      sandbox: await freePort(),
-      postgres: await freePort(),
-      objectStore: await freePort(),
-      objectStoreConsole: await freePort(),
-    };
+    // Below the ephemeral range (an outgoing connection cannot take one before the stack binds it), a base of its own.
+    const ports: ProductionPorts = await pickProductionPorts(20_800);
+    codecPort = ports.codec;
     stack = new ProductionStack({ dataDir: root, ports, workers: 2, onFatal: (why) => fatal.push(why) });
     await stack.start();
   }, 180_000);
