@@ -42,6 +42,7 @@ import {
   stackTemporalProfile,
   writeDemoClinics,
 } from './stack-secrets';
+import { inboxRoleUrl, prepareInboxRole, type InboxRole } from './inbox-role';
 import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -49,6 +50,8 @@ const TOOLS = process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools');
 const UI_SERVER = path.join(TOOLS, 'temporal-ui', 'bin', 'temporal-ui-server');
 const BUCKET = 'journey-attachments';
 const INBOX_DATABASE = 'journeys';
+/** The API replicas' role in PostgreSQL: owns the inbox database, nothing else, no superuser (scripts/lib/inbox-role.ts). */
+const INBOX_ROLE = 'journey_inbox';
 const AUDIT_DATABASE = 'journey_audit';
 
 export interface ProductionPorts {
@@ -279,12 +282,16 @@ export class ProductionStack {
     if (!this.#automation) throw new Error('the stack runs without an identity provider');
     return this.#automation.token();
   }
-  /** The inbox database's URL (carries the password: never log it). */
+  /** The inbox database's URL, as the inbox's own role reaches it (carries the password: never log it). */
   get inboxDatabaseUrl(): string {
     const pg = this.#pg();
-    const u = new URL(pg.url);
-    u.pathname = `/${INBOX_DATABASE}`;
-    return u.toString();
+    return inboxRoleUrl('127.0.0.1', pg.port, this.#inboxRole());
+  }
+
+  #inboxRole(): InboxRole {
+    const password = this.#secrets?.inboxPassword;
+    if (!password) throw new Error('the stack is not started');
+    return { database: INBOX_DATABASE, role: INBOX_ROLE, password };
   }
 
   #pg(): PostgresServer {
@@ -324,7 +331,10 @@ export class ProductionStack {
       password: decodeURIComponent(new URL(this.postgres.url).password),
     };
 
-    // 1a. One audit trail for every process: a table in a database of its own, which the processes' role can only
+    // 1a. The callback inbox: a database the API replicas' own role owns (not the cluster's superuser).
+    await prepareInboxRole(pgAccess, this.#inboxRole());
+
+    // 1b. One audit trail for every process: a table in a database of its own, which the processes' role can only
     // read and append to.
     await ensureDatabase(pgAccess, AUDIT_DATABASE);
     const auditOwner = new URL(this.postgres.url);
@@ -336,7 +346,7 @@ export class ProductionStack {
     });
     this.#auditUrl = audit.writerUrl;
 
-    // 1b. The identity provider: Keycloak on its own database, the realm imported on its first start. Temporal's
+    // 1c. The identity provider: Keycloak on its own database, the realm imported on its first start. Temporal's
     // authorizer reads its keys at start, so it comes first (its ~20 s overlap the schema's setup).
     const keycloakReady = this.o.identity ? this.#startKeycloak(pgAccess) : Promise.resolve();
 

@@ -22,6 +22,8 @@ export interface StackSecrets {
   codecServerToken?: string;
   /** The audit trail's writer role's password (the production-shaped stack). */
   auditWriterPassword?: string;
+  /** The callback inbox's role's password (the production-shaped stack). */
+  inboxPassword?: string;
   /** The identity provider's secrets (the production-shaped stack's Keycloak): clients' and demo users'. */
   identity?: IdentitySecrets;
 }
@@ -39,6 +41,7 @@ export function stackSecrets(dataDir: string): StackSecrets {
     objectStoreSecretKey: kept.objectStoreSecretKey ?? randomBytes(24).toString('base64url'),
     codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
     auditWriterPassword: kept.auditWriterPassword ?? randomBytes(24).toString('base64url'),
+    inboxPassword: kept.inboxPassword ?? randomBytes(24).toString('base64url'),
     identity: identitySecrets(kept.identity),
   };
   if (JSON.stringify(secrets) !== JSON.stringify(kept)) {

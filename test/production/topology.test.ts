@@ -111,12 +111,18 @@ describe('production topology', () => {
     expect(listed.Contents?.length ?? 0).toBeGreaterThanOrEqual(2);
     for (const o of listed.Contents ?? []) expect(o.Key).toMatch(/^att_[A-Za-z0-9_-]+(\.json)?$/);
 
-    // Every callback went through the PostgreSQL inbox and was forwarded: nothing waits there.
+    // Every callback went through the PostgreSQL inbox and was forwarded: nothing waits there. The replicas' role
+    // (this URL's) owns the inbox's tables and is no superuser.
     const pg = new PgClient({ connectionString: stack.inboxDatabaseUrl });
     await pg.connect();
     try {
       const { rows } = await pg.query<{ n: string }>('SELECT count(*)::text AS n FROM callback_inbox');
       expect(rows[0]!.n).toBe('0');
+      const role = await pg.query<{ rolname: string; rolsuper: boolean; owner: string }>(
+        `SELECT r.rolname, r.rolsuper, pg_get_userbyid(c.relowner) AS owner
+           FROM pg_roles r, pg_class c WHERE r.rolname = current_user AND c.relname = 'callback_inbox'`,
+      );
+      expect(role.rows).toEqual([{ rolname: 'journey_inbox', rolsuper: false, owner: 'journey_inbox' }]);
     } finally {
       await pg.end();
     }
