@@ -673,7 +673,7 @@ export function loadConfig(env: Env = process.env): Config {
         policy: env.FORWARDER_POLICY?.trim() || 'adaptive',
         signalTimeoutMs: num(ms, 'FORWARDER_SIGNAL_TIMEOUT_MS', env.FORWARDER_SIGNAL_TIMEOUT_MS, 3_000),
         thread: flag('FORWARDER_THREAD', env.FORWARDER_THREAD, true),
-        threadNice: num(z.coerce.number().int().min(0).max(19), 'FORWARDER_THREAD_NICE', env.FORWARDER_THREAD_NICE, 10),
+        threadNice: num(z.coerce.number().int().min(0).max(19), 'FORWARDER_THREAD_NICE', env.FORWARDER_THREAD_NICE, 5),
       },
       codec: codecSettings(env),
       dataDir,

@@ -78,7 +78,7 @@ describe('configuration', () => {
       policy: 'adaptive',
       signalTimeoutMs: 3_000,
       thread: true,
-      threadNice: 10,
+      threadNice: 5,
     });
     expect(loadConfig({ ...base, FORWARDER_POLICY: 'surge' }).forwarder.policy).toBe('surge');
     expect(() => loadConfig({ ...base, FORWARDER_POLICY: 'eager' })).toThrow('FORWARDER_POLICY: surge or adaptive');
