@@ -28,6 +28,8 @@
 //          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
 //          --background-cpu group|nice (group: those processes also in a cpu cgroup of the lowest weight, where one can be made)
 //          --npm-test first|full|skip  --timeout-minutes 30 (time enough to park and wake all 10,000)  --port-base 22200
+//          --worker-memory-mib 1024 (the worker in a memory cgroup of this limit; default: the Helm chart's worker
+//          limit, as its container runs it; 0: none, the host's memory)
 //          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
 //          sustained: --sustained-rates 50,100,150,200,300  --sustained-seconds 180  --sustained-drain-seconds 120
@@ -35,16 +37,17 @@
 //          --forwarder-policies a,b (the API restarted with FORWARDER_POLICY=<each> for the sustained rates)
 //          The hard limit grows by the sustained phase's own budget when it runs (unless --timeout-minutes).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
+import YAML from 'yaml';
 import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib/context';
 import { benchClient, benchConfig } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
-import { backgroundCpuGroup, killAllSync, liveChildren, ROOT, stopChild } from './lib/proc';
+import { backgroundCpuGroup, killAllSync, liveChildren, memoryLimitGroup, ROOT, stopChild } from './lib/proc';
 import { renderReport, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
@@ -66,6 +69,19 @@ import {
   webhookPhase,
   type HookState,
 } from './phases/webhook';
+
+/** The memory limit the Helm chart gives a worker's container (deploy/helm values: worker.resources.limits.memory). */
+function chartWorkerMemoryMiB(): number {
+  const values = YAML.parse(
+    readFileSync(path.join(ROOT, 'deploy/helm/patient-journey-engine/values.yaml'), 'utf8'),
+  ) as {
+    worker?: { resources?: { limits?: { memory?: string } } };
+  };
+  const limit = values.worker?.resources?.limits?.memory ?? '';
+  const m = /^(\d+)(Mi|Gi)$/.exec(limit);
+  if (!m) throw new Error(`the chart's worker memory limit is not in Mi or Gi: ${limit || '(none)'}`);
+  return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+}
 
 function backgroundCpu(value: string | undefined): Options['backgroundCpu'] {
   if (value === undefined || value === 'group' || value === 'nice') return value ?? 'group';
@@ -104,6 +120,7 @@ function parseOptions(argv: string[]): Options {
       'sustained-drain-seconds': { type: 'string' },
       'sustained-svg': { type: 'string' },
       'forwarder-policies': { type: 'string' },
+      'worker-memory-mib': { type: 'string' },
     },
   });
   const quick = v.quick ?? false;
@@ -155,6 +172,7 @@ function parseOptions(argv: string[]): Options {
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
     backgroundNice: Math.min(19, Math.floor(num(v['background-nice'], 10))),
     backgroundCpu: backgroundCpu(v['background-cpu']),
+    workerMemoryMiB: num(v['worker-memory-mib'], chartWorkerMemoryMiB()),
     npmTest,
     timeoutMs:
       v['timeout-minutes'] !== undefined
@@ -217,6 +235,10 @@ async function main() {
   const ports = benchPorts(o.portBase);
   const backgroundGroup = o.backgroundCpu === 'group' && o.backgroundNice > 0 ? backgroundCpuGroup() : undefined;
   if (backgroundGroup) o.backgroundGroup = results.options.backgroundGroup = backgroundGroup;
+  const workerMemoryGroup = o.workerMemoryMiB > 0 ? memoryLimitGroup('worker', o.workerMemoryMiB * 2 ** 20) : undefined;
+  if (workerMemoryGroup) o.workerMemoryGroup = results.options.workerMemoryGroup = workerMemoryGroup;
+  else if (o.workerMemoryMiB > 0)
+    log(`no memory cgroup could be made here: the worker runs without its ${o.workerMemoryMiB} MiB limit`);
   const stack = new BenchStack({
     dataDir: path.join(workDir, 'data'),
     logDir,
@@ -224,6 +246,7 @@ async function main() {
     providerDelayMs: o.providerDelayMs,
     backgroundNice: o.backgroundNice,
     ...(backgroundGroup ? { backgroundGroup } : {}),
+    ...(workerMemoryGroup ? { workerMemoryGroup } : {}),
     log,
   });
   let hooks: HookState | undefined;

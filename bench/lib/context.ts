@@ -46,6 +46,10 @@ export interface Options {
   backgroundCpu: 'group' | 'nice';
   /** The cgroup they went into, when `group` could be had here (for the report). */
   backgroundGroup?: string;
+  /** The worker's memory limit in MiB, as a container's (0: none, the host's memory). */
+  workerMemoryMiB: number;
+  /** The memory cgroup the worker ran in, when one could be made here (for the report). */
+  workerMemoryGroup?: string;
   npmTest: 'first' | 'full' | 'skip';
   /** Hard limit of the whole run. */
   timeoutMs: number;

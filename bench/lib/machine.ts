@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { getHeapStatistics } from 'node:v8';
 import { ROOT } from './proc';
 
 export interface Machine {
@@ -16,6 +17,8 @@ export interface Machine {
   temporalSdk: string;
   fastify: string;
   hostname: string;
+  /** The heap limit Node.js sizes itself to on this host, with no memory limit of its own (older results: absent). */
+  heapLimitBytes?: number;
 }
 
 function meminfo(field: string): number {
@@ -54,6 +57,7 @@ export function describeMachine(): Machine {
     temporalSdk: pkgVersion('@temporalio/worker'),
     fastify: pkgVersion('fastify'),
     hostname: os.hostname(),
+    heapLimitBytes: getHeapStatistics().heap_size_limit,
   };
 }
 

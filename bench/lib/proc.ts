@@ -1,7 +1,7 @@
 // Child processes of the bench: each spawned directly (node with the tsx loader, or the Temporal binary) so its pid
 // is the process that does the work (RSS is read from it, signals reach it), with its output in a log file. Every
 // child is remembered until it has exited; whatever is still alive when the bench ends is killed by its pid.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -42,13 +42,22 @@ export interface SpawnOptions {
   nice?: number;
   /** A cpu cgroup (backgroundCpuGroup) the process is moved into at once, with every thread it has and starts. */
   cpuGroup?: string;
+  /**
+   * A memory cgroup (memoryLimitGroup) the command starts in: a shell joins it, then execs the command, so Node.js
+   * sizes its heap to the group's limit from its first instruction, as in a container with a memory limit.
+   */
+  memoryGroup?: string;
 }
 
 export function spawnChild(name: string, command: string, args: string[], o: SpawnOptions): Child {
   const logFile = path.join(o.logDir, `${name}.log`);
   const fd = openSync(logFile, 'a');
   const niced = (o.nice ?? 0) > 0;
-  const proc = spawn(niced ? 'nice' : command, niced ? ['-n', String(o.nice), command, ...args] : args, {
+  // sh -c SCRIPT GROUP COMMAND ARGS...: $0 is the group, "$@" the command; exec keeps the pid.
+  const [cmd, argv] = o.memoryGroup
+    ? ['sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', o.memoryGroup, command, ...args]]
+    : [command, args];
+  const proc = spawn(niced ? 'nice' : cmd, niced ? ['-n', String(o.nice), cmd, ...argv] : argv, {
     cwd: o.cwd ?? ROOT,
     env: { ...process.env, ...o.env },
     stdio: ['ignore', fd, fd],
@@ -129,6 +138,70 @@ export function backgroundCpuGroup(): string | undefined {
     }
   }
   return backgroundGroup ?? undefined;
+}
+
+/**
+ * A memory cgroup with this limit (cgroup v1 `memory.limit_in_bytes` under the bench's own memory group), made once
+ * per name and removed at the bench's exit: a process started in it (SpawnOptions.memoryGroup) runs as in a container
+ * with that memory limit (Node.js sizes its heap to it; past it the kernel reclaims, then kills). Undefined where the
+ * bench may not make one (cgroup v2, whose one group per process the cpu group already takes, or no rights).
+ */
+export function memoryLimitGroup(name: string, limitBytes: number): string | undefined {
+  const line = readFileSync('/proc/self/cgroup', 'utf8')
+    .split('\n')
+    .find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  if (!line) return undefined;
+  const own = line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
+  const dir = path.join('/sys/fs/cgroup/memory', own, `journey-bench-${name}-${process.pid}`);
+  try {
+    if (!existsSync(dir)) mkdirSync(dir);
+    writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes));
+  } catch {
+    return undefined;
+  }
+  exitHooks.add(() => {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // a process still in it
+    }
+  });
+  return dir;
+}
+
+/** The heap limit (bytes) Node.js sizes itself to when it starts in this memory cgroup (a process started in it). */
+export function heapLimitIn(dir: string): number | undefined {
+  const r = spawnSync(
+    'sh',
+    [
+      '-c',
+      'echo $$ > "$0/cgroup.procs" && exec "$@"',
+      dir,
+      process.execPath,
+      '-e',
+      'process.stdout.write(String(require("node:v8").getHeapStatistics().heap_size_limit))',
+    ],
+    { encoding: 'utf8' },
+  );
+  const n = Number(r.stdout);
+  return r.status === 0 && Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/** What the kernel counted of a memory cgroup: its peak usage and how often it hit the limit (v1), if readable. */
+export function memoryGroupStats(
+  dir: string,
+): { maxUsageBytes: number; limitHits: number; oomKills?: number } | undefined {
+  try {
+    const read = (f: string) => readFileSync(path.join(dir, f), 'utf8');
+    const oom = /oom_kill (\d+)/.exec(read('memory.oom_control'));
+    return {
+      maxUsageBytes: Number(read('memory.max_usage_in_bytes')),
+      limitHits: Number(read('memory.failcnt')),
+      ...(oom ? { oomKills: Number(oom[1]) } : {}),
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The scheduling weight of a session's group (Linux autogroup); nothing where the kernel has none. */

@@ -196,13 +196,20 @@ export function targets(r: Results): Targets {
     });
   }
   if (r.waiting) {
+    const m = r.waiting.memoryLimit;
+    // In a memory cgroup the RSS cannot pass the limit: what counts there is that no worker was killed for it.
+    const killed = m ? (m.oomKills ?? 0) > 0 : false;
+    const ok = r.waiting.rssPeak < GIB && !killed;
     rows.push({
       target: `Worker RSS < 1 GiB with ${r.waiting.n.toLocaleString('en')} journeys parked`,
-      figure: `${fmtBytes(r.waiting.rssParked)} parked, ${fmtBytes(r.waiting.rssPeak)} peak (${r.waiting.parked.toLocaleString('en')} parked)`,
-      verdict:
-        r.waiting.parked < r.waiting.n
-          ? `${met(r.waiting.rssPeak < GIB)} for ${r.waiting.parked} parked only`
-          : met(r.waiting.rssPeak < GIB),
+      figure:
+        `${fmtBytes(r.waiting.rssParked)} parked, ${fmtBytes(r.waiting.rssPeak)} peak (${r.waiting.parked.toLocaleString('en')} parked)` +
+        (m
+          ? `; the worker in a ${m.limitMiB.toLocaleString('en')} MiB memory cgroup, as the chart's container` +
+            `${m.heapLimitMiB !== undefined ? ` (Node.js heap limit ${m.heapLimitMiB.toFixed(0)} MiB)` : ''}, ` +
+            `${m.oomKills ?? 0} killed for memory`
+          : ''),
+      verdict: r.waiting.parked < r.waiting.n ? `${met(ok)} for ${r.waiting.parked} parked only` : met(ok),
     });
   }
   return { rows };
@@ -1126,7 +1133,15 @@ export function renderReport(
       `${x.n.toLocaleString('en')} GFE journeys started straight through the Temporal client (a valid JourneyInput, ` +
         `the API's options and search attributes; ${x.concurrency} starts in flight) against the sandbox, whose ` +
         'provider never acts for these test patients, so each parks in `awaiting_consultation`. The worker was ' +
-        `restarted just before (default sizes: sticky cache ${x.cacheSize.toLocaleString('en')} workflows).`,
+        `restarted just before (default sizes: sticky cache ${x.cacheSize.toLocaleString('en')} workflows).` +
+        (x.memoryLimit
+          ? ` Every worker of this phase ran in a memory cgroup of ${x.memoryLimit.limitMiB.toLocaleString('en')} MiB, ` +
+            "the limit the Helm chart gives a worker's container" +
+            (x.memoryLimit.heapLimitMiB !== undefined
+              ? `: Node.js sizes its heap to it (${x.memoryLimit.heapLimitMiB.toFixed(0)} MiB, against ` +
+                `${fmtBytes(r.machine.heapLimitBytes ?? NaN)} on this host without a limit).`
+              : '.')
+          : ' The worker ran without a memory limit: Node.js sized its heap to the host.'),
       '',
       '| | |',
       '|---|---|',
@@ -1135,6 +1150,14 @@ export function renderReport(
       `| Worker RSS, all parked | **${fmtBytes(x.rssParked)}** |`,
       `| Worker RSS peak (parking and waking) | ${fmtBytes(x.rssPeak)} |`,
       `| Worker RSS after waking them all | ${fmtBytes(x.rssAfterWake)} |`,
+      ...(x.memoryLimit
+        ? [
+            `| Memory cgroup (${x.memoryLimit.limitMiB.toLocaleString('en')} MiB): peak charged, page cache included | ` +
+              `${fmtBytes(x.memoryLimit.atParked?.maxUsageBytes ?? NaN)} by the parking worker, ` +
+              `${fmtBytes(x.memoryLimit.maxUsageBytes)} over the phase; the limit reached ${x.memoryLimit.limitHits.toLocaleString('en')} times; ` +
+              `**${x.memoryLimit.oomKills ?? 0} process(es) killed for memory** |`,
+          ]
+        : []),
       `| Woken | ${x.wake.reduce((a, w) => a + w.completed, 0).toLocaleString('en')} completed in ${s1(x.wakeSeconds)}: **${x.wakePerSecond.toFixed(1)} journeys/s** |`,
       '',
       '| Wake | Completed | Time | Journeys/s | Webhook ack p50 / p99 | accepted / forwarded |',

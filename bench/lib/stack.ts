@@ -121,6 +121,8 @@ export interface StackOptions {
    * generator leave, the way a best-effort container runs beside one with a CPU request. Undefined: niceness alone.
    */
   backgroundGroup?: string;
+  /** A memory cgroup the worker starts in (proc.ts memoryLimitGroup): the memory limit a deployment gives it. */
+  workerMemoryGroup?: string;
   log: (message: string) => void;
 }
 
@@ -324,6 +326,7 @@ export class BenchStack {
       logDir: this.o.logDir,
       nice: this.o.backgroundNice,
       cpuGroup: this.o.backgroundGroup,
+      memoryGroup: this.o.workerMemoryGroup,
       env: { ...this.env, ...this.workerEnv, ...extraEnv },
       nodeArgs,
     });

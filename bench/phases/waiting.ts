@@ -7,7 +7,7 @@
 import { apiFigures, diff, type ApiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
 import { countWorkflows, gfeInput, pool, postEvent1s, startJourney, waitForCount } from '../lib/journeys';
-import { rssBytes, sleep } from '../lib/proc';
+import { heapLimitIn, memoryGroupStats, rssBytes, sleep } from '../lib/proc';
 import { CLINICS } from '../lib/stack';
 import { journeyWorkflowId, snapshotQuery } from '../../src/workflows/definitions';
 import { cpuShare, fmtCpu } from './webhook';
@@ -42,6 +42,20 @@ export interface WaitingResults {
   wakeSeconds: number;
   wakePerSecond: number;
   rssAfterWake: number;
+  /**
+   * The worker's memory cgroup (--worker-memory-mib), as the kernel counted it over the phase (every worker started
+   * in it: the parking one, the cache A/B's, the waking one): its limit, the heap limit Node.js sized to it, the peak
+   * charged (page cache included), how often the limit was hit and the processes killed for it.
+   */
+  memoryLimit?: {
+    limitMiB: number;
+    heapLimitMiB?: number;
+    maxUsageBytes: number;
+    limitHits: number;
+    oomKills?: number;
+    /** The same, once all were parked (the parking worker alone). */
+    atParked?: { maxUsageBytes: number; limitHits: number; oomKills?: number };
+  };
   note?: string;
 }
 
@@ -194,6 +208,8 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
   sampling = false;
   await sampler;
   samples.push({ t: (performance.now() - t0) / 1000, parked, rss: rssParked });
+  const memoryGroup = o.workerMemoryGroup;
+  const atParked = memoryGroup ? memoryGroupStats(memoryGroup) : undefined;
   ctx.log(
     `waiting: ${parked} parked in ${parkSeconds.toFixed(1)} s (${(parked / parkSeconds).toFixed(1)}/s); worker RSS ${(rssParked / 2 ** 20).toFixed(0)} MiB (idle ${(rssIdle / 2 ** 20).toFixed(0)} MiB, peak ${(rssPeak / 2 ** 20).toFixed(0)} MiB)`,
   );
@@ -296,6 +312,23 @@ export async function waitingPhase(ctx: Ctx): Promise<WaitingResults> {
     wakeSeconds,
     wakePerSecond: woken / wakeSeconds,
     rssAfterWake: (await rssBytes(worker.pid)) ?? NaN,
+    ...(memoryGroup ? { memoryLimit: memoryLimitFigures(o.workerMemoryMiB, memoryGroup, atParked) } : {}),
     ...(note ? { note } : {}),
+  };
+}
+
+/** What the worker's memory cgroup counted, with the heap limit Node.js takes in it. */
+function memoryLimitFigures(
+  limitMiB: number,
+  group: string,
+  atParked: ReturnType<typeof memoryGroupStats>,
+): NonNullable<WaitingResults['memoryLimit']> {
+  const end = memoryGroupStats(group) ?? { maxUsageBytes: NaN, limitHits: NaN };
+  const heap = heapLimitIn(group);
+  return {
+    limitMiB,
+    ...(heap !== undefined ? { heapLimitMiB: heap / 2 ** 20 } : {}),
+    ...end,
+    ...(atParked ? { atParked } : {}),
   };
 }
