@@ -172,7 +172,7 @@ function parseOptions(argv: string[]): Options {
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
     backgroundNice: Math.min(19, Math.floor(num(v['background-nice'], 10))),
     backgroundCpu: backgroundCpu(v['background-cpu']),
-    workerMemoryMiB: num(v['worker-memory-mib'], chartWorkerMemoryMiB()),
+    workerMemoryMiB: v['worker-memory-mib'] !== undefined ? num(v['worker-memory-mib'], 0) : chartWorkerMemoryMiB(),
     npmTest,
     timeoutMs:
       v['timeout-minutes'] !== undefined

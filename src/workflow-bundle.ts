@@ -52,7 +52,7 @@ export function bundleTraces(code: string): boolean {
 }
 
 /** The bundle's code, checked to be one (a worker given a wrong path says so at start, not at the first task). */
-export function readWorkflowBundle(file: string): string {
+function readWorkflowBundle(file: string): string {
   if (!existsSync(file)) throw new Error(`WORKFLOW_BUNDLE_PATH: no file at ${file} (npm run build:workflows)`);
   const code = readFileSync(file, 'utf8');
   if (!code.includes('patientJourney')) {

@@ -53,10 +53,7 @@ export function spawnChild(name: string, command: string, args: string[], o: Spa
   const logFile = path.join(o.logDir, `${name}.log`);
   const fd = openSync(logFile, 'a');
   const niced = (o.nice ?? 0) > 0;
-  // sh -c SCRIPT GROUP COMMAND ARGS...: $0 is the group, "$@" the command; exec keeps the pid.
-  const [cmd, argv] = o.memoryGroup
-    ? ['sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', o.memoryGroup, command, ...args]]
-    : [command, args];
+  const [cmd, argv] = o.memoryGroup ? inGroup(o.memoryGroup, command, args) : [command, args];
   const proc = spawn(niced ? 'nice' : cmd, niced ? ['-n', String(o.nice), cmd, ...argv] : argv, {
     cwd: o.cwd ?? ROOT,
     env: { ...process.env, ...o.env },
@@ -169,20 +166,15 @@ export function memoryLimitGroup(name: string, limitBytes: number): string | und
   return dir;
 }
 
+/** A command that starts inside a cgroup: `sh -c SCRIPT GROUP COMMAND ARGS...` joins it, then execs (same pid). */
+function inGroup(group: string, command: string, args: string[]): [string, string[]] {
+  return ['sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', group, command, ...args]];
+}
+
 /** The heap limit (bytes) Node.js sizes itself to when it starts in this memory cgroup (a process started in it). */
 export function heapLimitIn(dir: string): number | undefined {
-  const r = spawnSync(
-    'sh',
-    [
-      '-c',
-      'echo $$ > "$0/cgroup.procs" && exec "$@"',
-      dir,
-      process.execPath,
-      '-e',
-      'process.stdout.write(String(require("node:v8").getHeapStatistics().heap_size_limit))',
-    ],
-    { encoding: 'utf8' },
-  );
+  const script = 'process.stdout.write(String(require("node:v8").getHeapStatistics().heap_size_limit))';
+  const r = spawnSync(...inGroup(dir, process.execPath, ['-e', script]), { encoding: 'utf8' });
   const n = Number(r.stdout);
   return r.status === 0 && Number.isFinite(n) && n > 0 ? n : undefined;
 }

@@ -3,6 +3,7 @@
 // it. A cluster set up before the role existed had its inbox tables made by the superuser: they are handed over, rows
 // and all, so no callback waiting in it is stranded.
 import { Client } from 'pg';
+import { scramVerifier } from '../../src/audit/postgres';
 
 export interface InboxRole {
   database: string;
@@ -24,8 +25,9 @@ export async function prepareInboxRole(
   try {
     const exists = await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [o.role]);
     if (exists.rowCount === 0) await admin.query(`CREATE ROLE "${o.role}" LOGIN`);
+    // The password as a SCRAM verifier, as the audit trail's writer gets it: a statement log never shows it.
     await admin.query(
-      `ALTER ROLE "${o.role}" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD ${admin.escapeLiteral(o.password)}`,
+      `ALTER ROLE "${o.role}" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD ${admin.escapeLiteral(scramVerifier(o.password))}`,
     );
     const db = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [o.database]);
     if (db.rowCount === 0) await admin.query(`CREATE DATABASE "${o.database}" OWNER "${o.role}"`);
