@@ -1,7 +1,9 @@
 // From a callback body, in whichever layout the service sent it, to what the journey acts on. The raw payload travels
 // beside it for audit.
+import { createHash } from 'node:crypto';
 import { readEventNumber, readLooseCallback, type LooseEvent } from '../exam-service/callback-layouts';
 import { parseCallback, type NormalizedCallback } from '../exam-service/schemas';
+import { HELD_BODY_MAX_BYTES, type CallbackSignal } from '../workflows/definitions';
 import type { JourneyCallback, UnreadCallback } from '../workflows/journey-state';
 
 const str = (v: string | number | null | undefined): string | null =>
@@ -53,6 +55,30 @@ export function toJourneyCallback(cb: NormalizedCallback): JourneyCallback {
   }
 }
 
+/** A callback is four levels deep at most; a body nested deeper is refused before it is parsed. */
+export const CALLBACK_MAX_DEPTH = 32;
+
+/**
+ * Whether JSON text opens more than `max` arrays and objects inside each other, found in one pass over the text
+ * (strings skipped) before any parse: a body of a million brackets costs a scan, not a parse and a stack overflow in
+ * whatever writes it again.
+ */
+export function nestingOver(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \\ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+  }
+  return false;
+}
+
 export type CallbackReading =
   | {
       ok: true;
@@ -71,6 +97,8 @@ export type CallbackReading =
  * JSON, or JSON without an event number, is refused.
  */
 export function readCallback(rawBody: string): CallbackReading {
+  const depth = nestingOver(rawBody, CALLBACK_MAX_DEPTH);
+  if (depth) return { ok: false, issues: [`(body): is nested deeper than ${CALLBACK_MAX_DEPTH} levels`] };
   let value: unknown;
   try {
     value = JSON.parse(rawBody) as unknown;
@@ -141,4 +169,42 @@ function fromLoose(e: LooseEvent, layout: string): JourneyCallback {
       };
     }
   }
+}
+
+/** The most a normalized callback may take in a journey's history (a real one is well under a kilobyte). */
+export const NORMALIZED_MAX_BYTES = 8 * 1024;
+
+/**
+ * The signal for a callback that was read, within what a journey's history may take from one callback: the normalized
+ * event at most NORMALIZED_MAX_BYTES, and an unread one's body (which a person reads in the history) at most
+ * HELD_BODY_MAX_BYTES. Over either, the caller keeps the body as a dead letter instead (`over` says why).
+ */
+export function callbackSignal(
+  reading: Extract<CallbackReading, { ok: true }>,
+  delivery: { deliveryId: string; receivedAt: string; rawBody: string },
+): { ok: true; signal: CallbackSignal } | { ok: false; over: string } {
+  const bytes = Buffer.byteLength(delivery.rawBody);
+  const normalized = Buffer.byteLength(JSON.stringify(reading.callback));
+  if (normalized > NORMALIZED_MAX_BYTES) {
+    return {
+      ok: false,
+      over: `its fields come to ${normalized} bytes, over the ${NORMALIZED_MAX_BYTES} a journey keeps of a callback`,
+    };
+  }
+  if ('unread' in reading.callback && bytes > HELD_BODY_MAX_BYTES) {
+    return {
+      ok: false,
+      over: `it cannot be read as an event and its body is ${bytes} bytes, over the ${HELD_BODY_MAX_BYTES} a journey holds for a person`,
+    };
+  }
+  return {
+    ok: true,
+    signal: {
+      deliveryId: delivery.deliveryId,
+      receivedAt: delivery.receivedAt,
+      callback: reading.callback,
+      body: { bytes, sha256: createHash('sha256').update(delivery.rawBody).digest('hex') },
+      raw: reading.raw,
+    },
+  };
 }

@@ -166,6 +166,23 @@ export class JourneyGateway {
   }
 
   async view(desc: WorkflowExecutionDescription, journeyId: string): Promise<JourneyViewData> {
+    const data = await this.#view(desc, journeyId);
+    if (!endedByTemporal(desc.status.name)) return data;
+    // The workflow's own last state still reads as waiting (a history over its limit is terminated by the server,
+    // an operator may terminate one): the journey is ended and a person must look, whatever that state says.
+    const journey = data.journey as JourneyStateOut & { needsAttention?: boolean | null };
+    return {
+      ...data,
+      journey: {
+        ...journey,
+        stage: 'failed',
+        ...('needsAttention' in journey ? { needsAttention: true } : {}),
+        attention: [...(journey.attention ?? []), workflowEndedAttention(desc.status.name)],
+      },
+    };
+  }
+
+  async #view(desc: WorkflowExecutionDescription, journeyId: string): Promise<JourneyViewData> {
     const base = {
       journeyId,
       workflowStatus: desc.status.name,
@@ -220,13 +237,14 @@ export class JourneyGateway {
     const journeys = found.infos.map((info) => {
       const sa = searchAttributes(info);
       const journeyId = info.workflowId.slice(WORKFLOW_ID_PREFIX.length);
+      const ended = endedByTemporal(info.status.name);
       return {
         journeyId,
-        stage: sa.stage,
+        stage: ended ? 'failed' : sa.stage,
         scenario: sa.scenario,
         examStatus: sa.examStatus,
         rxStatus: sa.rxStatus,
-        needsAttention: sa.needsAttention,
+        needsAttention: ended ? true : sa.needsAttention,
         workflowStatus: info.status.name,
         startedAt: info.startTime.toISOString(),
         closedAt: info.closeTime?.toISOString() ?? null,
@@ -247,14 +265,15 @@ export class JourneyGateway {
       .filter((info) => restriction.clinicId === undefined || ownedBy(info, restriction.clinicId))
       .map((info) => {
         const sa = searchAttributes(info);
+        const ended = endedByTemporal(info.status.name);
         return {
           journeyId: info.workflowId.slice(WORKFLOW_ID_PREFIX.length),
           clinicId: sa.clinicId,
-          stage: sa.stage,
+          stage: ended ? 'failed' : sa.stage,
           scenario: sa.scenario,
           examStatus: sa.examStatus,
           rxStatus: sa.rxStatus,
-          needsAttention: sa.needsAttention,
+          needsAttention: ended ? true : sa.needsAttention,
           workflowStatus: info.status.name,
           startedAt: info.startTime.toISOString(),
           closedAt: info.closeTime?.toISOString() ?? null,
@@ -441,6 +460,23 @@ function idempotencyConflict(): ApiProblem {
   );
 }
 export { idempotencyConflict };
+
+/**
+ * A journey whose workflow Temporal ended rather than the journey itself: terminated (by an operator, or by the server
+ * when the history passed its limits), timed out, failed or cancelled. Its last state is not where it stands.
+ */
+export function endedByTemporal(status: string): boolean {
+  return status === 'TERMINATED' || status === 'TIMED_OUT' || status === 'FAILED' || status === 'CANCELLED';
+}
+
+function workflowEndedAttention(status: string) {
+  return {
+    code: 'workflow_ended',
+    message:
+      `the journey's workflow was ${status.toLowerCase().replace('_', ' ')} by Temporal: it no longer follows ` +
+      'callbacks or deadlines; its callbacks go to the dead letters. Look at it in the Temporal UI',
+  };
+}
 
 function journeyEnded(status: string): ApiProblem {
   return new ApiProblem(409, 'journey-ended', `the journey has ended (workflow ${status.toLowerCase()})`);

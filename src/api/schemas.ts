@@ -499,6 +499,7 @@ export const DEAD_LETTER_REASONS = [
   'oversized',
   'journey_not_found',
   'journey_finished',
+  'journey_flooded',
   'corrupt_inbox_entry',
   'corrupt_spool_entry',
 ] as const satisfies readonly DeadLetterReason[];

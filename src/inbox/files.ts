@@ -12,6 +12,7 @@ import { readFrames, SegmentLog, type Segment } from './segment-log';
 import {
   DEAD_LETTER_ID,
   newDeadLetterId,
+  encodeSignal,
   InboxUnavailableError,
   type CallbackInbox,
   type DeadLetter,
@@ -46,7 +47,7 @@ interface LegacySpooled {
 }
 
 type Item =
-  | { kind: 'append'; journeyId: string; signal: CallbackSignal }
+  | { kind: 'append'; journeyId: string; receivedAt: string; json: string }
   | { kind: 'carry'; entries: Held[] }
   | { kind: 'settle'; ids: string[] };
 
@@ -165,7 +166,11 @@ export class FileInbox implements CallbackInbox {
       dir: options.dir,
       segmentBytes: Math.max(64 * 1024, options.segmentBytes ?? 16 << 20),
     });
-    this.#commit = new GroupCommit((batch) => this.#write(batch), options.maxBatch ?? 1_000);
+    this.#commit = new GroupCommit((batch) => this.#write(batch), {
+      maxBatch: options.maxBatch ?? 1_000,
+      // Anything but the log's own write failing (a record too large to seal or join) may be one entry's doing.
+      itemFault: (err) => !(err instanceof InboxUnavailableError),
+    });
   }
 
   get dir(): string {
@@ -188,8 +193,10 @@ export class FileInbox implements CallbackInbox {
     await this.#compact();
   }
 
-  append(journeyId: string, signal: CallbackSignal): Promise<void> {
-    return this.#commit.add({ kind: 'append', journeyId, signal });
+  async append(journeyId: string, signal: CallbackSignal): Promise<void> {
+    // Encoded here, so a callback that cannot be written fails alone and never the group commit it would share.
+    const json = encodeSignal(signal);
+    return this.#commit.add({ kind: 'append', journeyId, receivedAt: signal.receivedAt, json });
   }
 
   claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
@@ -250,7 +257,7 @@ export class FileInbox implements CallbackInbox {
     const settled: string[] = [];
     for (const item of batch) {
       if (item.kind === 'append') {
-        appended.push(held(this.#newId(), item.journeyId, item.signal));
+        appended.push({ id: this.#newId(), journeyId: item.journeyId, receivedAt: item.receivedAt, json: item.json });
       } else if (item.kind === 'carry') carried.push(...item.entries);
       else settled.push(...item.ids);
     }

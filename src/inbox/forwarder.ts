@@ -4,7 +4,14 @@
 // signalled just before a crash is signalled again with the same delivery id, which the journey ignores.
 import { isGrpcDeadlineError, isGrpcServiceError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { callbackReceived, journeyWorkflowId, snapshotQuery, type CallbackSignal } from '../workflows/definitions';
+import {
+  callbackReceived,
+  forJourney,
+  journeyWorkflowId,
+  snapshotQuery,
+  type CallbackSignal,
+} from '../workflows/definitions';
+import { FloodWatch, type FloodWatchOptions } from './flood-watch';
 import type { CallbackInbox, DeadLetterReason, DeadLetterSettlement, InboxEntry } from './types';
 
 /** gRPC status codes of a Temporal that did not answer (down, shedding load) rather than refused the call. */
@@ -27,9 +34,12 @@ export function journeyGone(err: unknown): 'journey_finished' | 'journey_not_fou
   return /complet|closed|finished/i.test(err.message) ? 'journey_finished' : 'journey_not_found';
 }
 
-export const GONE_DETAIL: Record<'journey_finished' | 'journey_not_found', string> = {
+export const GONE_DETAIL: Record<'journey_finished' | 'journey_not_found' | 'journey_flooded', string> = {
   journey_finished: 'the journey has already finished; it takes no more callbacks',
   journey_not_found: 'no journey with this id exists',
+  journey_flooded:
+    'the journey was sent far more callbacks than an exam sends and waits for a person (attention callback_flood); ' +
+    'replay this letter once the journey has been looked at',
 };
 
 export type SignalOutcome =
@@ -58,7 +68,9 @@ export async function signalJourney(
 ): Promise<SignalOutcome> {
   const handle = temporal.workflow.getHandle(journeyWorkflowId(journeyId));
   try {
-    await temporal.connection.withDeadline(Date.now() + timeoutMs, () => handle.signal(callbackReceived, signal));
+    await temporal.connection.withDeadline(Date.now() + timeoutMs, () =>
+      handle.signal(callbackReceived, forJourney(signal)),
+    );
     return { ok: true };
   } catch (err) {
     const gone = journeyGone(err);
@@ -86,6 +98,17 @@ async function journeyHad(
     return snapshot.events.some((e) => e.deliveryId === deliveryId);
   } catch {
     return false;
+  }
+}
+
+/** Whether the journey says it is flooded (attention callback_flood); undefined when it could not be asked. */
+async function journeyFlooded(temporal: Client, journeyId: string, timeoutMs: number): Promise<boolean | undefined> {
+  try {
+    const handle = temporal.workflow.getHandle(journeyWorkflowId(journeyId));
+    const snapshot = await temporal.connection.withDeadline(Date.now() + timeoutMs, () => handle.query(snapshotQuery));
+    return snapshot.attention.some((a) => a.code === 'callback_flood');
+  } catch {
+    return undefined;
   }
 }
 
@@ -138,6 +161,8 @@ export interface InboxForwarderOptions {
   metrics?: ForwarderMetrics;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
   now?: () => Date;
+  /** When a journey sent many callbacks is asked whether it is flooded (flood-watch.ts); `ask` defaults to its snapshot. */
+  flood?: Partial<FloodWatchOptions>;
 }
 
 export const FORWARDER_POLICIES = ['surge', 'adaptive'] as const;
@@ -160,9 +185,15 @@ export class InboxForwarder {
   #lastSignalAt = 0;
   #ticking: Promise<void> | undefined;
 
+  readonly #flood: FloodWatch;
+
   constructor(options: InboxForwarderOptions) {
     this.#o = options;
     this.#limit = options.concurrency ?? 16;
+    this.#flood = new FloodWatch({
+      ask: (journeyId) => journeyFlooded(options.temporal, journeyId, options.signalTimeoutMs),
+      ...options.flood,
+    });
   }
 
   /** Signals the forwarder allows itself in flight at the moment (for metrics and tests). */
@@ -296,17 +327,23 @@ export class InboxForwarder {
       const runLane = async (entries: InboxEntry[]) => {
         for (const entry of entries) {
           if (retryLater || this.#stopping) return;
+          if (await this.#flood.flooded(entry.journeyId)) {
+            deadLetters.push({ entryId: entry.id, letter: letterFor(entry, 'journey_flooded') });
+            this.#o.metrics?.deadLettered('journey_flooded');
+            continue;
+          }
           await this.#slot(entry);
           let r: Awaited<ReturnType<typeof signalJourney>>;
           try {
             r = this.#o.signal
-              ? await this.#o.signal(entry.journeyId, entry.signal, this.#o.signalTimeoutMs)
+              ? await this.#o.signal(entry.journeyId, forJourney(entry.signal), this.#o.signalTimeoutMs)
               : await signalJourney(this.#o.temporal, entry.journeyId, entry.signal, this.#o.signalTimeoutMs);
           } finally {
             this.#inFlight--;
           }
           if (r.ok) {
             done.push(entry.id);
+            this.#flood.signalled(entry.journeyId);
             const delay = (this.#now().getTime() - Date.parse(entry.signal.receivedAt)) / 1000;
             this.#o.metrics?.forwarded(entry, Math.max(0, delay));
             if (r.alreadyApplied) {
@@ -370,7 +407,7 @@ export class InboxForwarder {
   }
 }
 
-function letterFor(entry: InboxEntry, reason: 'journey_finished' | 'journey_not_found') {
+function letterFor(entry: InboxEntry, reason: 'journey_finished' | 'journey_not_found' | 'journey_flooded') {
   const cb = entry.signal.callback;
   return {
     journeyId: entry.journeyId,

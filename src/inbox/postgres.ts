@@ -2,13 +2,14 @@
 // replica that disappears loses nothing (docs/design-notes.md#the-postgresql-inbox).
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient, Pool, type PoolClient, type PoolConfig } from 'pg';
-import type { RecordSealer } from '../codec/at-rest';
+import type { RecordSealer, Sealed } from '../codec/at-rest';
 import type { CallbackSignal } from '../workflows/definitions';
 import { GroupCommit } from './group-commit';
 import { MIGRATION_LOCK_KEY, MIGRATIONS, type Migration } from './migrations';
 import {
   DEAD_LETTER_ID,
   newDeadLetterId,
+  encodeSignal,
   InboxUnavailableError,
   type CallbackInbox,
   type DeadLetter,
@@ -44,6 +45,23 @@ interface Row {
   journey_id: string;
   key_id: string | null;
   body: Buffer;
+}
+
+/** An append sealed and waiting for its group commit. */
+interface PendingAppend {
+  journeyId: string;
+  deliveryId: string;
+  receivedAt: string;
+  sealed: Sealed;
+}
+
+/**
+ * Whether PostgreSQL refused a value rather than failed as a store: data exceptions (class 22), integrity violations
+ * (23) and program limits (54, a value too large) are a row's doing; connection loss and timeouts are not.
+ */
+function refusedValue(err: unknown): boolean {
+  const code = ((err as { cause?: { code?: unknown } } | undefined)?.cause?.code ?? '') as string;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
 
 function unavailable(what: string, err: unknown): InboxUnavailableError {
@@ -87,7 +105,7 @@ export class PostgresInbox implements CallbackInbox {
   readonly pool: Pool;
   readonly #o: PostgresInboxOptions;
   readonly #listeners = new Set<() => void>();
-  readonly #commit: GroupCommit<{ journeyId: string; signal: CallbackSignal }>;
+  readonly #commit: GroupCommit<PendingAppend>;
   #listen: PgClient | undefined;
   #listenRetry: NodeJS.Timeout | undefined;
   #closed = false;
@@ -108,7 +126,11 @@ export class PostgresInbox implements CallbackInbox {
     // An idle connection that breaks (PostgreSQL restarted) is dropped from the pool; the next query reconnects.
     this.pool.on('error', () => undefined);
     this.deadLetters = new PostgresDeadLetters(this.pool, options.sealer, options.now);
-    this.#commit = new GroupCommit((batch) => this.#insert(batch), options.maxBatch ?? 1_000, options.onBatch);
+    this.#commit = new GroupCommit((batch) => this.#insert(batch), {
+      maxBatch: options.maxBatch ?? 1_000,
+      ...(options.onBatch ? { onBatch: options.onBatch } : {}),
+      itemFault: refusedValue,
+    });
   }
 
   async init(): Promise<void> {
@@ -116,12 +138,14 @@ export class PostgresInbox implements CallbackInbox {
     this.#startListening();
   }
 
-  append(journeyId: string, signal: CallbackSignal): Promise<void> {
-    return this.#commit.add({ journeyId, signal });
+  async append(journeyId: string, signal: CallbackSignal): Promise<void> {
+    // Encoded and sealed here, so a callback that cannot be written fails alone and never the insert it would share.
+    const sealed = this.#o.sealer.seal(encodeSignal(signal), 'callback-inbox');
+    return this.#commit.add({ journeyId, deliveryId: signal.deliveryId, receivedAt: signal.receivedAt, sealed });
   }
 
-  async #insert(batch: { journeyId: string; signal: CallbackSignal }[]): Promise<void> {
-    const sealed = batch.map((b) => this.#o.sealer.seal(JSON.stringify(b.signal), 'callback-inbox'));
+  async #insert(batch: PendingAppend[]): Promise<void> {
+    const sealed = batch.map((b) => b.sealed);
     try {
       await this.pool.query(
         `WITH ins AS (
@@ -131,8 +155,8 @@ export class PostgresInbox implements CallbackInbox {
          ) SELECT pg_notify('${CHANNEL}', count(*)::text) FROM ins`,
         [
           batch.map((b) => b.journeyId),
-          batch.map((b) => b.signal.deliveryId),
-          batch.map((b) => b.signal.receivedAt),
+          batch.map((b) => b.deliveryId),
+          batch.map((b) => b.receivedAt),
           sealed.map((s) => s.keyId),
           sealed.map((s) => s.data),
         ],

@@ -16,6 +16,8 @@ export type DeadLetterReason =
   | 'oversized'
   | 'journey_not_found'
   | 'journey_finished'
+  /** The journey was sent far more callbacks than an exam sends: held for a person (flood-watch.ts). */
+  | 'journey_flooded'
   | 'corrupt_inbox_entry'
   /** Kept for letters written by earlier versions (the spool's name for an unreadable entry). */
   | 'corrupt_spool_entry';
@@ -100,6 +102,32 @@ export interface CallbackInbox {
   /** Called after each append that became durable, in this process or (PostgreSQL) another. */
   onAppend(listener: () => void): () => void;
   close(): Promise<void>;
+}
+
+/**
+ * A callback that cannot be stored for what it carries (its JSON cannot be written), not for the store: refused alone,
+ * and kept by the webhook as a dead letter of the body's text.
+ */
+export class UnstorableCallbackError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UnstorableCallbackError';
+  }
+}
+
+/**
+ * The JSON text an inbox stores for a callback, made when it is appended (never inside a shared write, where one
+ * entry that cannot be written would fail the others). Throws UnstorableCallbackError.
+ */
+export function encodeSignal(signal: CallbackSignal): string {
+  try {
+    return JSON.stringify(signal);
+  } catch (err) {
+    throw new UnstorableCallbackError(
+      `the callback cannot be written as JSON (${err instanceof Error ? err.name : 'unknown error'})`,
+      { cause: err },
+    );
+  }
 }
 
 export class InboxUnavailableError extends Error {

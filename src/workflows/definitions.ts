@@ -21,14 +21,35 @@ export const SearchAttr = {
 } as const;
 export const SEARCH_ATTRIBUTE_KEYS = Object.values(SearchAttr);
 
-/** A callback as the webhook received it: normalized for the journey, raw for audit. */
+/**
+ * A callback as the webhook received it: normalized for the journey (bounded), with the size and digest of the body it
+ * was read from. The parsed body (`raw`) stays in the inbox and its dead letters; a journey's history gets it only for
+ * a callback held for a person (unread, and small), so a sender cannot grow a history with what it sends.
+ */
 export interface CallbackSignal {
   /** Unique per received HTTP delivery (the webhook's own id), for the audit trail. */
   deliveryId: string;
   receivedAt: string;
   /** Normalized to the interface's events whatever layout the service used; `unread` is held for a person. */
   callback: JourneyCallback | UnreadCallback;
-  raw: unknown;
+  /** The body as received: its size in bytes and its SHA-256 (hex). Absent from signals of earlier versions. */
+  body?: { bytes: number; sha256: string };
+  /** The parsed body: in the inbox always; in a signal only as forJourney leaves it (earlier versions: always). */
+  raw?: unknown;
+}
+
+/** What a journey's history may take of an unread callback's body, so a person can read it there. */
+export const HELD_BODY_MAX_BYTES = 16 * 1024;
+
+/**
+ * The signal a journey gets for an inbox entry: without the body, except an unread callback's body of at most
+ * HELD_BODY_MAX_BYTES (what a person needs to read it; the webhook keeps larger ones as dead letters instead).
+ */
+export function forJourney(signal: CallbackSignal): CallbackSignal {
+  const { raw, ...rest } = signal;
+  const unread = 'unread' in signal.callback;
+  if (!unread || raw === undefined || (signal.body?.bytes ?? Infinity) > HELD_BODY_MAX_BYTES) return rest;
+  return { ...rest, raw };
 }
 
 export const callbackReceived = defineSignal<[CallbackSignal]>('callbackReceived');

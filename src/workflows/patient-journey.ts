@@ -153,6 +153,10 @@ const ATTACHMENT_RETENTION = 'attachment-retention';
  */
 const JOURNEY_RULES_2026_11 = 'journey-rules-2026-11';
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
+/** A journey that has received this many callbacks asks for a person (an exam sends a handful). */
+const CALLBACK_FLOOD_LIMIT = 100;
+/** Recorded only by a journey that reached CALLBACK_FLOOD_LIMIT. */
+const CALLBACK_FLOOD_GUARD = 'callback-flood-guard';
 
 /** Starts the retention of the journey's documents, left running after the journey (ABANDON). */
 async function handOffAttachments(journeyId: string, refs: string[], timings: JourneyInput['timings']) {
@@ -275,8 +279,26 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
 
   // ---- messages ---------------------------------------------------------------------------------------------------
 
+  // Past this many callbacks the journey asks for a person, and the forwarder keeps further ones as dead letters.
+  let floodLimit = CALLBACK_FLOOD_LIMIT;
   setHandler(callbackReceived, (sig) => {
     dispatch({ type: 'callback', at: nowIso(), deliveryId: sig.deliveryId, callback: sig.callback });
+    // Asked only here, so a journey records the marker only when it is flooded; earlier histories never got this far.
+    if (state.received.length >= floodLimit && !isFinished(state) && patched(CALLBACK_FLOOD_GUARD)) {
+      floodLimit = state.received.length + CALLBACK_FLOOD_LIMIT;
+      dispatch({
+        type: 'attention_needed',
+        at: nowIso(),
+        attention: {
+          code: 'callback_flood',
+          message:
+            `${state.received.length} callbacks came for this journey, far more than an exam sends (its URL may be in ` +
+            'the wrong hands); further ones are kept as dead letters (journey_flooded). Retry to take callbacks ' +
+            'again, then replay the letters that are genuine; or abandon',
+          facts: { callbacks: state.received.length },
+        },
+      });
+    }
   });
   setHandler(snapshotQuery, () => snapshot(state));
 

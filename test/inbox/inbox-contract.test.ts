@@ -3,7 +3,12 @@
 // in the same store, records sealed at rest, and a store that cannot write says so instead of pretending.
 import type { AuditEvent } from '../../src/audit/log';
 import { expireDeadLetters } from '../../src/inbox/retention';
-import { InboxUnavailableError, type CallbackInbox, type InboxClaim } from '../../src/inbox/types';
+import {
+  InboxUnavailableError,
+  UnstorableCallbackError,
+  type CallbackInbox,
+  type InboxClaim,
+} from '../../src/inbox/types';
 import { fileHarness, KEY_A, KEY_B, PATIENT, postgresHarness, signalFor, type StoreHarness } from './support';
 
 const stores: [string, () => Promise<StoreHarness>][] = [
@@ -138,6 +143,38 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
         expected,
       );
     }
+    await claim!.settle([], []);
+  });
+
+  it('refuses a callback it cannot write alone: its neighbours in the same group commit are stored', async () => {
+    const shared = await h.open();
+    // A body nested past what JSON.stringify can write (the webhook refuses it before; a store must not rely on it).
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    const poison = { ...signalFor(), raw: deep };
+    // PostgreSQL refuses a NUL in text: one row's value, not the store.
+    const nulJourney = { journeyId: 'bad\u0000journey', signal: signalFor() };
+    const good = Array.from({ length: 40 }, (_v, i) => ({ journeyId: `good-${i % 4}`, signal: signalFor() }));
+    const results = await Promise.allSettled([
+      ...good.slice(0, 20).map((g) => shared.append(g.journeyId, g.signal)),
+      shared.append('poisoned', poison),
+      shared.append(nulJourney.journeyId, nulJourney.signal),
+      ...good.slice(20).map((g) => shared.append(g.journeyId, g.signal)),
+    ]);
+    const [goodBefore, [poisoned, nul], goodAfter] = [results.slice(0, 20), results.slice(20, 22), results.slice(22)];
+    for (const r of [...goodBefore, ...goodAfter]) expect(r.status).toBe('fulfilled');
+    expect(poisoned!.status).toBe('rejected');
+    expect((poisoned as PromiseRejectedResult).reason).toBeInstanceOf(UnstorableCallbackError);
+    if (h.kind === 'postgres') expect(nul!.status).toBe('rejected');
+    const stored = h.kind === 'postgres' ? 40 : 41;
+    expect((await shared.stats()).depth).toBe(stored);
+    const claim = await shared.claim(100, 100);
+    expect(
+      claim!.entries
+        .filter((e) => e.journeyId.startsWith('good-'))
+        .map((e) => e.signal.deliveryId)
+        .sort(),
+    ).toEqual(good.map((g) => g.signal.deliveryId).sort());
     await claim!.settle([], []);
   });
 

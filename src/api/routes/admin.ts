@@ -1,10 +1,9 @@
 // Operator routes: the dead letters (callbacks no journey took), to read, replay or discard. Admin bearer token.
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { CallbackSignal } from '../../workflows/definitions';
 import { adminAuth, requireRole, ROLES } from '../auth';
 import { signalJourney, type DeadLetter } from '../../inbox';
-import { readCallback } from '../callbacks';
+import { callbackSignal, readCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
 import { ApiProblem, notFound, Problem } from '../problem';
 import { randomUUID } from 'node:crypto';
@@ -123,13 +122,17 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
           errors: parsed.issues.map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
         });
       }
-      const signal: CallbackSignal = {
+      const made = callbackSignal(parsed, {
         // The original delivery when it had one, so the journey's audit trail shows one delivery.
         deliveryId: letter.deliveryId ?? randomUUID(),
         receivedAt: letter.receivedAt,
-        callback: parsed.callback,
-        raw: parsed.raw,
-      };
+        rawBody: letter.rawBody,
+      });
+      if (!made.ok) {
+        await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
+        throw new ApiProblem(422, 'callback-too-large', `the callback is too large for its journey: ${made.over}`);
+      }
+      const { signal } = made;
       // Signalled now when Temporal answers, so the operator learns at once whether the journey takes it; queued in
       // the inbox (for the forwarder) when Temporal does not answer.
       const sent = await signalJourney(ctx.temporal, letter.journeyId, signal, ctx.config.api.temporalTimeoutMs);

@@ -5,9 +5,9 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isValidWebhookToken } from '../../webhook-url';
-import type { CallbackSignal } from '../../workflows/definitions';
 import { isUnread } from '../../workflows/journey-state';
-import { readCallback } from '../callbacks';
+import { UnstorableCallbackError } from '../../inbox/types';
+import { callbackSignal, readCallback } from '../callbacks';
 import type { RouteOptions } from '../context';
 import { ApiProblem, NOT_FOUND, Problem, sendProblem, validationProblem, type FieldError } from '../problem';
 
@@ -63,6 +63,8 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
     try {
       return await write();
     } catch (err) {
+      // The entry's own fault, not the store's: the caller keeps the body another way.
+      if (err instanceof UnstorableCallbackError) throw err;
       ctx.metrics.inboxFailures.inc({ store: what });
       ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'refused' });
       // The error names the store and its code only (no body, no URL token).
@@ -92,7 +94,7 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
           'is over 1 MiB (413) is kept as a dead letter for operators.',
         tags: ['webhooks'],
         params: z.object({ journeyId: z.string(), token: z.string() }),
-        response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 503: Problem },
+        response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 422: Problem, 503: Problem },
       },
     },
     async (request, reply) => {
@@ -103,66 +105,48 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
       const rawBody = typeof request.body === 'string' ? request.body : '';
       const receivedAt = ctx.now().toISOString();
       const bodyBytes = Buffer.byteLength(rawBody);
-      if (bodyBytes > callbackMax) {
+      /** Keeps the body for operators (the webhook's answer says so); a failed write is a 503. */
+      const keep = async (reason: 'oversized' | 'unparseable', detail: string, issues?: string[]) => {
         await stored(
           request,
           'dead_letters',
           () =>
             ctx.inbox.deadLetters.add(
-              {
-                journeyId,
-                reason: 'oversized',
-                detail: `the body is ${bodyBytes} bytes, over the ${callbackMax} a callback may be`,
-                receivedAt,
-                bodyBytes,
-                rawBody,
-              },
+              { journeyId, reason, detail, ...(issues ? { issues } : {}), receivedAt, bodyBytes, rawBody },
               ctx.now(),
             ),
           journeyId,
         );
-        ctx.metrics.deadLettered.inc({ reason: 'oversized' });
+        ctx.metrics.deadLettered.inc({ reason });
         ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'dead_lettered' });
-        throw new ApiProblem(
-          413,
-          'callback-too-large',
-          `the body is ${bodyBytes} bytes, over the ${callbackMax} a callback may be; it was kept for operators`,
-        );
+      };
+      if (bodyBytes > callbackMax) {
+        const detail = `the body is ${bodyBytes} bytes, over the ${callbackMax} a callback may be`;
+        await keep('oversized', detail);
+        throw new ApiProblem(413, 'callback-too-large', `${detail}; it was kept for operators`);
       }
       const parsed = readCallback(rawBody);
       if (!parsed.ok) {
-        await stored(
-          request,
-          'dead_letters',
-          () =>
-            ctx.inbox.deadLetters.add(
-              {
-                journeyId,
-                reason: 'unparseable',
-                detail: 'the body is not JSON, or JSON without an event number',
-                issues: parsed.issues,
-                receivedAt,
-                bodyBytes,
-                rawBody,
-              },
-              ctx.now(),
-            ),
-          journeyId,
-        );
-        ctx.metrics.deadLettered.inc({ reason: 'unparseable' });
-        ctx.metrics.callbacks.inc({ event: 'unknown', outcome: 'dead_lettered' });
+        await keep('unparseable', 'the body is not JSON, or JSON without an event number', parsed.issues);
         throw validationProblem(
           parsed.issues.map(fieldError),
           `the callback could not be read (${parsed.issues.slice(0, 3).join('; ')}); it was kept for operators`,
         );
       }
-      const signal: CallbackSignal = {
-        deliveryId: randomUUID(),
-        receivedAt,
-        callback: parsed.callback,
-        raw: parsed.raw,
-      };
-      await stored(request, 'inbox', () => ctx.inbox.append(journeyId, signal), journeyId);
+      const made = callbackSignal(parsed, { deliveryId: randomUUID(), receivedAt, rawBody });
+      if (!made.ok) {
+        await keep('oversized', `the callback is too large for its journey: ${made.over}`);
+        throw new ApiProblem(413, 'callback-too-large', `${made.over}; it was kept for operators`);
+      }
+      const { signal } = made;
+      try {
+        await stored(request, 'inbox', () => ctx.inbox.append(journeyId, signal), journeyId);
+      } catch (err) {
+        // This callback alone cannot be written as an inbox entry: its body still can, as a dead letter.
+        if (!(err instanceof UnstorableCallbackError)) throw err;
+        await keep('unparseable', err.message);
+        throw new ApiProblem(422, 'callback-unstorable', `${err.message}; it was kept for operators`);
+      }
       const outcome = isUnread(parsed.callback) ? 'held' : 'accepted';
       ctx.metrics.callbacks.inc({ event: metricEvent(parsed.event), outcome });
       return reply.code(200).send({ received: true, deliveryId: signal.deliveryId });

@@ -125,6 +125,8 @@ export type AttentionCode =
   | 'service_unavailable'
   | 'verdict_lost'
   | 'callback_held'
+  /** Far more callbacks than an exam sends came on the journey's URL; further ones wait as dead letters. */
+  | 'callback_flood'
   | 'final_verdict_overdue';
 
 export interface Attention {
