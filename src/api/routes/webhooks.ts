@@ -90,8 +90,9 @@ export const webhookRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
           'Answers 200 once the callback is durably in the inbox; a forwarder signals it to the journey in the ' +
           'background. Any JSON body with an event number is a 200, in any layout the service is known to send; ' +
           'one that cannot be read is held in the journey for a person. 503 when the inbox cannot store it ' +
-          '(nothing was accepted). A wrong token is a 404. A body that is not JSON or has no event number (400) or ' +
-          'is over 1 MiB (413) is kept as a dead letter for operators.',
+          '(nothing was accepted). A wrong token is a 404. A body that is not JSON, has no event number or is ' +
+          'nested deeper than 32 levels (400), is over 1 MiB or more than a journey keeps of a callback (413), or ' +
+          'cannot be stored as an inbox entry (422) is kept as a dead letter for operators.',
         tags: ['webhooks'],
         params: z.object({ journeyId: z.string(), token: z.string() }),
         response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 422: Problem, 503: Problem },
