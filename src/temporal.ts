@@ -159,6 +159,49 @@ export function heartbeatRecorder(
   };
 }
 
+/** The ids of the workflows a visibility query matches, first page only (at most `max`), on the worker's connection. */
+export function workflowIdLister(
+  connection: NativeConnection,
+  namespace: string,
+): (query: string, max: number) => Promise<string[]> {
+  return async (query, max) => {
+    const page = await connection.withDeadline(Date.now() + VISIBILITY_READ_TIMEOUT_MS, () =>
+      connection.workflowService.listWorkflowExecutions({ namespace, query, pageSize: max }),
+    );
+    return (page.executions ?? []).flatMap((e) => (e.execution?.workflowId ? [e.execution.workflowId] : []));
+  };
+}
+const VISIBILITY_READ_TIMEOUT_MS = 10_000;
+const GRPC_INVALID_ARGUMENT = 3;
+
+/**
+ * Fails, naming them, when search attributes the journeys write are not registered on the namespace (a release that adds
+ * one registers it first: docs/deploy.md). Asked as a visibility query naming each, which Temporal Cloud answers too.
+ */
+export async function requireSearchAttributes(
+  connection: NativeConnection,
+  namespace: string,
+  keys: readonly { name: string }[],
+): Promise<void> {
+  const missing: string[] = [];
+  for (const key of keys) {
+    try {
+      await connection.withDeadline(Date.now() + VISIBILITY_READ_TIMEOUT_MS, () =>
+        connection.workflowService.countWorkflowExecutions({ namespace, query: `${key.name} IS NULL` }),
+      );
+    } catch (err) {
+      // INVALID_ARGUMENT: the query names an attribute the namespace does not have; anything else is not ours to judge.
+      if ((err as { code?: number }).code === GRPC_INVALID_ARGUMENT) missing.push(key.name);
+    }
+  }
+  if (missing.length > 0) {
+    throw new Error(
+      `search attributes not registered on namespace ${namespace}: ${missing.join(', ')}; register them ` +
+        '(docs/deploy.md) before starting workers of this release',
+    );
+  }
+}
+
 type WorkflowService = Connection['workflowService'];
 
 export interface DeploymentVersion {

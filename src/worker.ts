@@ -13,7 +13,15 @@ import { jsonLogger, jsonLogLine } from './observability/json-log';
 import { asStackPart } from './part-lifecycle';
 import { logFormatOf, prettyLine } from './observability/log-format';
 import { startTracing, tracingWorkerOptions, WORKER_SERVICE_NAME, type Tracing } from './observability/tracing';
-import { connectWorkerConnection, dataConverterOf, heartbeatRecorder, makeCurrentVersion } from './temporal';
+import {
+  connectWorkerConnection,
+  dataConverterOf,
+  heartbeatRecorder,
+  makeCurrentVersion,
+  requireSearchAttributes,
+  workflowIdLister,
+} from './temporal';
+import { SEARCH_ATTRIBUTE_KEYS } from './workflows/definitions';
 import { webhookUrl } from './webhook-url';
 import { workflowBundleFor } from './workflow-bundle';
 
@@ -33,6 +41,7 @@ export function activityDeps(
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
     recordHeartbeat: heartbeatRecorder(connection, config.temporal.namespace, dataConverterOf(config)),
+    listWorkflowIds: workflowIdLister(connection, config.temporal.namespace),
     init: async () => {
       await audit?.init();
     },
@@ -62,6 +71,8 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
   const bundle = config.worker.workflowBundlePath
     ? workflowBundleFor(config.worker.workflowBundlePath, Boolean(overrides.tracing))
     : undefined;
+  // A journey writes every one of them: one missing fails its workflow tasks, so a worker refuses to start without them.
+  await requireSearchAttributes(connection, config.temporal.namespace, SEARCH_ATTRIBUTE_KEYS);
   const deps = activityDeps(config, connection);
   await deps.init();
   const worker = await Worker.create({

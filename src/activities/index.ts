@@ -40,8 +40,23 @@ export interface ActivityDeps {
   recordHeartbeat(taskToken: Uint8Array, details: unknown[]): Promise<void>;
   sendNotification?: NotificationSender;
   now?: () => number;
+  /**
+   * The ids of the workflows a Temporal visibility query matches, at most `max` (the worker's connection). Without it,
+   * a journey in doubt cannot prove a patient exam its own, and holds the callback for a person.
+   */
+  listWorkflowIds?(query: string, max: number): Promise<string[]>;
   /** The worker's audit trail (AUDIT_FILE): retention's deletions. */
   audit?: (event: AuditEvent) => unknown;
+}
+
+/** The visibility query for the journeys, other than `workflowId`, that hold a patient exam. */
+export function holdersQuery(patientExamId: number, workflowId: string): string {
+  // Both values are ours (an integer and a workflow id of our own making); quotes are escaped all the same.
+  const quoted = (v: string) => `'${v.replace(/['\\]/g, (c) => `\\${c}`)}'`;
+  return (
+    `WorkflowType = 'patientJourney' AND PatientExamIds = ${quoted(String(Math.trunc(patientExamId)))} ` +
+    `AND WorkflowId != ${quoted(workflowId)}`
+  );
 }
 
 /** Failures by the engine's own classification, beside the SDK's by activity type (the worker's metrics page). */
@@ -253,6 +268,12 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
       } catch (err) {
         rethrow(err, 'exam_upload_attachment');
       }
+    },
+
+    async findPatientExamHolders({ patientExamId, workflowId }) {
+      if (!deps.listWorkflowIds) throw new Error('this worker cannot read Temporal visibility');
+      const ids = await deps.listWorkflowIds(holdersQuery(patientExamId, workflowId), 10);
+      return { workflowIds: [...new Set(ids)] };
     },
 
     async deleteAttachments({ journeyId, refs }) {

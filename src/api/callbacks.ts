@@ -114,7 +114,7 @@ export function readCallback(rawBody: string): CallbackReading {
   const stringEvent = typeof body.event === 'string';
   const strict = parseCallback(stringEvent ? { ...body, event } : body);
   if (strict.ok) {
-    const callback = toJourneyCallback(strict.event);
+    const callback = withPatient(toJourneyCallback(strict.event), body);
     return { ok: true, event, raw: value, callback: stringEvent ? { ...callback, layout: 'string-event' } : callback };
   }
   const loose = readLooseCallback(body, event);
@@ -128,7 +128,17 @@ export function readCallback(rawBody: string): CallbackReading {
     return { ok: true, event, raw: value, callback: unread };
   }
   const layout = [...(stringEvent ? ['string-event'] : []), ...loose.event.layout].join('+');
-  return { ok: true, event, raw: value, callback: fromLoose(loose.event, layout) };
+  return { ok: true, event, raw: value, callback: withPatient(fromLoose(loose.event, layout), body) };
+}
+
+/**
+ * Events 1 and 2 name the patient (patient_email): a journey whose invite is in doubt adopts a patient exam only for its
+ * own patient. Kept only when it can be an address (it travels, sealed, in the journey's history).
+ */
+function withPatient(callback: JourneyCallback, body: Record<string, unknown>): JourneyCallback {
+  const email = body.patient_email;
+  if (callback.event === 3 || typeof email !== 'string' || email.length === 0 || email.length > 254) return callback;
+  return { ...callback, patientEmail: email };
 }
 
 function fromLoose(e: LooseEvent, layout: string): JourneyCallback {

@@ -107,6 +107,11 @@ export interface JourneyActivities {
   }): Promise<{ deliveries: number | null }>;
   cancelInvite(req: { clinicId: string; patientExamId: number }): Promise<CancelInviteResult>;
   notifyClinic(req: NotifyClinicInput): Promise<{ status: number }>;
+  /**
+   * The journeys other than the asking one (its workflow id) that hold a patient exam, by their PatientExamIds search
+   * attribute, running or closed: asked before a journey in doubt adopts the patient exam a callback names.
+   */
+  findPatientExamHolders(req: { patientExamId: number; workflowId: string }): Promise<{ workflowIds: string[] }>;
   /** Retention: the journey's uploaded documents deleted from the attachment store (after the journey's grace). */
   deleteAttachments(req: { journeyId: string; refs: string[] }): Promise<{ deleted: number }>;
 }

@@ -18,6 +18,8 @@ export const SearchAttr = {
   ExamStatus: defineSearchAttributeKey('ExamStatus', SearchAttributeType.KEYWORD_LIST),
   RxStatus: defineSearchAttributeKey('RxStatus', SearchAttributeType.KEYWORD_LIST),
   NeedsAttention: defineSearchAttributeKey('NeedsAttention', SearchAttributeType.BOOL),
+  /** The service's ids of the journey's patient exams: who holds a patient exam, asked before one is adopted. */
+  PatientExamIds: defineSearchAttributeKey('PatientExamIds', SearchAttributeType.KEYWORD_LIST),
 } as const;
 export const SEARCH_ATTRIBUTE_KEYS = Object.values(SearchAttr);
 

@@ -45,6 +45,7 @@ import {
   findExam,
   initialState,
   isFinished,
+  isUnread,
   reduce,
   schedule,
   searchAttributesOf,
@@ -152,6 +153,12 @@ const ATTACHMENT_RETENTION = 'attachment-retention';
  * Journeys started before it replay, and go on, patch by patch.
  */
 const JOURNEY_RULES_2026_11 = 'journey-rules-2026-11';
+/**
+ * The rules of 2026-11, and a patient exam of an invite in doubt adopted only once proven the journey's own (its
+ * patient, its exam, held by no other journey: the PatientExamIds search attribute). One marker again for a journey
+ * started from here on; one started before replays with the rules of its history.
+ */
+const JOURNEY_RULES_2026_12 = 'journey-rules-2026-12';
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
 /** A journey that has received this many callbacks asks for a person (an exam sends a handful). */
 const CALLBACK_FLOOD_LIMIT = 100;
@@ -172,15 +179,15 @@ async function handOffAttachments(journeyId: string, refs: string[], timings: Jo
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // A journey of today's rules records one marker for all of them; one started before replays, and goes on, with
   // the rules its history was made with (each patch asked in the order it always was).
-  const current = patched(JOURNEY_RULES_2026_11);
-  let state: JourneyState = initialState(
-    input,
-    nowIso(),
-    current || patched(CALLBACK_RULES_2) ? 2 : 1,
-    current || patched(DEFERRED_WAITS),
-    current || patched(INVITE_EVIDENCE),
-    current || patched(DRUGS_GRACE),
-  );
+  const provesOwnership = patched(JOURNEY_RULES_2026_12);
+  const current = provesOwnership || patched(JOURNEY_RULES_2026_11);
+  let state: JourneyState = initialState(input, nowIso(), {
+    callbackRules: current || patched(CALLBACK_RULES_2) ? 2 : 1,
+    deferredWaits: current || patched(DEFERRED_WAITS),
+    adoptsEvidence: current || patched(INVITE_EVIDENCE),
+    drugsGrace: current || patched(DRUGS_GRACE),
+    provesOwnership,
+  });
   let publishedAttrs = '';
   let publishedDigest = '';
   let sequence = 0;
@@ -254,6 +261,7 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
       { key: SearchAttr.ExamStatus, value: attrs.ExamStatus },
       { key: SearchAttr.RxStatus, value: attrs.RxStatus },
       { key: SearchAttr.NeedsAttention, value: attrs.NeedsAttention },
+      ...(attrs.PatientExamIds ? [{ key: SearchAttr.PatientExamIds, value: attrs.PatientExamIds }] : []),
     ];
   }
 
@@ -733,9 +741,58 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
     }
   }
 
+  /**
+   * Settles each patient exam a callback claims for the invite in doubt (journey-state's `provesOwnership`): its
+   * patient must be this journey's and no other journey may hold it; anything else is for a person.
+   */
+  async function proveOwnership() {
+    for (;;) {
+      await condition(() => state.ownershipChecks.length > 0 || isFinished(state));
+      const check = state.ownershipChecks[0];
+      if (!check || isFinished(state)) return;
+      const at = () => nowIso();
+      const claimant = state.pending.find((p) => p.deliveryId === check.deliveryId)?.callback;
+      const claimed = claimant && !isUnread(claimant) && claimant.event !== 3 ? claimant.patientEmail : undefined;
+      if (!claimed || normalEmail(claimed) !== normalEmail(input.patient.email)) {
+        dispatch({
+          type: 'ownership_checked',
+          at: at(),
+          patientExamId: check.patientExamId,
+          refused: claimed ? "its patient is not this journey's" : 'it does not name its patient',
+        });
+        continue;
+      }
+      let refused: string | undefined;
+      try {
+        const { workflowIds } = await service.findPatientExamHolders.executeWithOptions(
+          { summary: `check that no other journey holds patient exam ${check.patientExamId}` },
+          [{ patientExamId: check.patientExamId, workflowId: workflowInfo().workflowId }],
+        );
+        if (workflowIds.length > 0) {
+          // Ids only; the other journey may be another clinic's, so its id is not in this journey's attention.
+          log.warn('a callback claims a patient exam another journey holds', {
+            patientExamId: check.patientExamId,
+            holders: workflowIds,
+          });
+          refused = `another journey holds it (find it with PatientExamIds = '${check.patientExamId}')`;
+        }
+      } catch (err) {
+        refused = `no one could tell whether another journey holds it (${classify(err, 'find_patient_exam_holders').facts.kind}); retry to ask again`;
+      }
+      dispatch({
+        type: 'ownership_checked',
+        at: at(),
+        patientExamId: check.patientExamId,
+        ...(refused ? { refused } : {}),
+      });
+    }
+  }
+
   // ---- the journey ------------------------------------------------------------------------------------------------
 
   publish();
+  // Only journeys of today's rules open checks; the loop ends with the journey.
+  if (provesOwnership) void proveOwnership();
   if ((await checkCatalog()) && state.outcome === null && (await createInvite(input.exams))) {
     await prepare(state.exams.map((e) => e.patientExamId));
     while (!isFinished(state)) {
@@ -766,6 +823,11 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   if (refs.length > 0 && (current || patched(ATTACHMENT_RETENTION)))
     await handOffAttachments(state.journeyId, refs, input.timings);
   return summary(state, nowIso());
+}
+
+/** E-mail addresses compared as the service compares a patient's: trimmed, case aside. */
+function normalEmail(email: string): string {
+  return email.trim().toLowerCase();
 }
 
 function inviteAttention(c: Classified, examIds: number[]) {

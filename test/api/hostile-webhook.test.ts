@@ -1,16 +1,38 @@
 // The webhook against hostile input, with a real Temporal dev server and the real journey workflow: one sender's bad
 // bodies never cost another's callback, a stream of large callbacks on one journey's URL leaves it running with a
 // bounded history, and a journey Temporal ended never reads as waiting.
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { useApiHarness } from '../support/api-harness';
 import { auth, event1, eventually, fakeActivities, gfeBody, startJourney, TOKENS, webhookPath } from './support';
 
 const TASK_QUEUE = 'api-hostile-webhook';
 
 describe('webhook against hostile input', () => {
+  const fakes = fakeActivities(70_000);
+  const invite = fakes.activities.sendInvite;
+  // A patient named "Doubt" gets an invite in doubt: sent, and no answer came.
+  const activities: JourneyActivities = {
+    ...fakes.activities,
+    sendInvite: (req) =>
+      req.input.patient.lastName === 'Doubt'
+        ? Promise.reject(
+            ApplicationFailure.create({
+              type: FailureType.ambiguous,
+              message: 'no answer to the invite',
+              nonRetryable: true,
+              details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
+            }),
+          )
+        : invite(req),
+  };
   const stack = useApiHarness({
     taskQueue: TASK_QUEUE,
-    worker: fakeActivities(70_000).activities,
+    worker: activities,
     app: { forwarderMinBackoffMs: 50 },
+  });
+  beforeAll(() => {
+    fakes.visibility.client = stack.client;
   });
 
   const journeyOf = (id: string, token = TOKENS.a) =>
@@ -102,6 +124,66 @@ describe('webhook against hostile input', () => {
     const desc = await stack.client.workflow.getHandle(`journey-${journeyId}`).describe();
     expect(desc.historySize).toBeLessThan(2 * 1024 * 1024);
   }, 180_000);
+
+  it("adopts for a journey in doubt only a patient exam proven its own, never another clinic's", async () => {
+    type Attention = { code: string; message: string };
+    const codes = (j: { journey: { attention?: Attention[] } }) => (j.journey.attention ?? []).map((a) => a.code);
+    // Clinic B's journey holds patient exam 70_000 + n; its patient is someone else.
+    const other = await invitedJourney('hostile-owner-b', TOKENS.b);
+    await eventually(
+      () => stack.client.workflow.count(`PatientExamIds = '${other.patientExamId}'`),
+      (c) => c.count === 1,
+    );
+    const doubtful = async (key: string, email: string) => {
+      const body = gfeBody({ patient: { ...gfeBody().patient, lastName: 'Doubt', email } });
+      const journeyId = (await startJourney(stack.app, key, body, TOKENS.a)).json().journeyId as string;
+      await eventually(
+        () => journeyOf(journeyId),
+        (j) => codes(j).includes('invite_ambiguous'),
+      );
+      return journeyId;
+    };
+    const send = (journeyId: string, payload: object) =>
+      stack.app.inject({ method: 'POST', url: webhookPath(journeyId), payload });
+
+    // Clinic A's journey in doubt is sent clinic B's patient exam, with A's own patient named: held, not adopted.
+    const a = await doubtful('hostile-doubt-a', 'alex@example.com');
+    expect((await send(a, { ...event1(other.patientExamId), patient_email: 'alex@example.com' })).statusCode).toBe(200);
+    const held = await eventually(
+      () => journeyOf(a),
+      (j) => codes(j).includes('callback_held'),
+    );
+    expect(held.journey.exams).toEqual([]);
+    expect(codes(held)).toEqual(['invite_ambiguous', 'callback_held']);
+    expect(held.journey.attention[1].message).toMatch(/another journey holds it/);
+    expect(held.journey.events).toEqual([expect.objectContaining({ disposition: 'held' })]);
+    // Clinic B's journey is untouched and takes its own verdict.
+    expect((await send(other.journeyId, event1(other.patientExamId))).statusCode).toBe(200);
+    await eventually(
+      () => journeyOf(other.journeyId, TOKENS.b),
+      (j) => j.journey.stage === 'completed',
+    );
+
+    // A patient exam no journey holds, but naming another patient: held.
+    const b = await doubtful('hostile-doubt-b', 'blair@example.com');
+    expect((await send(b, { ...event1(79_001), patient_email: 'someone@example.com' })).statusCode).toBe(200);
+    const stranger = await eventually(
+      () => journeyOf(b),
+      (j) => codes(j).includes('callback_held'),
+    );
+    expect(stranger.journey.attention[1].message).toMatch(/its patient is not this journey's/);
+    expect(stranger.journey.exams).toEqual([]);
+
+    // Its own patient, an exam it asked for, a patient exam no other journey holds: adopted, the doubt settled.
+    const c = await doubtful('hostile-doubt-c', 'casey@example.com');
+    expect((await send(c, { ...event1(79_002), patient_email: 'Casey@Example.com' })).statusCode).toBe(200);
+    const adopted = await eventually(
+      () => journeyOf(c),
+      (j) => j.journey.stage === 'completed',
+    );
+    expect(adopted.journey.exams).toEqual([expect.objectContaining({ patientExamId: 79_002, status: 'Approved' })]);
+    expect(codes(adopted)).toEqual([]);
+  }, 120_000);
 
   it('reads a journey whose workflow Temporal terminated as ended and needing a person, never as waiting', async () => {
     const { journeyId } = await invitedJourney('hostile-terminated', TOKENS.a);

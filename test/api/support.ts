@@ -11,6 +11,7 @@ import type { ExamServiceApi } from '../../src/exam-service/client';
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { Exam } from '../../src/exam-service/schemas';
 import type { JourneyActivities } from '../../src/workflows/activity-contract';
+import { holdersQuery } from '../../src/activities';
 import { webhookToken } from '../../src/webhook-url';
 import { closedPortUrl } from '../support/stub-exam-service';
 
@@ -88,10 +89,14 @@ export function fakeExamService(overrides: Partial<ExamServiceApi> = {}): ExamSe
   };
 }
 
-/** Activities that act like a service which invites at once; patient exam ids count up from `firstPatientExamId`. */
+/**
+ * Activities that act like a service which invites at once; patient exam ids count up from `firstPatientExamId`. Who
+ * holds a patient exam is read from Temporal visibility once `visibility.client` is set (the harness's client).
+ */
 export function fakeActivities(firstPatientExamId = 90_000) {
   let next = firstPatientExamId;
   const calls: { name: string; arg: unknown }[] = [];
+  const visibility: { client?: Client } = {};
   const activities: JourneyActivities = {
     getExamCatalog: () =>
       Promise.resolve(
@@ -133,12 +138,23 @@ export function fakeActivities(firstPatientExamId = 90_000) {
       return Promise.resolve({ outcome: 'cancelled', cancelledAt: new Date().toISOString() });
     },
     notifyClinic: () => Promise.resolve({ status: 200 }),
+    findPatientExamHolders: async (req) => {
+      calls.push({ name: 'findPatientExamHolders', arg: req });
+      if (!visibility.client) throw new Error('this fake reads no visibility: set visibility.client');
+      const workflowIds: string[] = [];
+      for await (const w of visibility.client.workflow.list({
+        query: holdersQuery(req.patientExamId, req.workflowId),
+        pageSize: 10,
+      }))
+        workflowIds.push(w.workflowId);
+      return { workflowIds };
+    },
     deleteAttachments: (req) => {
       calls.push({ name: 'deleteAttachments', arg: req });
       return Promise.resolve({ deleted: req.refs.length });
     },
   };
-  return { activities, calls };
+  return { activities, calls, visibility };
 }
 
 export const auth = (token: string) => ({ authorization: `Bearer ${token}` });

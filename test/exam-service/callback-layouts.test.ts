@@ -186,6 +186,8 @@ describe('layouts', () => {
         { prescriptionId: 5101, drugName: 'Sampleglutide', strength: '10 mg', quantity: '4', pharmacyName: null },
       ],
       partial: true,
+      // The patient the service names: what proves a patient exam of an invite in doubt is the journey's own.
+      patientEmail: 'jordan.sample@example.test',
       layout: 'flat-prescription',
     });
   });

@@ -184,6 +184,7 @@ describe('journey reducer: scenarios', () => {
       ExamStatus: ['Approved', 'Rejected'],
       RxStatus: ['Pharmacy Confirmed'],
       NeedsAttention: false,
+      PatientExamIds: ['100', '101', '102'],
     });
   });
 });
@@ -298,7 +299,7 @@ describe('journey reducer: deferred to the medical director', () => {
   });
 
   it('is final for journeys started before the wait existed (their histories replay so)', () => {
-    const old = initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), 2, false);
+    const old = initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), { deferredWaits: false });
     const s = run(old, [
       { type: 'catalog_checked', at: at(), exams: [GFE] },
       { type: 'invite_started', at: at() },
@@ -317,13 +318,17 @@ describe('journey reducer: deferred to the medical director', () => {
 
 const withExam = (c: JourneyCallback, examId: number) => ({ ...c, examId }) as JourneyCallback;
 
-describe('journey reducer: evidence of an invite in doubt', () => {
+describe('journey reducer: evidence of an invite in doubt (journeys started before the proof of ownership)', () => {
+  const before = { provesOwnership: false };
   const inFlight = (adopts: boolean) =>
-    run(initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), 2, true, adopts), [
-      { type: 'catalog_checked', at: at(), exams: [GFE] },
-      { type: 'invite_started', at: at() },
-      cb(withExam(ev1(555), GFE.examId), 1_000),
-    ]);
+    run(
+      initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), { ...before, adoptsEvidence: adopts }),
+      [
+        { type: 'catalog_checked', at: at(), exams: [GFE] },
+        { type: 'invite_started', at: at() },
+        cb(withExam(ev1(555), GFE.examId), 1_000),
+      ],
+    );
 
   it('adopts the patient exam a callback names when the attempt ends in doubt, and applies the callback', () => {
     const s = reduce(inFlight(true), { type: 'invite_not_created', at: at(2_000), ambiguousExams: [GFE.examId] });
@@ -342,7 +347,7 @@ describe('journey reducer: evidence of an invite in doubt', () => {
   });
 
   it('holds for a person a callback that cannot say which exam of a stacked invite it is', () => {
-    const s0 = run(initialState(input({ type: 'gfe' }, [GFE.examId, 12], DEFAULT_TIMINGS), at()), [
+    const s0 = run(initialState(input({ type: 'gfe' }, [GFE.examId, 12], DEFAULT_TIMINGS), at(), before), [
       { type: 'catalog_checked', at: at(), exams: [GFE, { examId: 12, title: 'GFE 2', rxType: 1 }] },
       { type: 'invite_started', at: at() },
       { type: 'invite_not_created', at: at(), ambiguousExams: [GFE.examId, 12] },
@@ -352,6 +357,95 @@ describe('journey reducer: evidence of an invite in doubt', () => {
     expect(s.received.at(-1)).toMatchObject({ disposition: 'held' });
     const named = reduce(s0, cb(withExam(ev1(557), 12), 1_000));
     expect(named.exams).toEqual([expect.objectContaining({ patientExamId: 557, examId: 12 })]);
+  });
+});
+
+describe('journey reducer: a patient exam of an invite in doubt adopted only once proven its own', () => {
+  const claim = (patientExamId: number, examId = GFE.examId, ms = 1_000, examStatus = 'Approved') =>
+    cb({ ...withExam(ev1(patientExamId, examStatus), examId), patientEmail: 'p@example.com' } as JourneyCallback, ms);
+  const inDoubt = () =>
+    run(initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at()), [
+      { type: 'catalog_checked', at: at(), exams: [GFE] },
+      { type: 'invite_started', at: at() },
+      { type: 'invite_not_created', at: at(), ambiguousExams: [GFE.examId] },
+      {
+        type: 'attention_needed',
+        at: at(),
+        attention: { code: 'invite_ambiguous', message: 'in doubt', facts: {} },
+      },
+    ]);
+
+  it('asks for a proof instead of adopting, and adopts and applies once it is proven', () => {
+    const asked = reduce(inDoubt(), claim(555));
+    expect(asked.exams).toEqual([]);
+    expect(asked.ownershipChecks).toEqual([{ patientExamId: 555, examId: GFE.examId, deliveryId: expect.any(String) }]);
+    expect(asked.received.at(-1)).toMatchObject({ disposition: 'buffered', note: expect.stringMatching(/checking/) });
+    expect(asked.attention.map((a) => a.code)).toEqual(['invite_ambiguous']);
+    const proven = reduce(asked, { type: 'ownership_checked', at: at(2_000), patientExamId: 555 });
+    expect(proven.ownershipChecks).toEqual([]);
+    expect(proven.exams).toEqual([
+      expect.objectContaining({ patientExamId: 555, examId: GFE.examId, status: 'Approved' }),
+    ]);
+    expect(proven.received.map((r) => r.disposition)).toEqual(['applied']);
+    expect(proven.attention).toEqual([]);
+    expect(proven.resolvedAttention).toEqual([
+      expect.objectContaining({ code: 'invite_ambiguous', why: expect.stringMatching(/no other journey holds it/) }),
+    ]);
+    expect(searchAttributesOf(proven).PatientExamIds).toEqual(['555']);
+  });
+
+  it('holds for a person every callback of a claim that is refused, and keeps the doubt open', () => {
+    const asked = run(inDoubt(), [
+      claim(556, GFE.examId, 1_000, 'Deferred to Medical Director'),
+      claim(556, GFE.examId, 1_500),
+    ]);
+    expect(asked.ownershipChecks).toHaveLength(1);
+    expect(asked.received.map((r) => r.note)).toEqual([
+      expect.stringMatching(/checking that patient exam 556/),
+      expect.stringMatching(/waiting for the check that patient exam 556/),
+    ]);
+    const refused = reduce(asked, {
+      type: 'ownership_checked',
+      at: at(2_000),
+      patientExamId: 556,
+      refused: 'another journey holds it',
+    });
+    expect(refused.exams).toEqual([]);
+    expect(refused.pending).toEqual([]);
+    expect(refused.received.map((r) => r.disposition)).toEqual(['held', 'held']);
+    expect(refused.attention.map((a) => a.code)).toEqual(['invite_ambiguous', 'callback_held', 'callback_held']);
+    expect(refused.attention[1]!.message).toMatch(
+      /claims patient exam 556 for the invite in doubt, but another journey holds it/,
+    );
+    expect(searchAttributesOf(refused).PatientExamIds).toEqual([]);
+  });
+
+  it('holds at once a shipment, or a callback for an exam the invite did not ask for', () => {
+    const shipment = reduce(inDoubt(), cb(ev3(557, 900), 1_000));
+    expect(shipment.ownershipChecks).toEqual([]);
+    expect(shipment.received.at(-1)).toMatchObject({
+      disposition: 'held',
+      note: expect.stringMatching(/a shipment cannot prove/),
+    });
+    const other = reduce(inDoubt(), claim(558, 99));
+    expect(other.ownershipChecks).toEqual([]);
+    expect(other.received.at(-1)).toMatchObject({
+      disposition: 'held',
+      note: expect.stringMatching(/not an exam the invite in doubt asked for/),
+    });
+  });
+
+  it('claims a callback that came while the invite was on the wire once the attempt ends in doubt', () => {
+    const s = run(initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at()), [
+      { type: 'catalog_checked', at: at(), exams: [GFE] },
+      { type: 'invite_started', at: at() },
+      claim(559),
+      { type: 'invite_not_created', at: at(2_000), ambiguousExams: [GFE.examId] },
+    ]);
+    expect(s.exams).toEqual([]);
+    expect(s.ownershipChecks).toEqual([expect.objectContaining({ patientExamId: 559 })]);
+    const proven = reduce(s, { type: 'ownership_checked', at: at(3_000), patientExamId: 559 });
+    expect(proven.exams).toEqual([expect.objectContaining({ patientExamId: 559, status: 'Approved' })]);
   });
 });
 

@@ -13,6 +13,7 @@ import {
 } from '../support/fake-exam-service';
 import {
   journeyInput,
+  PATIENT,
   PRESCRIPTIONS,
   PHI_VALUES,
   refusal,
@@ -77,9 +78,15 @@ describe('an invite that may or may not have been created', () => {
 
   it('is proven created by a callback on its own URL: the patient exam is adopted, the invite never sent again', async () => {
     const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
-    await withJourney(h, { fake }, async (j) => {
+    const queries: string[] = [];
+    const listWorkflowIds = (query: string) => {
+      queries.push(query);
+      return Promise.resolve([]);
+    };
+    await withJourney(h, { fake, listWorkflowIds }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
-      // The service did create it: its provider's verdict comes to the URL only that invite carried.
+      // The service did create it: its provider's verdict, naming the journey's patient, comes to the URL only that
+      // invite carried, and no other journey holds the patient exam.
       await j.deliver({
         event: 1,
         patientExamId: 777_001,
@@ -89,6 +96,7 @@ describe('an invite that may or may not have been created', () => {
         examUrl: 'https://records.example.test/r.pdf',
         providerName: 'Dr. Provider',
         reason: 'consultation finished',
+        patientEmail: PATIENT.email.toUpperCase(),
       });
       const result = await j.handle.result();
       expect(result.stage).toBe('completed');
@@ -100,9 +108,42 @@ describe('an invite that may or may not have been created', () => {
         expect.objectContaining({
           code: 'invite_ambiguous',
           patientExamId: 777_001,
-          why: expect.stringMatching(/named patient exam 777001 .*the invite was created/),
+          why: expect.stringMatching(/named patient exam 777001 .*no other journey holds it: the invite was created/),
         }),
       ]);
+      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(queries).toEqual([expect.stringContaining("PatientExamIds = '777001' AND WorkflowId != 'journey-")]);
+    });
+  });
+
+  it.each([
+    ['another journey holds the patient exam', { holders: ['journey-other'] }, /another journey holds it/],
+    ['the callback names another patient', { email: 'someone.else@example.org' }, /its patient is not this journey's/],
+    ['visibility cannot be read', { broken: true }, /no one could tell whether another journey holds it/],
+  ])('holds for a person, never adopts, a claim when %s', async (_what, claim, why) => {
+    const c: { holders?: string[]; email?: string; broken?: boolean } = claim;
+    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    const listWorkflowIds = () =>
+      c.broken ? Promise.reject(new Error('visibility unavailable')) : Promise.resolve(c.holders ?? []);
+    await withJourney(h, { fake, listWorkflowIds }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      await j.deliver({
+        event: 1,
+        patientExamId: 777_003,
+        examId: GFE_EXAM.id,
+        examStatus: 'Approved',
+        rxStatus: null,
+        examUrl: null,
+        providerName: null,
+        reason: null,
+        patientEmail: c.email ?? PATIENT.email,
+      });
+      if (c.broken) await j.env.sleep(30 * MINUTE);
+      const s = await j.waitFor('held', (x) => x.events.some((e) => e.disposition === 'held'), 30_000);
+      expect(s.exams).toEqual([]);
+      expect(s.attention.map((a) => a.code)).toEqual(['invite_ambiguous', 'callback_held']);
+      expect(s.attention[1]!.message).toMatch(why);
+      expect(PHI_VALUES.filter((v) => JSON.stringify(s.attention).includes(v))).toEqual([]);
       expect(j.fake.count('exam_invite')).toBe(1);
     });
   });
@@ -118,6 +159,7 @@ describe('an invite that may or may not have been created', () => {
         rxStatus: 'Pharmacy Confirmed',
         prescribedOrderSetId: null,
         prescriptions: [PRESCRIPTIONS[0]!],
+        patientEmail: PATIENT.email,
       });
       const adopted = await j.waitFor('adopted', (x) => x.exams.length === 1);
       expect(adopted.stage).toBe('awaiting_consultation');

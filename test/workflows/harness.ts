@@ -122,6 +122,11 @@ export interface JourneyOptions {
   notifications?: Pick<Parameters<typeof createActivities>[0], 'notificationSecretFor' | 'sendNotification'>;
   /** Stands in for recording heartbeat details with the server (default: the real recorder). */
   recordHeartbeat?: Parameters<typeof createActivities>[0]['recordHeartbeat'];
+  /**
+   * Stands in for Temporal visibility (the time-skipping server keeps none): the workflow ids a query matches. Default:
+   * none, so no other journey holds a patient exam.
+   */
+  listWorkflowIds?: Parameters<typeof createActivities>[0]['listWorkflowIds'];
 }
 
 export const PRESCRIPTIONS: PrescriptionFacts[] = [
@@ -154,6 +159,7 @@ export async function withJourney(
     ...options.notifications,
     catalogTtlMs: 60_000,
     recordHeartbeat: options.recordHeartbeat ?? heartbeatRecorder(h.env.nativeConnection, h.env.namespace ?? 'default'),
+    listWorkflowIds: options.listWorkflowIds ?? (() => Promise.resolve([])),
   });
   const worker = await Worker.create({
     connection: h.env.nativeConnection,

@@ -108,7 +108,7 @@ describe('good faith exam', () => {
       expect(upserts).toEqual([
         'validating: ClinicId,JourneyStage,NeedsAttention,Scenario', // this harness starts journeys without them
         'inviting: JourneyStage',
-        'awaiting_consultation: ExamStatus,JourneyStage',
+        'awaiting_consultation: ExamStatus,JourneyStage,PatientExamIds',
         'completed: ExamStatus,JourneyStage',
       ]);
     });

@@ -32,6 +32,7 @@ export function receiveCallback(state: JourneyState, p: { deliveryId: string; at
   }
   let s = { ...state, seen: [...state.seen, key] };
   if (!s.inviteInFlight && evidenceFor(s, cb)) {
+    if (s.provesOwnership) return claim(s, pending);
     const a = adopt(s, cb, p.at);
     if ('why' in a) return hold(s, p, a.why);
     s = a.state;
@@ -68,6 +69,10 @@ export function drainPending(state: JourneyState): JourneyState {
     for (const p of s.pending.filter((q) => namesUnknownExam(s, q.callback))) {
       if (!namesUnknownExam(s, p.callback)) continue;
       if (evidenceFor(s, p.callback)) {
+        if (s.provesOwnership) {
+          if (!checking(s, p.callback)) s = claim({ ...s, pending: s.pending.filter((q) => q !== p) }, p);
+          continue;
+        }
         const a = adopt(s, p.callback, p.at);
         s = 'state' in a ? drainPending(a.state) : hold({ ...s, pending: s.pending.filter((q) => q !== p) }, p, a.why);
         continue;
@@ -417,11 +422,77 @@ function evidenceFor(
   return undefined;
 }
 
+/** Whether a check that the patient exam a callback names is this journey's own is open. */
+function checking(state: JourneyState, cb: AnyCallback): boolean {
+  return state.ownershipChecks.some((c) => c.patientExamId === cb.patientExamId);
+}
+
+/**
+ * Today's rules: a callback naming an unknown patient exam while the invite is in doubt adopts nothing by itself. One
+ * that names one of the exams in doubt opens a check, which the workflow settles (its patient, and no other journey
+ * holding that patient exam: settleOwnership); it and later callbacks for that patient exam wait for the answer. A
+ * shipment, or a callback for another exam, cannot prove the invite created: it goes to a person.
+ */
+function claim(state: JourneyState, p: PendingCallback): JourneyState {
+  const cb = p.callback;
+  const id = cb.patientExamId!;
+  const wait = (s: JourneyState, why: string) => record({ ...s, pending: [...s.pending, p] }, p, 'buffered', why);
+  if (checking(state, cb)) return wait(state, `waiting for the check that patient exam ${id} is this journey's own`);
+  if (cb.event === 3) {
+    return hold(
+      state,
+      p,
+      `names patient exam ${id}, unknown to this journey; a shipment cannot prove the invite in doubt created it`,
+    );
+  }
+  const evidence = evidenceFor(state, cb)!;
+  if (!evidence.examIds.includes(cb.examId)) {
+    return hold(
+      state,
+      p,
+      `names patient exam ${id} of exam ${cb.examId}, not an exam the invite in doubt asked for (${evidence.examIds.join(', ')})`,
+    );
+  }
+  const check = { patientExamId: id, examId: cb.examId, deliveryId: p.deliveryId };
+  return wait(
+    { ...state, ownershipChecks: [...state.ownershipChecks, check] },
+    `checking that patient exam ${id} is this journey's own: its patient, and no other journey holding it`,
+  );
+}
+
+/**
+ * The workflow's answer to a check: proven, the patient exam is adopted and its callbacks applied in order; refused,
+ * they go to a person with the reason. A new invite attempt started meanwhile leaves them waiting for its end.
+ */
+export function settleOwnership(
+  state: JourneyState,
+  ev: { at: string; patientExamId: number; refused?: string },
+): JourneyState {
+  const check = state.ownershipChecks.find((c) => c.patientExamId === ev.patientExamId);
+  if (!check) return state;
+  const s = { ...state, ownershipChecks: state.ownershipChecks.filter((c) => c !== check) };
+  const waiting = s.pending.filter((q) => q.callback.patientExamId === ev.patientExamId);
+  const holdAll = (why: string) =>
+    waiting.reduce((acc, q) => hold(acc, q, why), { ...s, pending: s.pending.filter((q) => !waiting.includes(q)) });
+  if (ev.refused) return holdAll(`claims patient exam ${ev.patientExamId} for the invite in doubt, but ${ev.refused}`);
+  if (s.inviteInFlight) return s;
+  const claimant =
+    waiting.find((q) => q.deliveryId === check.deliveryId) ?? waiting.find((q) => q.callback.event !== 3);
+  if (!claimant || !evidenceFor(s, claimant.callback)) return drainPending(s);
+  const a = adopt(s, claimant.callback, ev.at, "its patient and exam are this journey's and no other journey holds it");
+  return 'why' in a ? holdAll(a.why) : drainPending(a.state);
+}
+
 /**
  * Adopts the patient exam a callback names: the invite in doubt was created (only it carried the journey's URL). Its
  * exam is the one named, else the invite's only one, else the callback is for a person; the doubt's attention settles.
  */
-function adopt(state: JourneyState, cb: JourneyCallback, at: string): { state: JourneyState } | { why: string } {
+function adopt(
+  state: JourneyState,
+  cb: JourneyCallback,
+  at: string,
+  proof = "it came on the journey's own URL",
+): { state: JourneyState } | { why: string } {
   const evidence = evidenceFor(state, cb)!;
   const named = cb.event === 3 ? undefined : cb.examId;
   const examId =
@@ -453,7 +524,7 @@ function adopt(state: JourneyState, cb: JourneyCallback, at: string): { state: J
           evidenceOf: evidence.examIds,
         },
       ];
-  const why = `a callback on the journey's own URL named patient exam ${exam.patientExamId} (exam ${examId}): the invite was created`;
+  const why = `a callback named patient exam ${exam.patientExamId} (exam ${examId}) and ${proof}: the invite was created`;
   const settled = state.attention.filter((a) => a.code === 'invite_ambiguous');
   return {
     state: {

@@ -1,17 +1,19 @@
 // The reducer: (state, event) -> state, one case per event; callbacks go to their own rules (callbacks.ts).
 import type { JourneyInput } from '../journey-request';
-import type { Attention, JourneyEvent, JourneyState } from './types';
+import type { Attention, JourneyEvent, JourneyRules, JourneyState } from './types';
 import { findExam, newExam, updateExam } from './exams';
-import { drainPending, receiveCallback } from './callbacks';
+import { drainPending, receiveCallback, settleOwnership } from './callbacks';
 
-export function initialState(
-  input: JourneyInput,
-  at: string,
-  callbackRules: 1 | 2 = 2,
-  deferredWaits = true,
-  adoptsEvidence = true,
-  drugsGrace = true,
-): JourneyState {
+/** Today's rules; a journey started before one of them replays with the rules its history was made with. */
+export const TODAYS_RULES: JourneyRules = {
+  callbackRules: 2,
+  deferredWaits: true,
+  adoptsEvidence: true,
+  drugsGrace: true,
+  provesOwnership: true,
+};
+
+export function initialState(input: JourneyInput, at: string, rules: Partial<JourneyRules> = {}): JourneyState {
   return {
     journeyId: input.journeyId,
     clinicId: input.clinicId,
@@ -33,10 +35,9 @@ export function initialState(
     outcome: null,
     lastError: null,
     actions: [],
-    callbackRules,
-    deferredWaits,
-    adoptsEvidence,
-    drugsGrace,
+    ...TODAYS_RULES,
+    ...rules,
+    ownershipChecks: [],
     ambiguousInvite: null,
     resolvedAttention: [],
     version: 0,
@@ -156,6 +157,8 @@ function step(state: JourneyState, ev: JourneyEvent): JourneyState {
       return { ...state, actions: [...state.actions, ev.action] };
     case 'drugs_settled':
       return updateExam(state, ev.patientExamId, (e) => ({ ...e, drugsSettled: true }));
+    case 'ownership_checked':
+      return settleOwnership(state, ev);
   }
 }
 

@@ -33,6 +33,8 @@ export type JourneyCallback =
       examUrl: string | null;
       providerName: string | null;
       reason: string | null;
+      /** The patient the service names (patient_email): what proves a patient exam of an invite in doubt is ours. */
+      patientEmail?: string;
       layout?: string;
     }
   | {
@@ -44,6 +46,8 @@ export type JourneyCallback =
       prescriptions: PrescriptionFacts[];
       /** One drug per callback (a layout without the prescription array): added to the exam's earlier event 2s. */
       partial?: boolean;
+      /** As in event 1. */
+      patientEmail?: string;
       /** The callback layout when it was not the interface's (docs/callback-layouts.md). */
       layout?: string;
     }
@@ -281,6 +285,14 @@ export interface JourneyState {
    * callback an outage delayed still joins it (false: final at once, as for journeys started before).
    */
   drugsGrace: boolean;
+  /**
+   * A patient exam of an invite in doubt is adopted only once the workflow proved it this journey's own: the callback
+   * names this journey's patient and one of the exams in doubt, and no other journey holds that patient exam (false:
+   * adopted on the callback alone, as for journeys started before; their histories replay with it).
+   */
+  provesOwnership: boolean;
+  /** The patient exams a callback claims for the invite in doubt, each waiting for the workflow's proof. */
+  ownershipChecks: OwnershipCheck[];
   /** The exams of the last invite attempt that ended in doubt (ambiguous), until evidence or a new attempt. */
   ambiguousInvite: number[] | null;
   /** Attention settled by evidence rather than by an operator. */
@@ -320,4 +332,22 @@ export type JourneyEvent =
   | { type: 'journey_cancelled'; at: string }
   | { type: 'journey_abandoned'; at: string }
   | { type: 'action_recorded'; at: string; action: OperatorAction }
-  | { type: 'drugs_settled'; at: string; patientExamId: number };
+  | { type: 'drugs_settled'; at: string; patientExamId: number }
+  /** The workflow's answer to an ownership check: proven (no `refused`), or why not (the callbacks go to a person). */
+  | { type: 'ownership_checked'; at: string; patientExamId: number; refused?: string };
+
+/** A patient exam a callback claims for the invite in doubt: the callback that claims it waits for the proof. */
+export interface OwnershipCheck {
+  patientExamId: number;
+  examId: number;
+  deliveryId: string;
+}
+
+/** The rules a journey runs by: today's, or those its history was made with (each a patch of the workflow). */
+export interface JourneyRules {
+  callbackRules: 1 | 2;
+  deferredWaits: boolean;
+  adoptsEvidence: boolean;
+  drugsGrace: boolean;
+  provesOwnership: boolean;
+}

@@ -136,5 +136,7 @@ export function searchAttributesOf(state: JourneyState) {
     ExamStatus: uniq(state.exams.map((e) => e.status)),
     RxStatus: uniq(state.exams.flatMap((e) => (e.rxStatus ? [e.rxStatus] : []))),
     NeedsAttention: state.attention.length > 0,
+    // Journeys of today's rules say which patient exams they hold (ids only), so another can tell they are not its own.
+    ...(state.provesOwnership ? { PatientExamIds: state.exams.map((e) => String(e.patientExamId)).sort() } : {}),
   };
 }
