@@ -10,6 +10,8 @@ import { TASK_QUEUE_DEFAULT } from './workflows/definitions';
 
 const ms = z.coerce.number().int().positive();
 const port = z.coerce.number().int().min(0).max(65_535);
+/** A whole number, 0 or more (0 often: no bound). */
+const wholeNumber = z.coerce.number().int().min(0);
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -167,6 +169,10 @@ const ConfigSchema = z.object({
       region: z.string().min(1),
     }),
   ]),
+  /** What each clinic may keep in the attachment store (0: no bound); the API refuses an upload past it (429). */
+  attachmentQuota: z.object({ bytes: z.number().int().min(0), count: z.number().int().min(0) }),
+  /** An upload no journey takes is deleted once this old (the API's hourly sweep); 0: never. */
+  attachmentOrphanGraceMs: z.number().int().min(0),
   worker: z.object({
     maxCachedWorkflows: z.number().int().positive(),
     maxConcurrentActivities: z.number().int().positive(),
@@ -459,6 +465,9 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'ATTACHMENTS_S3_PREFIX',
   'ATTACHMENTS_S3_ENDPOINT',
   'ATTACHMENTS_S3_REGION',
+  'ATTACHMENTS_QUOTA_BYTES',
+  'ATTACHMENTS_QUOTA_COUNT',
+  'ATTACHMENTS_ORPHAN_GRACE_MS',
   'SPOOL_DIR',
   'DEAD_LETTER_DIR',
   'WORKER_MAX_CACHED_WORKFLOWS',
@@ -688,6 +697,16 @@ export function loadConfig(env: Env = process.env): Config {
               region: env.ATTACHMENTS_S3_REGION ?? 'us-east-1',
             }
           : { kind: env.ATTACHMENTS_STORE ?? 'folder' },
+      attachmentQuota: {
+        bytes: num(wholeNumber, 'ATTACHMENTS_QUOTA_BYTES', env.ATTACHMENTS_QUOTA_BYTES, 2 * 1024 ** 3),
+        count: num(wholeNumber, 'ATTACHMENTS_QUOTA_COUNT', env.ATTACHMENTS_QUOTA_COUNT, 2_000),
+      },
+      attachmentOrphanGraceMs: num(
+        wholeNumber,
+        'ATTACHMENTS_ORPHAN_GRACE_MS',
+        env.ATTACHMENTS_ORPHAN_GRACE_MS,
+        86_400_000,
+      ),
       worker: {
         maxCachedWorkflows: num(ms, 'WORKER_MAX_CACHED_WORKFLOWS', env.WORKER_MAX_CACHED_WORKFLOWS, 1_000),
         maxConcurrentActivities: num(ms, 'WORKER_MAX_CONCURRENT_ACTIVITIES', env.WORKER_MAX_CONCURRENT_ACTIVITIES, 100),

@@ -39,6 +39,7 @@ import { opsRoutes } from './routes/ops';
 import { webhookRoutes } from './routes/webhooks';
 import { auditLogFrom, type AuditEvent } from '../audit';
 import { expireDeadLetters } from '../inbox/retention';
+import { sweepOrphanUploads } from './orphan-uploads';
 import { tokenVerifier, type TokenVerifier } from '../auth/tokens';
 
 export interface ApiDeps {
@@ -218,10 +219,27 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
       done();
     });
   }
+  // Uploads no journey took: deleted once older than their grace, at start and every hour (any replica).
+  let orphanTimer: NodeJS.Timeout | undefined;
+  if (config.attachmentOrphanGraceMs > 0 && deps.startForwarder !== false) {
+    const sweep = () =>
+      sweepOrphanUploads(ctx).then(
+        ({ deleted, stale }) => {
+          if (deleted + stale > 0) app.log.info({ deleted, stale }, 'uploads no journey took deleted');
+        },
+        (err: unknown) => app.log.warn({ err }, 'orphan upload sweep failed; the next one tries again'),
+      );
+    app.addHook('onReady', (done) => {
+      void sweep();
+      orphanTimer = setInterval(() => void sweep(), 3_600_000).unref();
+      done();
+    });
+  }
   // Stop taking new work first (Fastify closes the listener), then let the forwarder finish its claim, then close
   // the inbox (an injected one belongs to the caller).
   app.addHook('onClose', async () => {
     clearInterval(retentionTimer);
+    clearInterval(orphanTimer);
     await forwarder.stop();
     if (!deps.inbox) await inbox.close();
     await auditTrail?.close();

@@ -478,7 +478,7 @@ function workflowEndedAttention(status: string) {
   };
 }
 
-function journeyEnded(status: string): ApiProblem {
+export function journeyEnded(status: string): ApiProblem {
   return new ApiProblem(409, 'journey-ended', `the journey has ended (workflow ${status.toLowerCase()})`);
 }
 

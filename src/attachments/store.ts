@@ -1,12 +1,31 @@
 // Claim check for attachments: the bytes live here, workflow histories carry only the AttachmentRef. The API writes
-// (put), the upload activity reads (get). The local folder store is the default; any other backend implements the
-// same two calls. Attachments are PHI (ID cards, lab results): the local store seals the bytes and the metadata with
-// the payload key ring (src/codec/at-rest.ts), so neither the content nor the file name sits on disk in the clear.
+// (put), the upload activity reads (get), retention deletes. The local folder store is the default; the S3 store
+// (s3.ts) is the other backend, both on AttachmentStoreBase: sealed records, and each clinic's usage (ledger.ts) for
+// its quota and the sweep of uploads no journey took. Attachments are PHI (ID cards, lab results): the bytes and the
+// metadata are sealed with the payload key ring (src/codec/at-rest.ts), so neither the content nor the file name sits
+// on disk in the clear.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { RecordSealer, type SealedJson } from '../codec/at-rest';
 import type { AttachmentRef } from '../workflows/journey-request';
+import {
+  UsageLedger,
+  type AttachmentQuota,
+  type AttachmentUsage,
+  type LedgerBackend,
+  type LedgerEntry,
+  type OrphanSweepOptions,
+  type OrphanSweepResult,
+} from './ledger';
+
+export {
+  AttachmentQuotaExceededError,
+  type AttachmentQuota,
+  type AttachmentUsage,
+  type OrphanSweepOptions,
+  type OrphanSweepResult,
+} from './ledger';
 
 export interface AttachmentMeta {
   /** File-kind label the exam expects (ID, Lab, a picture name). */
@@ -24,12 +43,24 @@ export interface StoredAttachmentMeta extends AttachmentMeta {
   storedAt: string;
 }
 
+export interface PutOptions {
+  /** The clinic's bounds: an upload that would pass them is refused (AttachmentQuotaExceededError) before it is written. */
+  quota?: AttachmentQuota;
+}
+
 export interface AttachmentStore {
-  put(bytes: Uint8Array, meta: AttachmentMeta): Promise<AttachmentRef>;
+  /** Stores an attachment; with a clinic in `meta`, counted in its usage (and held to `options.quota`). */
+  put(bytes: Uint8Array, meta: AttachmentMeta, options?: PutOptions): Promise<AttachmentRef>;
   /** Undefined when the ref is unknown (or not a ref at all). */
   get(ref: string): Promise<StoredAttachment | undefined>;
-  /** Removes an attachment (retention); an unknown ref is no error. */
+  /** Removes an attachment (retention, a refused upload) and its usage; an unknown ref is no error. */
   delete(ref: string): Promise<void>;
+  /** What the clinic keeps stored: attachments and their bytes (those stored since usage is kept). */
+  usage(clinicId: string): Promise<AttachmentUsage>;
+  /** A journey takes an uploaded attachment (its start request names it): the orphan sweep leaves it alone. */
+  claim(attachment: { ref: string; clinicId: string; size: number }, journeyId: string): Promise<void>;
+  /** Deletes the uploads no journey took within the grace, and what is left of uploads that never finished. */
+  sweepOrphans(options: OrphanSweepOptions): Promise<OrphanSweepResult>;
 }
 
 export interface StoredAttachment {
@@ -86,8 +117,12 @@ export interface EncodedAttachment {
 }
 
 /** Seals an attachment for any backend: the bytes, and the metadata (file name included) as a sealed record. */
-export function encodeAttachment(sealer: RecordSealer, bytes: Uint8Array, meta: AttachmentMeta): EncodedAttachment {
-  const ref = newAttachmentRef();
+export function encodeAttachment(
+  sealer: RecordSealer,
+  bytes: Uint8Array,
+  meta: AttachmentMeta,
+  ref = newAttachmentRef(),
+): EncodedAttachment {
   const stored: StoredAttachmentMeta = {
     ...meta,
     ref,
@@ -113,80 +148,232 @@ export function attachmentRefOf(ref: string, meta: AttachmentMeta, size: number)
  * be opened: its key is not configured, it was altered, or its bytes do not match the checksum in its metadata.
  */
 export function decodeAttachment(sealer: RecordSealer, ref: string, metaText: string, raw: Buffer): StoredAttachment {
-  const record = parseJson(metaText, ref);
-  let meta: unknown;
+  const { meta, bytesKeyId } = openMetaRecord(sealer, ref, metaText);
   let bytes: Buffer;
-  if (isObject(record) && 'version' in record) {
-    if (!isSealedMetaRecord(record)) throw new Error(`attachment ${ref} has unreadable metadata`);
-    let openedMeta: string;
-    try {
-      openedMeta = sealer.openJson(record.sealed, 'attachment-meta').toString('utf8');
-      bytes = sealer.open({ keyId: record.keyId, data: raw }, 'attachment');
-    } catch (err) {
-      // The sealer's messages name a key id at most; the ref tells operators which record.
-      throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
-    }
-    meta = parseJson(openedMeta, ref);
-    // The metadata is authenticated; another ref in it means the parts were swapped with another record's.
-    if (!isObject(meta) || meta.ref !== ref) throw new Error(`attachment ${ref} holds another record's metadata`);
-  } else {
-    // Written before sealing: plain bytes and plain metadata.
-    meta = record;
-    bytes = raw;
+  try {
+    bytes = bytesKeyId === undefined ? raw : sealer.open({ keyId: bytesKeyId, data: raw }, 'attachment');
+  } catch (err) {
+    throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
   }
   // Also catches the bytes of another record (sealed under the same key) put in place of this one's.
-  if (!isObject(meta) || typeof meta.sha256 !== 'string' || sha256Hex(bytes) !== meta.sha256) {
+  if (typeof meta.sha256 !== 'string' || sha256Hex(bytes) !== meta.sha256) {
     throw new Error(`attachment ${ref} does not match its recorded checksum`);
   }
   return { bytes, meta: meta as unknown as StoredAttachmentMeta };
 }
 
+/** The metadata of a stored record, and the key of its bytes (undefined: a plain record of before sealing). */
+function openMetaRecord(
+  sealer: RecordSealer,
+  ref: string,
+  metaText: string,
+): { meta: Record<string, unknown>; bytesKeyId: string | null | undefined } {
+  const record = parseJson(metaText, ref);
+  if (isObject(record) && 'version' in record) {
+    if (!isSealedMetaRecord(record)) throw new Error(`attachment ${ref} has unreadable metadata`);
+    let openedMeta: string;
+    try {
+      openedMeta = sealer.openJson(record.sealed, 'attachment-meta').toString('utf8');
+    } catch (err) {
+      // The sealer's messages name a key id at most; the ref tells operators which record.
+      throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
+    }
+    const meta = parseJson(openedMeta, ref);
+    // The metadata is authenticated; another ref in it means the parts were swapped with another record's.
+    if (!isObject(meta) || meta.ref !== ref) throw new Error(`attachment ${ref} holds another record's metadata`);
+    return { meta, bytesKeyId: record.keyId };
+  }
+  // Written before sealing: plain bytes and plain metadata.
+  if (!isObject(record)) throw new Error(`attachment ${ref} does not match its recorded checksum`);
+  return { meta: record, bytesKeyId: undefined };
+}
+
+/**
+ * What both backends share: records sealed the same way, put, get and delete in the same order (the metadata written
+ * last marks a record complete), and each clinic's usage kept beside the records (ledger.ts). A backend reads, writes
+ * and removes the two parts of a record and the ledger's entries.
+ */
+export abstract class AttachmentStoreBase implements AttachmentStore {
+  protected readonly sealer: RecordSealer;
+  readonly #ledger: UsageLedger;
+
+  constructor(sealer: RecordSealer, ledger: LedgerBackend) {
+    this.sealer = sealer;
+    this.#ledger = new UsageLedger(ledger, (clinicId) => sealer.blindNames(clinicId, 'attachment-clinic'));
+  }
+
+  /** Writes the sealed bytes, then the metadata record. */
+  protected abstract writeRecord(encoded: EncodedAttachment): Promise<void>;
+  protected abstract readPart(ref: string, part: 'bytes' | 'json'): Promise<Buffer | undefined>;
+  /** Removes both parts; whether there was a record. */
+  protected abstract removeRecord(ref: string): Promise<boolean>;
+
+  async put(bytes: Uint8Array, meta: AttachmentMeta, options: PutOptions = {}): Promise<AttachmentRef> {
+    const ref = newAttachmentRef();
+    const size = bytes.byteLength;
+    const clinicId = meta.clinicId;
+    if (clinicId !== undefined) await this.#ledger.reserve(clinicId, ref, size, options.quota);
+    try {
+      await this.writeRecord(encodeAttachment(this.sealer, bytes, meta, ref));
+    } catch (err) {
+      // Nothing of an upload that failed stays behind, not even a part.
+      await this.removeRecord(ref).catch(() => undefined);
+      if (clinicId !== undefined) await this.#ledger.release(clinicId, ref, size).catch(() => undefined);
+      throw err;
+    }
+    return attachmentRefOf(ref, meta, size);
+  }
+
+  async get(ref: string): Promise<StoredAttachment | undefined> {
+    if (!isAttachmentRef(ref)) return undefined;
+    const metaText = await this.readPart(ref, 'json');
+    if (metaText === undefined) return undefined;
+    const raw = await this.readPart(ref, 'bytes');
+    if (raw === undefined) return undefined;
+    return decodeAttachment(this.sealer, ref, metaText.toString('utf8'), raw);
+  }
+
+  async delete(ref: string): Promise<void> {
+    if (!isAttachmentRef(ref)) return;
+    const owner = await this.#ownerOf(ref);
+    await this.removeRecord(ref);
+    // A record whose metadata cannot be read leaves its entry to the sweep (it finds the record gone).
+    if (owner) await this.#ledger.release(owner.clinicId, ref, owner.size);
+  }
+
+  usage(clinicId: string): Promise<AttachmentUsage> {
+    return this.#ledger.usage(clinicId);
+  }
+
+  async claim(attachment: { ref: string; clinicId: string; size: number }, journeyId: string): Promise<void> {
+    if (!isAttachmentRef(attachment.ref)) return;
+    await this.#ledger.claim(attachment.clinicId, attachment.ref, attachment.size, journeyId);
+  }
+
+  sweepOrphans(options: OrphanSweepOptions): Promise<OrphanSweepResult> {
+    return this.#ledger.sweep(async (ref) => {
+      const owner = await this.#ownerOf(ref);
+      const existed = await this.removeRecord(ref);
+      return { existed, ...(owner ? { clinicId: owner.clinicId } : {}) };
+    }, options);
+  }
+
+  /** The clinic and size of a record from its metadata; undefined when it is missing or cannot be read. */
+  async #ownerOf(ref: string): Promise<{ clinicId: string; size: number } | undefined> {
+    const metaText = await this.readPart(ref, 'json');
+    if (metaText === undefined) return undefined;
+    try {
+      const { meta } = openMetaRecord(this.sealer, ref, metaText.toString('utf8'));
+      const { clinicId, size } = meta;
+      return typeof clinicId === 'string' && typeof size === 'number' ? { clinicId, size } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
 /**
  * One folder: `<ref>` holds the bytes (sealed), `<ref>.json` the sealed metadata (written last, so it marks
- * completeness). The sealer's first key seals; every configured key opens, so records survive a key rotation.
+ * completeness), `usage/` each clinic's usage. The sealer's first key seals; every configured key opens, so records
+ * survive a key rotation.
  */
-export class LocalFolderAttachmentStore implements AttachmentStore {
+export class LocalFolderAttachmentStore extends AttachmentStoreBase {
   #ready: Promise<unknown> | undefined;
-  readonly #sealer: RecordSealer;
 
   constructor(
     readonly dir: string,
     sealer: RecordSealer = RecordSealer.plain(),
   ) {
-    this.#sealer = sealer;
+    super(sealer, new FolderLedger(path.join(dir, 'usage')));
   }
 
-  async put(bytes: Uint8Array, meta: AttachmentMeta): Promise<AttachmentRef> {
+  protected async writeRecord(encoded: EncodedAttachment): Promise<void> {
     await (this.#ready ??= mkdir(this.dir, { recursive: true }));
-    const encoded = encodeAttachment(this.#sealer, bytes, meta);
     await writeFileDurably(this.#file(encoded.ref, 'bytes'), encoded.bytes);
     await writeFileDurably(this.#file(encoded.ref, 'json'), encoded.metaRecord);
-    return attachmentRefOf(encoded.ref, meta, bytes.byteLength);
   }
 
-  async get(ref: string): Promise<StoredAttachment | undefined> {
-    if (!isAttachmentRef(ref)) return undefined;
-    let metaText: string;
-    let raw: Buffer;
-    try {
-      metaText = await readFile(this.#file(ref, 'json'), 'utf8');
-      raw = await readFile(this.#file(ref, 'bytes'));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
-    }
-    return decodeAttachment(this.#sealer, ref, metaText, raw);
+  protected async readPart(ref: string, part: 'bytes' | 'json'): Promise<Buffer | undefined> {
+    return readIfExists(this.#file(ref, part));
   }
 
-  /** Removes an attachment (retention jobs, tests); unknown refs are ignored. */
-  async delete(ref: string): Promise<void> {
-    if (!isAttachmentRef(ref)) return;
-    await rm(this.#file(ref, 'json'), { force: true });
-    await rm(this.#file(ref, 'bytes'), { force: true });
+  protected async removeRecord(ref: string): Promise<boolean> {
+    const json = await removeIfExists(this.#file(ref, 'json'));
+    const bytes = await removeIfExists(this.#file(ref, 'bytes'));
+    return json || bytes;
   }
 
   #file(ref: string, part: 'bytes' | 'json'): string {
     return path.join(this.dir, part === 'bytes' ? ref : `${ref}.json`);
+  }
+}
+
+/** The ledger in a folder: `<root>/<clinic folder>/<entry>`; an entry's time is its file's. */
+class FolderLedger implements LedgerBackend {
+  constructor(readonly root: string) {}
+
+  async write(entry: string, body: string): Promise<void> {
+    const file = path.join(this.root, entry);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFileDurably(file, body);
+  }
+
+  async read(entry: string): Promise<string | undefined> {
+    return (await readIfExists(path.join(this.root, entry)))?.toString('utf8');
+  }
+
+  async remove(entries: string[]): Promise<void> {
+    for (const entry of entries) await rm(path.join(this.root, entry), { force: true });
+  }
+
+  async names(folder: string): Promise<string[]> {
+    try {
+      return (await readdir(path.join(this.root, folder))).filter((name) => !name.startsWith('.tmp-'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  async list(folder: string): Promise<LedgerEntry[]> {
+    const dir = path.join(this.root, folder);
+    const entries: LedgerEntry[] = [];
+    for (const name of await this.names(folder)) {
+      try {
+        entries.push({ name, at: (await stat(path.join(dir, name))).mtime });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err; // removed meanwhile
+      }
+    }
+    return entries;
+  }
+
+  async folders(): Promise<string[]> {
+    try {
+      return (await readdir(this.root, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+  }
+}
+
+async function readIfExists(file: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+async function removeIfExists(file: string): Promise<boolean> {
+  try {
+    await rm(file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
   }
 }
 

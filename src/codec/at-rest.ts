@@ -2,13 +2,15 @@
 // with the same key ring as the payloads: AES-256-GCM, the first key seals, every key opens, the key id beside each
 // record. `purpose` is bound into the tag (additional authenticated data), so a record of one kind cannot be passed
 // off as another. Without keys (PAYLOAD_ENCRYPTION_DISABLED, throwaway setups) records are stored as they are.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type { EncryptionKey } from '../encryption-keys';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 export type SealPurpose = 'callback-inbox' | 'dead-letter' | 'attachment' | 'attachment-meta';
+/** What a blind name names: the clinic of the attachment store's usage folders. */
+export type BlindNamePurpose = 'attachment-clinic';
 
 export interface Sealed {
   /** The key that sealed the data; null when the record is stored as it is (encryption disabled). */
@@ -76,6 +78,21 @@ export class RecordSealer {
 
   openJson(sealed: SealedJson, purpose: SealPurpose): Buffer {
     return this.open({ keyId: sealed.keyId, data: Buffer.from(sealed.data, 'base64') }, purpose);
+  }
+
+  /**
+   * Names for a value that say nothing of it without a key (a folder named for a clinic): an HMAC under a key derived
+   * from each configured key, the sealing key's first, so a name written before a rotation is still found. Without
+   * keys, a plain digest (the records themselves are then in the clear).
+   */
+  blindNames(value: string, purpose: BlindNamePurpose): string[] {
+    const message = `${purpose}\n${value}`;
+    if (!this.#active) return [createHash('sha256').update(message).digest('base64url').slice(0, 22)];
+    const ids = [this.#active.id, ...[...this.#keys.keys()].filter((id) => id !== this.#active!.id)];
+    return ids.map((id) => {
+      const key = Buffer.from(hkdfSync('sha256', this.#keys.get(id)!, '', `blind-name:${purpose}`, 32));
+      return createHmac('sha256', key).update(message).digest('base64url').slice(0, 22);
+    });
   }
 }
 

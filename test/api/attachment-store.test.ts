@@ -43,9 +43,13 @@ describe('LocalFolderAttachmentStore', () => {
       size: 5,
       sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
-    // The bytes sit at <dir>/<ref> (where the worker's folder reader looks); no temp files stay behind.
+    // The bytes sit at <dir>/<ref> (where the worker's folder reader looks), the clinic's usage under usage/ (one
+    // empty entry naming the ref and its size); no temp files stay behind.
     expect(readFileSync(path.join(store.dir, ref.ref)).equals(bytes)).toBe(true);
-    expect(readdirSync(store.dir).sort()).toEqual([ref.ref, `${ref.ref}.json`]);
+    expect(readdirSync(store.dir).sort()).toEqual([ref.ref, `${ref.ref}.json`, 'usage']);
+    const [clinicFolder, ...others] = readdirSync(path.join(store.dir, 'usage'));
+    expect(others).toEqual([]);
+    expect(readdirSync(path.join(store.dir, 'usage', clinicFolder!))).toEqual([`${ref.ref}.5`]);
   });
 
   it('gives distinct references, and undefined for unknown, malformed or path-like ones', async () => {
@@ -85,15 +89,17 @@ describe('LocalFolderAttachmentStore, sealed', () => {
   });
   afterEach(() => dirs.cleanup());
 
-  /** Every file of the store as text, and the base64 inside the metadata decoded too. */
+  /** Every file of the store (its usage folders too) as text, its path, and the base64 inside decoded too. */
   function diskText(): string {
-    return readdirSync(dir)
-      .map((name) => {
-        const raw = readFileSync(path.join(dir, name));
+    return readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => {
+        const file = path.join(entry.parentPath, entry.name);
+        const raw = readFileSync(file);
         const decoded = (raw.toString('utf8').match(/[A-Za-z0-9+/=]{16,}/g) ?? []).map((b) =>
           Buffer.from(b, 'base64').toString('latin1'),
         );
-        return [raw.toString('latin1'), ...decoded].join('\n');
+        return [path.relative(dir, file), raw.toString('latin1'), ...decoded].join('\n');
       })
       .join('\n');
   }
@@ -132,8 +138,10 @@ describe('LocalFolderAttachmentStore, sealed', () => {
       storedAt: expect.any(String),
     });
 
-    expect(readdirSync(dir).sort()).toEqual([ref.ref, `${ref.ref}.json`]);
+    expect(readdirSync(dir).sort()).toEqual([ref.ref, `${ref.ref}.json`, 'usage']);
+    // The clinic's usage folder is named by a keyed digest: not by the clinic id, nor by its plain digest.
     expectNoPhi(diskText());
+    expect(diskText()).not.toContain(RecordSealer.plain().blindNames(META.clinicId!, 'attachment-clinic')[0]);
     expect(diskText()).not.toContain('%PDF');
     expect(diskText()).not.toContain('hemoglobin');
     const record = JSON.parse(readFileSync(path.join(dir, `${ref.ref}.json`), 'utf8')) as Record<string, unknown>;

@@ -72,11 +72,16 @@ describe('S3 attachment store on MinIO', () => {
     expect(got?.bytes.equals(CONTENT)).toBe(true);
     expect(got?.meta).toMatchObject({ ...META, ref: ref.ref, size: CONTENT.byteLength });
 
+    // The record's two objects, and the clinic's usage entry (its ref and size) under a keyed digest of the clinic.
     const listed = await raw.send(new ListObjectsV2Command({ Bucket: 'attachments', Prefix: 'att/' }));
-    expect(listed.Contents?.map((o) => o.Key).sort()).toEqual([`att/${ref.ref}`, `att/${ref.ref}.json`]);
+    expect(listed.Contents?.map((o) => o.Key).sort()).toEqual([
+      `att/${ref.ref}`,
+      `att/${ref.ref}.json`,
+      expect.stringMatching(new RegExp(`^att/usage/[A-Za-z0-9_-]{22}/${ref.ref}\\.${CONTENT.byteLength}$`)),
+    ]);
     for (const o of listed.Contents ?? []) {
       const body = await raw.send(new GetObjectCommand({ Bucket: 'attachments', Key: o.Key }));
-      const text = Buffer.from(await body.Body!.transformToByteArray()).toString('latin1');
+      const text = o.Key + Buffer.from(await body.Body!.transformToByteArray()).toString('latin1');
       for (const needle of ['Marchbanks-Oyelaran', 'lipid panel', 'c-1', 'Lab']) expect(text).not.toContain(needle);
     }
 
@@ -85,6 +90,8 @@ describe('S3 attachment store on MinIO', () => {
     await expect(store([KEY_B]).get(ref.ref)).rejects.toThrow(`attachment ${ref.ref} cannot be opened`);
     await writer.delete(ref.ref);
     expect(await reader.get(ref.ref)).toBeUndefined();
+    const left = await raw.send(new ListObjectsV2Command({ Bucket: 'attachments', Prefix: 'att/' }));
+    expect(left.Contents ?? []).toEqual([]); // its usage went with it
     writer.close();
     reader.close();
   });

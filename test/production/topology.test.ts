@@ -99,7 +99,8 @@ describe('production topology', () => {
     expect(second.tail).toMatch(/All 5 journeys ended as expected/);
     expect(second.code).toBe(0);
 
-    // Attachments are in the bucket, sealed: no file name of the demo in any key.
+    // Attachments are in the bucket, sealed: no file name of the demo in any key (records, and each clinic's usage
+    // under a keyed name).
     const s3 = new S3Client({
       region: 'us-east-1',
       endpoint: stack.objectStore!.endpoint,
@@ -109,7 +110,11 @@ describe('production topology', () => {
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'journey-attachments' }));
     s3.destroy();
     expect(listed.Contents?.length ?? 0).toBeGreaterThanOrEqual(2);
-    for (const o of listed.Contents ?? []) expect(o.Key).toMatch(/^att_[A-Za-z0-9_-]+(\.json)?$/);
+    for (const o of listed.Contents ?? []) {
+      expect(o.Key).toMatch(
+        /^(att_[A-Za-z0-9_-]+(\.json)?|usage\/[A-Za-z0-9_-]{22}\/att_[A-Za-z0-9_-]+\.(\d+|taken))$/,
+      );
+    }
 
     // Every callback went through the PostgreSQL inbox and was forwarded: nothing waits there. The replicas' role
     // (this URL's) owns the inbox's tables and is no superuser.

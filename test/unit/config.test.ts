@@ -141,6 +141,22 @@ describe('configuration', () => {
     ).toThrow(/ATTACHMENTS_S3_ENDPOINT must be a URL/);
   });
 
+  it("bounds each clinic's attachments by default, takes other bounds (0: none), and names a bad one", () => {
+    expect(loadConfig(base)).toMatchObject({
+      attachmentQuota: { bytes: 2 * 1024 ** 3, count: 2_000 },
+      attachmentOrphanGraceMs: 86_400_000,
+    });
+    const set = loadConfig({
+      ...base,
+      ATTACHMENTS_QUOTA_BYTES: '0',
+      ATTACHMENTS_QUOTA_COUNT: '50',
+      ATTACHMENTS_ORPHAN_GRACE_MS: '3600000',
+    });
+    expect(set).toMatchObject({ attachmentQuota: { bytes: 0, count: 50 }, attachmentOrphanGraceMs: 3_600_000 });
+    expect(() => loadConfig({ ...base, ATTACHMENTS_QUOTA_COUNT: '-1' })).toThrow(/ATTACHMENTS_QUOTA_COUNT: /);
+    expect(() => loadConfig({ ...base, ATTACHMENTS_QUOTA_BYTES: '1.5GB' })).toThrow(/ATTACHMENTS_QUOTA_BYTES: /);
+  });
+
   it('lets the codec server start with its own settings only', () => {
     const keys = `k:${randomBytes(32).toString('base64')}`;
     const { codec } = loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_PORT: '9999' });

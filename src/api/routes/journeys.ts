@@ -3,12 +3,13 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema';
 import { validatorCompiler, type FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import { AttachmentQuotaExceededError, type StoredAttachmentMeta } from '../../attachments/store';
 import { requireClinic } from '../auth';
 import type { ApiContext, RouteOptions } from '../context';
 import { catalogEntry } from '../exam-service';
-import { idempotencyConflict } from '../journeys';
+import { idempotencyConflict, journeyEnded } from '../journeys';
 import { deriveJourneyId, requestSha256 } from '../journey-ids';
-import { fieldErrorsOf, Problem, validationProblem, type FieldError } from '../problem';
+import { ApiProblem, fieldErrorsOf, Problem, validationProblem, type FieldError } from '../problem';
 import {
   AnswersBody,
   AttachmentMultipartFields,
@@ -111,14 +112,41 @@ function malformedMultipart(err: unknown): unknown {
   );
 }
 
+/** Stores the upload, held to the clinic's quota. */
 async function storeUpload(ctx: ApiContext, clinicId: string, upload: Upload): Promise<AttachmentRef> {
-  return ctx.attachments.put(upload.bytes, {
-    kind: upload.kind,
-    fileName: upload.fileName,
-    contentType: upload.contentType,
-    clinicId,
-  });
+  try {
+    return await ctx.attachments.put(
+      upload.bytes,
+      { kind: upload.kind, fileName: upload.fileName, contentType: upload.contentType, clinicId },
+      { quota: ctx.config.attachmentQuota },
+    );
+  } catch (err) {
+    if (err instanceof AttachmentQuotaExceededError) throw quotaProblem(ctx, err);
+    throw err;
+  }
 }
+
+/** 429: the clinic keeps as much as its quota allows. Numbers only (no PHI); no Retry-After: room comes as journeys end. */
+function quotaProblem(ctx: ApiContext, err: AttachmentQuotaExceededError): ApiProblem {
+  const { quota, usage, size } = err;
+  const of = (n: number, bound: number, unit: string) =>
+    `${n} ${unit}${n === 1 ? '' : 's'}${bound > 0 ? ` of ${bound}` : ''}`;
+  const graceHours = ctx.config.attachmentOrphanGraceMs / 3_600_000;
+  return new ApiProblem(
+    429,
+    'attachment-quota-exceeded',
+    `the clinic's attachment quota would be exceeded: it stores ${of(usage.count, quota.count, 'attachment')} and ` +
+      `${of(usage.bytes, quota.bytes, 'byte')}; this upload is ${size} bytes. Room comes back as journeys' documents ` +
+      `reach the end of their retention${graceHours > 0 ? ` and as uploads no journey took are deleted (after ${graceHours} h)` : ''}`,
+  );
+}
+
+/**
+ * Whether a failed update is a refusal: the journey (or the exam service through it) answered no, so the upload will
+ * never be used. Temporal away or slow (503, 504) may hide an update the journey took: that upload stays, the
+ * journey's.
+ */
+const refused = (err: unknown) => err instanceof ApiProblem && err.status !== 503 && err.status !== 504;
 
 /** 400s for the request against the clinic's live exam list and its attachment references. */
 async function checkStart(
@@ -128,13 +156,15 @@ async function checkStart(
 ) {
   const catalog = (await ctx.examService.exams(clinic)).map(catalogEntry);
   const errors: FieldError[] = checkAgainstCatalog(body, catalog).map((i) => ({ field: i.field, message: i.message }));
+  const attachments: StoredAttachmentMeta[] = [];
   for (const [i, a] of (body.attachments ?? []).entries()) {
     const stored = await ctx.attachments.get(a.attachment.ref);
     if (!stored || (stored.meta.clinicId !== undefined && stored.meta.clinicId !== clinic.clinicId)) {
       errors.push({ field: `attachments.${i}.attachment.ref`, message: 'not an attachment this clinic uploaded' });
-    }
+    } else attachments.push(stored.meta);
   }
   if (errors.length > 0) throw validationProblem(errors);
+  return attachments;
 }
 
 export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
@@ -168,7 +198,12 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
         return reply.code(200).header('location', links.self).send({ journeyId, created: false, links });
       }
-      await checkStart(ctx, clinic, body);
+      const attachments = await checkStart(ctx, clinic, body);
+      // Taken before the start: a journey's document is never swept as an orphan (a start that fails leaves a claim
+      // the sweep finds without its journey).
+      for (const meta of attachments) {
+        await ctx.attachments.claim({ ref: meta.ref, clinicId: clinic.clinicId, size: meta.size }, journeyId);
+      }
       const input: JourneyInput = {
         ...body,
         clinicId: clinic.clinicId,
@@ -275,7 +310,9 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
       schema: {
         summary: 'Upload an attachment to a patient exam (JSON with base64, or multipart/form-data)',
         description:
-          'multipart/form-data: fields `patientExamId` and `kind`, one file part. The bytes go to the attachment store; the journey uploads them to the service.',
+          'multipart/form-data: fields `patientExamId` and `kind`, one file part. The bytes go to the attachment store; the journey uploads them to the service. ' +
+          "429 `attachment-quota-exceeded` when the clinic's stored attachments would pass its quota (checked before anything is stored). " +
+          'A refused upload leaves nothing stored: 409 (the journey has ended or refused it: its message), 422 or 502 (the exam service refused or failed it).',
         tags: ['journeys'],
         security,
         params: JourneyParams,
@@ -287,12 +324,23 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
       const clinic = requireClinic(request);
       const { journeyId } = request.params;
       const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
+      if (desc.status.name !== 'RUNNING') throw journeyEnded(desc.status.name);
       const upload = await readUpload(request, request.body, true);
       const attachment = await storeUpload(ctx, clinic.clinicId, upload);
-      const result = await ctx.journeys.update(desc, addAttachmentUpdate, {
-        patientExamId: upload.patientExamId!,
-        attachment,
-      });
+      const owned = { ref: attachment.ref, clinicId: clinic.clinicId, size: attachment.size };
+      // Left unclaimed (the store failing now), an upload is the orphan sweep's after the grace.
+      const storeFailed = (err: unknown) => request.log.warn({ err }, 'the attachment store failed after the update');
+      const result = await ctx.journeys
+        .update(desc, addAttachmentUpdate, { patientExamId: upload.patientExamId!, attachment })
+        .catch(async (err: unknown) => {
+          // Refused: nothing stays. Unanswered: the journey may have taken it, so it is the journey's.
+          const settle = refused(err)
+            ? ctx.attachments.delete(attachment.ref)
+            : ctx.attachments.claim(owned, journeyId);
+          await settle.catch(storeFailed);
+          throw err;
+        });
+      await ctx.attachments.claim(owned, journeyId).catch(storeFailed);
       return { journeyId, attachment, result: { ...result } };
     },
   );
@@ -303,7 +351,10 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
       validatorCompiler: jsonOrMultipart,
       schema: {
         summary: 'Store an attachment before the journey starts; reference it in the start request',
-        description: 'multipart/form-data: field `kind` and one file part; or JSON with base64 content.',
+        description:
+          'multipart/form-data: field `kind` and one file part; or JSON with base64 content. ' +
+          "429 `attachment-quota-exceeded` when the clinic's stored attachments would pass its quota (checked before anything is stored). " +
+          'An upload no journey takes within `ATTACHMENTS_ORPHAN_GRACE_MS` (24 h) is deleted.',
         tags: ['attachments'],
         security,
         body: AttachmentUploadJson,

@@ -1,0 +1,27 @@
+// Uploads no journey took are deleted once older than ATTACHMENTS_ORPHAN_GRACE_MS (24 h by default): pre-uploads never
+// named in a start request, and those whose claiming journey does not exist (a start that failed after taking them).
+// The API sweeps at start and every hour, any replica; each deletion goes on the audit trail. docs/api.md
+import type { OrphanSweepResult } from '../attachments/store';
+import type { ApiContext } from './context';
+
+export function sweepOrphanUploads(
+  ctx: Pick<ApiContext, 'attachments' | 'journeys' | 'config' | 'now' | 'audit'>,
+): Promise<OrphanSweepResult> {
+  return ctx.attachments.sweepOrphans({
+    olderThan: new Date(ctx.now().getTime() - ctx.config.attachmentOrphanGraceMs),
+    journeyExists: async (journeyId) => (await ctx.journeys.describe(journeyId)) !== undefined,
+    onDeleted: (orphan) =>
+      ctx.audit?.({
+        action: 'attachment.orphan-expire',
+        subject: 'retention',
+        roles: [],
+        outcome: 'ok',
+        details: {
+          attachment: orphan.ref,
+          reason: orphan.reason,
+          size: orphan.size,
+          ...(orphan.clinicId !== undefined ? { clinicId: orphan.clinicId } : {}),
+        },
+      }),
+  });
+}

@@ -1,0 +1,288 @@
+// One contract, two stores: every test below runs against the folder store and the S3 store (MinIO, a real server).
+// Each clinic's quota on stored attachments and bytes, held before any byte is written, also by uploads racing from
+// two replicas; an upload that fails leaves nothing; uploads no journey took are swept after their grace.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { freePort } from '../../scripts/lib/postgres-server';
+import { startObjectStore, type ObjectStoreServer } from '../../scripts/lib/object-store';
+import type { DeletedOrphan } from '../../src/attachments/ledger';
+import { S3AttachmentStore } from '../../src/attachments/s3';
+import {
+  AttachmentQuotaExceededError,
+  LocalFolderAttachmentStore,
+  type AttachmentMeta,
+  type AttachmentStore,
+  type EncodedAttachment,
+} from '../../src/attachments/store';
+import { RecordSealer } from '../../src/codec/at-rest';
+import type { EncryptionKey } from '../../src/encryption-keys';
+
+const K1: EncryptionKey = { id: 'k1', key: randomBytes(32) };
+const K2: EncryptionKey = { id: 'k2', key: randomBytes(32) };
+const META: AttachmentMeta = {
+  kind: 'Lab',
+  fileName: 'Wolstenholme-Achebe thyroid panel.pdf',
+  contentType: 'application/pdf',
+  clinicId: 'clinic-a',
+};
+const bytes = (n: number) => Buffer.alloc(n, 7);
+
+interface StoreHarness {
+  /** A store on the test's data; `failWrites`: its record writes fail after writing (a disk or a bucket that fails). */
+  make(o?: { keys?: EncryptionKey[]; failWrites?: boolean }): AttachmentStore;
+  /** The refs whose records (either part) are stored. */
+  records(): Promise<string[]> | string[];
+  /** Removes a record's parts behind the store's back (an upload that died between its reservation and its bytes). */
+  removeRecordOnly(ref: string): Promise<void> | void;
+  /** A fresh, empty store for the next test. */
+  reset(): void;
+  teardown(): Promise<void> | void;
+}
+
+const refOf = (name: string) => /^(att_[A-Za-z0-9_-]+?)(\.json)?$/.exec(name)?.[1];
+
+function folderHarness(): Promise<StoreHarness> {
+  const root = mkdtempSync(path.join(tmpdir(), 'attachments-contract-'));
+  let dir = '';
+  let n = 0;
+  return Promise.resolve({
+    make({ keys = [K1], failWrites = false } = {}) {
+      const sealer = new RecordSealer(keys);
+      if (!failWrites) return new LocalFolderAttachmentStore(dir, sealer);
+      return new (class extends LocalFolderAttachmentStore {
+        protected override async writeRecord(encoded: EncodedAttachment) {
+          await super.writeRecord(encoded);
+          throw new Error('no space left on device');
+        }
+      })(dir, sealer);
+    },
+    records() {
+      let names: string[] = [];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        // nothing stored yet
+      }
+      return [...new Set(names.map(refOf).filter((r): r is string => r !== undefined))].sort();
+    },
+    removeRecordOnly(ref) {
+      rmSync(path.join(dir, ref));
+      rmSync(path.join(dir, `${ref}.json`));
+    },
+    reset() {
+      dir = path.join(root, `t${n++}`);
+    },
+    teardown() {
+      rmSync(root, { recursive: true, force: true });
+    },
+  });
+}
+
+async function s3Harness(): Promise<StoreHarness> {
+  const root = mkdtempSync(path.join(tmpdir(), 'attachments-contract-minio-'));
+  const minio: ObjectStoreServer = await startObjectStore({
+    dataDir: path.join(root, 'data'),
+    port: await freePort(),
+    consolePort: await freePort(),
+    accessKeyId: 'attachments-contract',
+    secretAccessKey: randomBytes(18).toString('base64url'),
+  });
+  const credentials = { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey };
+  const raw = new S3Client({ region: 'us-east-1', endpoint: minio.endpoint, forcePathStyle: true, credentials });
+  const bucket = 'contract';
+  const opened: S3AttachmentStore[] = [];
+  let prefix = '';
+  let n = 0;
+  const keysUnder = async (p: string) =>
+    ((await raw.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: p }))).Contents ?? []).map((o) => o.Key!);
+  const first = new S3AttachmentStore({ bucket, endpoint: minio.endpoint, credentials });
+  await first.ensureBucket();
+  first.close();
+  return {
+    make({ keys = [K1], failWrites = false } = {}) {
+      const options = { bucket, prefix, endpoint: minio.endpoint, credentials, sealer: new RecordSealer(keys) };
+      const store = failWrites
+        ? new (class extends S3AttachmentStore {
+            protected override async writeRecord(encoded: EncodedAttachment) {
+              await super.writeRecord(encoded);
+              throw new Error('the bucket refused the write');
+            }
+          })(options)
+        : new S3AttachmentStore(options);
+      opened.push(store);
+      return store;
+    },
+    async records() {
+      const names = (await keysUnder(prefix)).map((k) => k.slice(prefix.length)).filter((k) => !k.includes('/'));
+      return [...new Set(names.map(refOf).filter((r): r is string => r !== undefined))].sort();
+    },
+    async removeRecordOnly(ref) {
+      await raw.send(
+        new DeleteObjectsCommand({
+          Bucket: bucket,
+          Delete: { Objects: [{ Key: `${prefix}${ref}` }, { Key: `${prefix}${ref}.json` }] },
+        }),
+      );
+    },
+    reset() {
+      prefix = `t${n++}/`;
+    },
+    async teardown() {
+      for (const s of opened) s.close();
+      raw.destroy();
+      await minio.stop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+const stores: [string, () => Promise<StoreHarness>][] = [
+  ['folder', folderHarness],
+  ['s3', s3Harness],
+];
+
+describe.each(stores)('attachment store (%s): quotas and orphans', (_kind, makeHarness) => {
+  let h: StoreHarness;
+
+  beforeAll(async () => {
+    h = await makeHarness();
+  }, 60_000);
+  afterAll(async () => h?.teardown());
+  beforeEach(() => h.reset());
+
+  async function refusal(p: Promise<unknown>): Promise<AttachmentQuotaExceededError> {
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AttachmentQuotaExceededError);
+    return err as AttachmentQuotaExceededError;
+  }
+
+  it("refuses an upload past the clinic's count before storing it, and counts each clinic on its own", async () => {
+    const store = h.make();
+    const quota = { bytes: 0, count: 3 };
+    const kept = [];
+    for (let i = 0; i < 3; i++) kept.push((await store.put(bytes(10), META, { quota })).ref);
+    const err = await refusal(store.put(bytes(10), META, { quota }));
+    expect(err).toMatchObject({ clinicId: 'clinic-a', quota, usage: { count: 3, bytes: 30 }, size: 10 });
+    expect(err.message).not.toContain(META.fileName);
+    expect(await h.records()).toEqual([...kept].sort());
+    expect(await store.usage('clinic-a')).toEqual({ count: 3, bytes: 30 });
+
+    // Another clinic has its own quota; a deletion makes room again.
+    const other = await store.put(bytes(10), { ...META, clinicId: 'clinic-b' }, { quota });
+    expect(await store.usage('clinic-b')).toEqual({ count: 1, bytes: 10 });
+    await store.delete(kept[0]!);
+    expect(await store.usage('clinic-a')).toEqual({ count: 2, bytes: 20 });
+    const again = await store.put(bytes(10), META, { quota });
+    expect(await h.records()).toEqual([kept[1], kept[2], other.ref, again.ref].sort());
+  });
+
+  it("refuses an upload past the clinic's bytes, the upload's own size counted", async () => {
+    const store = h.make();
+    const quota = { bytes: 100, count: 0 };
+    const first = await store.put(bytes(60), META, { quota });
+    const err = await refusal(store.put(bytes(50), META, { quota }));
+    expect(err).toMatchObject({ usage: { count: 1, bytes: 60 }, size: 50 });
+    const exact = await store.put(bytes(40), META, { quota });
+    await refusal(store.put(bytes(1), META, { quota }));
+    await refusal(store.put(bytes(101), { ...META, clinicId: 'clinic-b' }, { quota }));
+    expect(await h.records()).toEqual([first.ref, exact.ref].sort());
+    expect(await store.usage('clinic-a')).toEqual({ count: 2, bytes: 100 });
+    expect(await store.usage('clinic-b')).toEqual({ count: 0, bytes: 0 });
+  });
+
+  it('never stores past the quota when uploads race, from one replica or from two', async () => {
+    const quota = { bytes: 0, count: 5 };
+    const one = h.make();
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => one.put(bytes(10), META, { quota })));
+    // One replica's uploads take turns at the check: exactly the quota is stored, none refused wrongly.
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
+    for (const o of outcomes)
+      if (o.status === 'rejected') expect(o.reason).toBeInstanceOf(AttachmentQuotaExceededError);
+    expect(await h.records()).toHaveLength(5);
+
+    const clinic = { ...META, clinicId: 'clinic-c' };
+    const [a, b] = [h.make(), h.make()];
+    const raced = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).put(bytes(10), clinic, { quota })),
+    );
+    const stored = raced.filter((o) => o.status === 'fulfilled').length;
+    // Two replicas see each other's reservations: at worst both are refused near the bound, never both stored past it.
+    expect(stored).toBeGreaterThan(0);
+    expect(stored).toBeLessThanOrEqual(5);
+    expect(await a.usage('clinic-c')).toEqual({ count: stored, bytes: stored * 10 });
+    expect(await h.records()).toHaveLength(5 + stored);
+  });
+
+  it('leaves nothing of an upload whose write failed, and gives its room back', async () => {
+    const failing = h.make({ failWrites: true });
+    await expect(failing.put(bytes(10), META, { quota: { bytes: 0, count: 1 } })).rejects.toThrow();
+    expect(await h.records()).toEqual([]);
+    expect(await failing.usage('clinic-a')).toEqual({ count: 0, bytes: 0 });
+    await h.make().put(bytes(10), META, { quota: { bytes: 0, count: 1 } });
+  });
+
+  it('counts what was stored under an earlier key after a rotation, and deletes it with its usage', async () => {
+    const before = await h.make({ keys: [K1] }).put(bytes(10), META);
+    const rotated = h.make({ keys: [K2, K1] });
+    const quota = { bytes: 0, count: 2 };
+    expect(await rotated.usage('clinic-a')).toEqual({ count: 1, bytes: 10 });
+    await rotated.put(bytes(10), META, { quota });
+    await refusal(rotated.put(bytes(10), META, { quota }));
+    await rotated.delete(before.ref);
+    expect(await rotated.usage('clinic-a')).toEqual({ count: 1, bytes: 10 });
+  });
+
+  it('sweeps uploads no journey took once past the grace; claimed ones stay while their journey exists', async () => {
+    const store = h.make();
+    const notTaken = await store.put(bytes(11), META);
+    const taken = await store.put(bytes(12), META);
+    const neverStarted = await store.put(bytes(13), META);
+    const otherClinic = await store.put(bytes(14), { ...META, clinicId: 'clinic-b' });
+    const unfinished = await store.put(bytes(15), META);
+    await store.claim({ ref: taken.ref, clinicId: 'clinic-a', size: 12 }, 'j-live');
+    await store.claim({ ref: neverStarted.ref, clinicId: 'clinic-a', size: 13 }, 'j-never-started');
+    // A second claim does not take it from the first journey.
+    await store.claim({ ref: taken.ref, clinicId: 'clinic-a', size: 12 }, 'j-never-started');
+    await h.removeRecordOnly(unfinished.ref);
+    const journeyExists = (id: string) => Promise.resolve(id === 'j-live');
+
+    // Within the grace nothing goes.
+    const young = await store.sweepOrphans({ olderThan: new Date(Date.now() - 60_000), journeyExists });
+    expect(young).toEqual({ deleted: 0, stale: 0 });
+
+    // Temporal away: the claims are kept (only the unclaimed go).
+    const away = await h.make().sweepOrphans({
+      olderThan: new Date(Date.now() + 60_000),
+      journeyExists: () => Promise.reject(new Error('temporal unavailable')),
+    });
+    expect(away).toEqual({ deleted: 2, stale: 1 });
+    expect(await h.records()).toEqual([taken.ref, neverStarted.ref].sort());
+
+    const deleted: DeletedOrphan[] = [];
+    const past = await store.sweepOrphans({
+      olderThan: new Date(Date.now() + 60_000),
+      journeyExists,
+      onDeleted: (d) => deleted.push(d),
+    });
+    expect(past).toEqual({ deleted: 1, stale: 0 });
+    expect(deleted).toEqual([{ ref: neverStarted.ref, clinicId: 'clinic-a', size: 13, reason: 'journey_not_found' }]);
+    expect(await h.records()).toEqual([taken.ref]);
+    expect(await store.get(taken.ref)).toBeDefined();
+    expect(await store.get(notTaken.ref)).toBeUndefined();
+    expect(await store.get(otherClinic.ref)).toBeUndefined();
+    expect(await store.usage('clinic-a')).toEqual({ count: 1, bytes: 12 });
+    expect(await store.usage('clinic-b')).toEqual({ count: 0, bytes: 0 });
+
+    // Without a way to ask after journeys, a claim is trusted; the journey's retention deletes the upload later.
+    expect(await store.sweepOrphans({ olderThan: new Date(Date.now() + 60_000) })).toEqual({ deleted: 0, stale: 0 });
+    await store.delete(taken.ref);
+    expect(await h.records()).toEqual([]);
+    expect(await store.usage('clinic-a')).toEqual({ count: 0, bytes: 0 });
+  });
+});
