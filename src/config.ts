@@ -79,6 +79,16 @@ const ConfigSchema = z.object({
       .optional(),
     bodyLimitBytes: z.number().int().positive(),
     rateLimitPerMinute: z.number().int().positive(),
+    /**
+     * Requests from one address refused sign-in (no token, or a wrong one) within a minute before that address is
+     * answered 429 for the rest of the minute, its token not looked at and its body not read.
+     */
+    signInFailuresPerMinute: z.number().int().positive(),
+    /**
+     * The load balancers whose X-Forwarded-For names the caller (addresses or CIDR ranges): the source the limits
+     * count by. Empty: the connection's own address.
+     */
+    trustedProxies: z.array(z.string().min(1)),
     /** Callback bodies up to this size are read and kept (a callback over 1 MiB becomes a dead letter). */
     webhookMaxBodyBytes: z.number().int().positive(),
     /** Deadline of the API's own Temporal calls (describe, query, update, a forwarded signal). */
@@ -423,6 +433,8 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'ADMIN_TOKEN_SHA256',
   'API_BODY_LIMIT_BYTES',
   'API_RATE_LIMIT_PER_MINUTE',
+  'API_SIGN_IN_FAILURES_PER_MINUTE',
+  'API_TRUSTED_PROXIES',
   'DEAD_LETTER_RETENTION_DAYS',
   'AUDIT_FILE',
   'WEBHOOK_MAX_BODY_BYTES',
@@ -640,6 +652,8 @@ export function loadConfig(env: Env = process.env): Config {
         adminTokenSha256: env.ADMIN_TOKEN_SHA256,
         bodyLimitBytes: num(ms, 'API_BODY_LIMIT_BYTES', env.API_BODY_LIMIT_BYTES, 8 * 1024 * 1024),
         rateLimitPerMinute: num(ms, 'API_RATE_LIMIT_PER_MINUTE', env.API_RATE_LIMIT_PER_MINUTE, 600),
+        signInFailuresPerMinute: num(ms, 'API_SIGN_IN_FAILURES_PER_MINUTE', env.API_SIGN_IN_FAILURES_PER_MINUTE, 60),
+        trustedProxies: list(env.API_TRUSTED_PROXIES ?? ''),
         webhookMaxBodyBytes: num(ms, 'WEBHOOK_MAX_BODY_BYTES', env.WEBHOOK_MAX_BODY_BYTES, 16 * 1024 * 1024),
         temporalTimeoutMs: num(ms, 'API_TEMPORAL_TIMEOUT_MS', env.API_TEMPORAL_TIMEOUT_MS, 10_000),
         deadLetterRetentionDays: num(

@@ -475,6 +475,8 @@ export class ProductionStack {
       CLINICS_FILE: this.#clinicsFile!,
       WEBHOOK_SECRET: secrets.webhookSecret,
       PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? this.apiUrl,
+      // HAProxy on this host: its X-Forwarded-For names the caller the limits on refused sign-ins count by.
+      API_TRUSTED_PROXIES: '127.0.0.1,::1',
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
       ADMIN_TOKEN_SHA256: sha256(LOCAL_ADMIN_TOKEN),
       INBOX_STORE: 'postgres',

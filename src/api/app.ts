@@ -30,6 +30,7 @@ import { JourneyGateway } from './journeys';
 import { AckPressure } from './ack-pressure';
 import { createApiMetrics } from './metrics';
 import { ApiProblem, frameworkErrorProblem, registerProblemHandlers } from './problem';
+import { SourceGuard } from './source-guard';
 import { adminRoutes } from './routes/admin';
 import { auditRoutes } from './routes/audit';
 import { catalogRoutes } from './routes/catalog';
@@ -82,6 +83,9 @@ function problemMediaType<T>(document: T): T {
   return document;
 }
 
+/** Refused sign-ins of one address audited one by one in a minute; past them, in one record per address and minute. */
+const SIGN_IN_REFUSALS_AUDITED_ALONE = 10;
+
 export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
   const { config } = deps;
   const now = deps.clock ?? (() => new Date());
@@ -89,6 +93,8 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     logger: deps.logger ?? false,
     bodyLimit: config.api.bodyLimitBytes,
     forceCloseConnections: 'idle',
+    // The load balancers' X-Forwarded-For names the caller, so limits per source count the caller, not the balancer.
+    ...(config.api.trustedProxies.length > 0 ? { trustProxy: config.api.trustedProxies } : {}),
     return503OnClosing: true,
     frameworkErrors: frameworkErrorProblem,
   }).withTypeProvider<ZodTypeProvider>();
@@ -178,6 +184,13 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     ackPressure,
     metrics,
     now,
+    signInGuard: new SourceGuard({
+      maxFailures: config.api.signInFailuresPerMinute,
+      windowMs: 60_000,
+      auditEach: SIGN_IN_REFUSALS_AUDITED_ALONE,
+      ...(audit ? { audit } : {}),
+      now: () => now().getTime(),
+    }),
     ...(verifyOperator ? { verifyOperator } : {}),
     ...(audit ? { audit } : {}),
     ...(auditTrail ? { auditTrail } : {}),
@@ -242,6 +255,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     clearInterval(orphanTimer);
     await forwarder.stop();
     if (!deps.inbox) await inbox.close();
+    await ctx.signInGuard.close();
     await auditTrail?.close();
   });
 
@@ -279,20 +293,21 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
 /** Everything a clinic calls: bearer auth, then a rate limit per clinic, multipart for uploads. */
 const clinicApi: FastifyPluginAsyncZod<RouteOptions> = async (app, { ctx }) => {
   const { config } = ctx;
-  app.addHook('onRequest', clinicAuth(config));
+  app.addHook('onRequest', clinicAuth(config, ctx.signInGuard));
   // JSON (and multipart for uploads) only: text bodies are a 415, not a confusing type error.
   app.removeContentTypeParser('text/plain');
   await app.register(rateLimit, {
     max: config.api.rateLimitPerMinute,
     timeWindow: 60_000,
-    hook: 'preHandler',
+    // Before the body is read: a request refused here never has its body parsed, and its connection is closed.
+    hook: 'onRequest',
     keyGenerator: (request) => `clinic:${request.clinic?.clinicId ?? request.ip}`,
     errorResponseBuilder: (_request, context) =>
       new ApiProblem(
         429,
         'rate-limited',
         `more than ${context.max} requests per minute for this clinic; retry in ${context.after}`,
-        { headers: { 'retry-after': String(Math.ceil(context.ttl / 1000)) } },
+        { headers: { 'retry-after': String(Math.ceil(context.ttl / 1000)), connection: 'close' } },
       ),
   });
   await app.register(multipart, {

@@ -8,6 +8,7 @@ import type { AuditEvent } from '../audit/log';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import type { ClinicConfig, Config } from '../config';
 import { ApiProblem } from './problem';
+import type { SourceGuard } from './source-guard';
 
 /** The roles of the operator routes: read journeys; act on them and read patient data; dead letters, resets. */
 export const ROLES = { viewer: 'journey-viewer', operator: 'journey-operator', admin: 'journey-admin' } as const;
@@ -38,32 +39,50 @@ function bearer(request: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
+// A refusal closes the connection: a body the caller is still sending is not read.
 const unauthorized = (detail: string) =>
-  new ApiProblem(401, 'unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="patient-journeys"' } });
+  new ApiProblem(401, 'unauthorized', detail, {
+    headers: { 'www-authenticate': 'Bearer realm="patient-journeys"', connection: 'close' },
+  });
 
-/** onRequest hook of the clinic routes: the token's hash picks the clinic. */
-export function clinicAuth(config: Pick<Config, 'clinics'>) {
+/**
+ * onRequest hook of the clinic routes: the token's hash picks the clinic. With a guard, a source past its refused
+ * sign-ins is answered 429 before its token is looked at, and each refusal counts for its source.
+ */
+export function clinicAuth(config: Pick<Config, 'clinics'>, guard?: SourceGuard) {
   const byHash = new Map<string, ClinicConfig>();
   for (const clinic of config.clinics) for (const h of clinic.apiTokenSha256) byHash.set(h, clinic);
   return async (request: FastifyRequest, _reply: FastifyReply) => {
+    guard?.admit(request.ip);
     const token = bearer(request);
-    if (!token) throw unauthorized('send the clinic API token as "Authorization: Bearer <token>"');
-    const clinic = byHash.get(sha256Hex(token));
-    if (!clinic) throw unauthorized('the bearer token is not valid');
+    const clinic = token ? byHash.get(sha256Hex(token)) : undefined;
+    if (!clinic) {
+      guard?.failed(request.ip);
+      throw unauthorized(
+        token ? 'the bearer token is not valid' : 'send the clinic API token as "Authorization: Bearer <token>"',
+      );
+    }
     request.clinic = clinic;
   };
 }
 
 /**
  * onRequest hook of the operator routes: the identity provider's access token, or the static admin token. They answer
- * 404 when neither is configured. A refusal is audited and logged with its reason, never the token.
+ * 404 when neither is configured. A refusal is audited and logged with its reason, never the token; with a guard, a
+ * source past its refused sign-ins is answered 429 first, and its refusals past the first few are audited in aggregate.
  */
-export function adminAuth(config: Pick<Config, 'api'>, o: { verify?: TokenVerifier; audit?: AuditFn } = {}) {
+export function adminAuth(
+  config: Pick<Config, 'api'>,
+  o: { verify?: TokenVerifier; audit?: AuditFn; guard?: SourceGuard } = {},
+) {
   const expected = config.api.adminTokenSha256 ? Buffer.from(config.api.adminTokenSha256, 'hex') : undefined;
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     if (!expected && !o.verify) throw new ApiProblem(404, 'not-found', 'there is nothing at this address');
+    o.guard?.admit(request.ip);
     const token = bearer(request);
     const refuse = async (reason: string) => {
+      const alone = o.guard?.failed(request.ip) ?? true;
+      if (!alone) return unauthorized(refusalDetail(Boolean(o.verify), reason));
       request.log.warn({ reason, route: request.routeOptions.url }, 'operator request refused');
       await o.audit?.({
         action: 'admin.sign-in',
@@ -72,13 +91,7 @@ export function adminAuth(config: Pick<Config, 'api'>, o: { verify?: TokenVerifi
         outcome: `refused: ${reason}`,
         details: { route: request.routeOptions.url ?? 'unmatched' },
       });
-      return unauthorized(
-        o.verify
-          ? `send your access token (or the admin token) as "Authorization: Bearer <token>": ${reason}`
-          : reason === 'missing'
-            ? 'send the admin token as "Authorization: Bearer <token>"'
-            : 'the bearer token is not valid',
-      );
+      return unauthorized(refusalDetail(Boolean(o.verify), reason));
     };
     if (!token) throw await refuse('missing');
     const given = Buffer.from(sha256Hex(token), 'hex');
@@ -96,6 +109,13 @@ export function adminAuth(config: Pick<Config, 'api'>, o: { verify?: TokenVerifi
     }
   };
 }
+
+const refusalDetail = (withProvider: boolean, reason: string) =>
+  withProvider
+    ? `send your access token (or the admin token) as "Authorization: Bearer <token>": ${reason}`
+    : reason === 'missing'
+      ? 'send the admin token as "Authorization: Bearer <token>"'
+      : 'the bearer token is not valid';
 
 const actorProblem = (message: string) =>
   new ApiProblem(400, 'validation', `actor: ${message}`, { errors: [{ field: 'actor', message }] });

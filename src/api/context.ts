@@ -11,6 +11,7 @@ import type { ApiMetrics } from './metrics';
 import type { AuditTrail } from '../audit/log';
 import type { TokenVerifier } from '../auth/tokens';
 import type { AuditFn } from './auth';
+import type { SourceGuard } from './source-guard';
 
 export interface ApiContext {
   config: Config;
@@ -27,6 +28,8 @@ export interface ApiContext {
   verifyOperator?: TokenVerifier;
   /** The audit trail (AUDIT_STORE): sign-ins, operator actions, dead-letter access, refusals, retention's deletions. */
   audit?: AuditFn;
+  /** Refused sign-ins counted per source address: 429 past the limit, refusals audited in aggregate. */
+  signInGuard: SourceGuard;
   /** The same trail, to read (GET /admin/audit, its export); absent when none is kept. */
   auditTrail?: AuditTrail;
 }

@@ -162,6 +162,11 @@ const JOURNEY_RULES_2026_12 = 'journey-rules-2026-12';
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
 /** A journey that has received this many callbacks asks for a person (an exam sends a handful). */
 const CALLBACK_FLOOD_LIMIT = 100;
+/**
+ * Documents added while the journey runs (addAttachment) handed to retention with the start request's. Today's rules
+ * (JOURNEY_RULES_2026_12) include it; a journey started before asks it only when it ends having added one.
+ */
+const ATTACHMENT_RETENTION_ADDED = 'attachment-retention-added';
 /** Recorded only by a journey that reached CALLBACK_FLOOD_LIMIT. */
 const CALLBACK_FLOOD_GUARD = 'callback-flood-guard';
 
@@ -192,6 +197,8 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   let publishedDigest = '';
   let sequence = 0;
   const notifications: Promise<unknown>[] = [];
+  // Documents added while the journey runs: retention deletes them with the start request's.
+  const addedRefs: string[] = [];
   // Journeys started before this sent each notification at once, so a clinic could see the stage go backwards;
   // they replay (and go on) that way.
   const inSequence = current || patched(NOTIFICATIONS_IN_SEQUENCE);
@@ -453,6 +460,8 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   setHandler(
     addAttachmentUpdate,
     async (req) => {
+      // Kept before the upload: a failed one was deleted by the API, and deleting a missing document is no error.
+      addedRefs.push(req.attachment.ref);
       const r = await service.uploadAttachment.executeWithOptions(
         { summary: `upload an attachment to patient exam ${req.patientExamId}` },
         [{ clinicId: state.clinicId, patientExamId: req.patientExamId, attachment: req.attachment }],
@@ -819,9 +828,12 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   await condition(allHandlersFinished);
   await Promise.all(notifications);
   // Journeys started before this keep their documents: they replay without the hand-off.
-  const refs = (input.attachments ?? []).map((a) => a.attachment.ref);
-  if (refs.length > 0 && (current || patched(ATTACHMENT_RETENTION)))
-    await handOffAttachments(state.journeyId, refs, input.timings);
+  const startRefs = (input.attachments ?? []).map((a) => a.attachment.ref);
+  const handsOffStart = startRefs.length > 0 && (current || patched(ATTACHMENT_RETENTION));
+  // Journeys that ended before added documents were handed off replay without them.
+  const handsOffAdded = addedRefs.length > 0 && (provesOwnership || patched(ATTACHMENT_RETENTION_ADDED));
+  const refs = [...new Set([...(handsOffStart ? startRefs : []), ...(handsOffAdded ? addedRefs : [])])];
+  if (refs.length > 0) await handOffAttachments(state.journeyId, refs, input.timings);
   return summary(state, nowIso());
 }
 

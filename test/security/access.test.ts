@@ -61,7 +61,14 @@ function multipartAttachment(patientExamId: number) {
 
 describe('access control', () => {
   const fakes = fakeActivities(60_000);
-  const stack = useApiHarness({ taskQueue: TASK_QUEUE, worker: fakes.activities, app: { startForwarder: false } });
+  // Every route is tried with bad tokens from one address: far more refusals than the per-address limit, which has its
+  // own suite (test/api/throttle-before-identity.test.ts).
+  const stack = useApiHarness({
+    taskQueue: TASK_QUEUE,
+    worker: fakes.activities,
+    app: { startForwarder: false },
+    env: { API_SIGN_IN_FAILURES_PER_MINUTE: '100000' },
+  });
   let journeyA: { id: string; patientExamId: number };
   let journeyB: { id: string; patientExamId: number };
   let journeyB2: string;

@@ -3,7 +3,8 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { addAttachmentUpdate, resendUpdate, submitAnswersUpdate } from '../../src/workflows/definitions';
 import { GFE_EXAM, GFE_EXAM_2 } from '../support/fake-exam-service';
-import { journeyInput, refusal, startHarness, withJourney, type Harness } from './harness';
+import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
+import { deletedAttachments, journeyInput, refusal, startHarness, withJourney, type Harness } from './harness';
 
 let h: Harness;
 beforeAll(async () => {
@@ -120,6 +121,13 @@ describe('while the patient has not been seen', () => {
         },
       ]);
       expect((await j.snapshot()).exams[0]!.attachmentsUploaded).toEqual(['Lab']);
+
+      // Once the journey ends, retention deletes the document added while it ran, as it does the start request's.
+      await j.consultation(id, 'Approved');
+      expect((await j.handle.result()).stage).toBe('completed');
+      const retention = h.env.client.workflow.getHandle(attachmentRetentionId(j.input.journeyId));
+      expect(await retention.result()).toEqual({ deleted: 1 });
+      expect(deletedAttachments).toContain(lab.ref);
     });
   });
 

@@ -21,7 +21,10 @@ function summary(letter: DeadLetter): Omit<DeadLetter, 'rawBody'> {
 }
 
 export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook('onRequest', adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit }));
+  app.addHook(
+    'onRequest',
+    adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit, guard: ctx.signInGuard }),
+  );
   // A dead letter's body is the callback as received (patient data): admins only, every access on the record.
   app.addHook('preHandler', requireRole(ctx.audit, ROLES.admin));
   app.addHook('onResponse', async (request, reply) => {

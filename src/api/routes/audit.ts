@@ -44,7 +44,10 @@ const unavailable =
   };
 
 export const auditRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook('onRequest', adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit }));
+  app.addHook(
+    'onRequest',
+    adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit, guard: ctx.signInGuard }),
+  );
   // Who did what to patient data, and who signed in: admins only.
   app.addHook('preHandler', requireRole(ctx.audit, ROLES.admin));
 

@@ -97,7 +97,10 @@ async function act(
 }
 
 export const operationRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook('onRequest', adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit }));
+  app.addHook(
+    'onRequest',
+    adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit, guard: ctx.signInGuard }),
+  );
 
   app.get(
     '/journeys',
