@@ -147,6 +147,11 @@ const ConfigSchema = z.object({
     serverPort: port,
     /** Browser origins allowed to call the codec server: the Temporal UI's. */
     corsOrigins: z.array(z.string().min(1)),
+    /**
+     * The `Host` names the codec server answers to (`name:port`, or `name` for any port); others get 421. Unset: on
+     * loopback its own address and the loopback names on its port, beyond loopback any name (a token is required).
+     */
+    allowedHosts: z.array(z.string().min(1)).optional(),
     /** HTTPS (CODEC_TLS_CERT_FILE, CODEC_TLS_KEY_FILE): the Web UI passes access tokens to an https endpoint only. */
     tls: z.object({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
     /** Bearer token the codec server requires, when set (with an identity provider: automation only). */
@@ -460,6 +465,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'CODEC_HOST',
   'CODEC_PORT',
   'CODEC_CORS_ORIGINS',
+  'CODEC_ALLOWED_HOSTS',
   'CODEC_SERVER_TOKEN',
   'CODEC_SERVER_TOKEN_FILE',
   'CODEC_DECODE_ROLES',
@@ -525,6 +531,7 @@ function codecSettings(env: Env) {
       .split(',')
       .map((o) => o.trim())
       .filter(Boolean),
+    ...(env.CODEC_ALLOWED_HOSTS?.trim() ? { allowedHosts: list(env.CODEC_ALLOWED_HOSTS.toLowerCase()) } : {}),
     serverToken: secret(env, 'CODEC_SERVER_TOKEN'),
     ...(env.OIDC_ISSUER
       ? {

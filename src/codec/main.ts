@@ -5,6 +5,7 @@ import { EncryptionCodec } from './encryption-codec';
 import { asStackPart } from '../part-lifecycle';
 import { auditLogFrom, type AuditEvent } from '../audit';
 import { tokenVerifier } from '../auth/tokens';
+import { codecAllowedHosts } from './host-check';
 import { buildCodecServer } from './server';
 
 async function main() {
@@ -18,10 +19,12 @@ async function main() {
   });
   await audit?.init();
   const { tls } = config.codec;
+  const allowedHosts = codecAllowedHosts(config.codec);
   const app = buildCodecServer({
     ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
     codec: new EncryptionCodec(config.codec.keys),
     corsOrigins: config.codec.corsOrigins,
+    ...(allowedHosts ? { allowedHosts } : {}),
     ...(config.codec.serverToken ? { token: config.codec.serverToken } : {}),
     ...(oidc
       ? {
@@ -41,10 +44,11 @@ async function main() {
     warn: (message, meta) => console.warn(JSON.stringify({ level: 'warn', msg: message, ...meta })),
   });
   await app.listen({ host: config.codec.serverHost, port: config.codec.serverPort });
+  const hosts = allowedHosts?.join(', ') ?? 'any';
   console.log(
     `codec server on ${tls ? 'https' : 'http'}://${config.codec.serverHost}:${config.codec.serverPort} (keys: ${config.codec.keys
       .map((k) => k.id)
-      .join(', ')}; CORS: ${config.codec.corsOrigins.join(', ')}; callers: ${
+      .join(', ')}; CORS: ${config.codec.corsOrigins.join(', ')}; Host: ${hosts}; callers: ${
       oidc
         ? `access tokens of ${oidc.issuer}, decode roles ${oidc.decodeRoles.join(', ')}`
         : config.codec.serverToken

@@ -1,12 +1,14 @@
 // The codec server: decrypted payloads for the Temporal Web UI. With an identity provider, every request carries the
 // signed-in person's access token (the UI's `passAccessToken`), checked on each request, and only the decode roles
 // decode; every decode is on the audit trail. Without one, on loopback unless it has a static token, sent in the
-// Authorization header only (docs/design-notes.md#the-codec-servers-token).
+// Authorization header only (docs/design-notes.md#the-codec-servers-token). On loopback it answers to its own address
+// only (`Host`), so a browser page cannot reach it under another name (DNS rebinding).
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
 import type { AuditEvent } from '../audit/log';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
+import { hostChecker, loggableHost, MISDIRECTED } from './host-check';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -22,6 +24,12 @@ export interface CodecServerOptions {
   codec: PayloadCodec;
   /** Origins allowed to call from a browser, e.g. the Temporal UI's. */
   corsOrigins: string[];
+  /**
+   * The `Host` names it answers to (`name:port`, or `name` for any port); any other gets 421 before anything else is
+   * read or answered, a preflight and /healthz included: a page whose name was made to resolve to this address (DNS
+   * rebinding) is refused. Unset: any `Host`.
+   */
+  allowedHosts?: readonly string[];
   /**
    * A fixed token. Alone: requests need `Authorization: Bearer <token>` (never in a URL, where proxies and browser
    * histories keep it).
@@ -87,8 +95,22 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   const allowed = new Set(options.corsOrigins);
   const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
   const same = (given: Buffer, want: Buffer) => given.length === want.length && timingSafeEqual(given, want);
+  const hostAllowed = options.allowedHosts ? hostChecker(options.allowedHosts) : undefined;
+  // Each refused name is said once (up to 100): a page retrying does not flood the log.
+  const refusedHosts = new Set<string>();
 
   app.addHook('onRequest', async (request, reply) => {
+    if (hostAllowed && !hostAllowed(request.headers.host)) {
+      const host = loggableHost(request.headers.host);
+      if (refusedHosts.size < 100 && !refusedHosts.has(host)) {
+        refusedHosts.add(host);
+        options.warn?.('codec: refused a request for another host', { host, status: MISDIRECTED });
+      }
+      return reply
+        .code(MISDIRECTED)
+        .header('connection', 'close')
+        .send({ error: 'this server answers to its own address only (Host)' });
+    }
     const origin = request.headers.origin;
     if (origin && allowed.has(origin)) {
       reply.header('access-control-allow-origin', origin);
