@@ -8,6 +8,8 @@ import { DEFAULT_DEPLOYMENT_NAME } from '../src/config';
 import { makeCurrentVersion } from '../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
+import { loopbackHosts } from '../src/codec/host-check';
+import { freeLoopbackPort, startHostFront } from './lib/host-front';
 import { waitForPort } from './lib/managed-process';
 import { stackBuildId } from './lib/build-id';
 import { claimStack, partCommand, type StackPort } from './lib/stack-guard';
@@ -179,6 +181,15 @@ async function main() {
   // Ctrl-C, a kill, or the terminal closing (SIGHUP, as when an SSH session drops): every part stops in order.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
 
+  // The dev server's Web UI answers any `Host`: it listens on a port of its own, picked at random on 127.0.0.1, and
+  // the UI's address is a front that passes on only requests naming the stack's own address (no DNS rebinding).
+  const uiBehind = await freeLoopbackPort(Object.values(ports));
+  await startHostFront({
+    listen: { host: '127.0.0.1', port: ports.ui },
+    target: { host: '127.0.0.1', port: uiBehind },
+    allowedHosts: loopbackHosts('127.0.0.1', ports.ui),
+    refused: (host) => say(`Temporal UI: refused a request for Host ${host} (421: not this stack's address)`),
+  });
   const temporal = path.join(root, '.tools/bin/temporal');
   start(
     'temporal',
@@ -190,8 +201,10 @@ async function main() {
       '127.0.0.1',
       '--port',
       String(ports.temporal),
+      '--ui-ip',
+      '127.0.0.1',
       '--ui-port',
-      String(ports.ui),
+      String(uiBehind),
       '--db-filename',
       path.join(dataDir, 'temporal.db'),
       '--log-level',
