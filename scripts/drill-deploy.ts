@@ -71,9 +71,9 @@ const LAST_CALL = 'last-call-reminder';
 export const LAST_CALL_REMINDER: readonly SourceEdit[] = [
   {
     file: 'workflows/journey-state/types.ts',
-    find: '  drugsGrace: boolean;\n',
+    find: '  ownershipChecks: OwnershipCheck[];\n',
     replace:
-      '  drugsGrace: boolean;\n' +
+      '  ownershipChecks: OwnershipCheck[];\n' +
       '  /** One more reminder, a last call when a tenth of the consultation window is left. */\n' +
       '  lastCallReminder?: boolean;\n',
   },
