@@ -218,6 +218,8 @@ const ConfigSchema = z.object({
       .optional(),
   }),
   timings: JourneyTimings,
+  /** Callbacks a journey takes before it asks for a person (an exam sends a handful; a flood is someone else's). */
+  callbackFloodLimit: z.number().int().min(10).max(5_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   /** Unset: pretty lines on a terminal, JSON lines anywhere else. */
   logFormat: z.enum(['json', 'pretty'], { message: 'LOG_FORMAT: json or pretty' }).optional(),
@@ -508,6 +510,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'JOURNEY_FINAL_VERDICT_DEADLINE_MS',
   'JOURNEY_MORE_DRUGS_GRACE_MS',
   'JOURNEY_ATTACHMENT_GRACE_MS',
+  'JOURNEY_CALLBACK_FLOOD_LIMIT',
   'LOG_LEVEL',
   'LOG_FORMAT',
   'AUDIT_STORE',
@@ -517,6 +520,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
 const MORE_DRUGS_GRACE_MS = DEFAULT_TIMINGS.moreDrugsGraceMs ?? 15 * 60_000;
+const CALLBACK_FLOOD_LIMIT_DEFAULT = 100;
 const ATTACHMENT_GRACE_MS = DEFAULT_TIMINGS.attachmentGraceMs ?? 7 * 86_400_000;
 
 /** The codec section alone: the codec server needs nothing else. */
@@ -762,6 +766,12 @@ export function loadConfig(env: Env = process.env): Config {
         trackingDeadlineMs: timing('JOURNEY_TRACKING_DEADLINE_MS', DEFAULT_TIMINGS.trackingDeadlineMs),
         trackingHardLimitMs: timing('JOURNEY_TRACKING_HARD_LIMIT_MS', DEFAULT_TIMINGS.trackingHardLimitMs),
       },
+      callbackFloodLimit: num(
+        z.coerce.number().int(),
+        'JOURNEY_CALLBACK_FLOOD_LIMIT',
+        env.JOURNEY_CALLBACK_FLOOD_LIMIT,
+        CALLBACK_FLOOD_LIMIT_DEFAULT,
+      ),
       logLevel: env.LOG_LEVEL ?? 'info',
       logFormat: env.LOG_FORMAT?.trim().toLowerCase() || undefined,
       audit: auditSettings(env),

@@ -33,6 +33,7 @@ export function gfeInput(config: Config, clinicId: string, journeyId: string, la
     scenario: { type: 'gfe' },
     additionalData: JSON.stringify({ bench: journeyId }),
     timings: config.timings,
+    callbackFloodLimit: config.callbackFloodLimit,
   };
 }
 

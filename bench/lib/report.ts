@@ -1002,7 +1002,8 @@ function outageSection(r: Results, L: string[]): void {
         (d.forwarded > d.accepted
           ? ` (${d.forwarded - d.accepted} sent again: at least once, the journey keeps one record per deliveryId)`
           : '') +
-        `. History growth: ${d.perJourney.toFixed(0)} callbacks per journey by the end.`,
+        `. History growth: ${d.perJourney.toFixed(0)} callbacks per journey by the end (the bench's journeys take ` +
+        "up to 5,000 each, `JOURNEY_CALLBACK_FLOOD_LIMIT`; a deployment's ask for a person past 100).",
       '',
     );
   }

@@ -215,6 +215,9 @@ export class BenchStack {
       PUBLIC_BASE_URL: this.apiUrl,
       // The throughput run starts hundreds of journeys a minute for one clinic; the default limit is 600/min.
       API_RATE_LIMIT_PER_MINUTE: '1000000',
+      // The parked journeys take every level's callbacks, hundreds each: a deployment's journey asks for a person past
+      // 100 (an exam sends a handful) and the forwarder keeps the rest as dead letters.
+      JOURNEY_CALLBACK_FLOOD_LIMIT: '5000',
       LOG_LEVEL: 'warn',
     });
   }

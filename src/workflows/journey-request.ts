@@ -308,7 +308,14 @@ export const JourneyRequest = z
 export type JourneyRequest = z.infer<typeof JourneyRequest>;
 
 /** What the workflow receives: the request with every timing resolved (deployment defaults, then overrides). */
-export type JourneyInput = Omit<JourneyRequest, 'timings'> & { timings: JourneyTimings };
+export type JourneyInput = Omit<JourneyRequest, 'timings'> & {
+  timings: JourneyTimings;
+  /**
+   * The deployment's (never the clinic's) number of callbacks after which the journey asks for a person, and again each
+   * time as many more came (JOURNEY_CALLBACK_FLOOD_LIMIT). Absent: 100, as for journeys started before it was set.
+   */
+  callbackFloodLimit?: number;
+};
 
 export function resolveTimings(defaults: JourneyTimings, overrides?: Partial<JourneyTimings>): JourneyTimings {
   return { ...defaults, ...Object.fromEntries(Object.entries(overrides ?? {}).filter(([, v]) => v !== undefined)) };

@@ -160,7 +160,7 @@ const JOURNEY_RULES_2026_11 = 'journey-rules-2026-11';
  */
 const JOURNEY_RULES_2026_12 = 'journey-rules-2026-12';
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
-/** A journey that has received this many callbacks asks for a person (an exam sends a handful). */
+/** A journey that has received this many callbacks asks for a person (an exam sends a handful): the default. */
 const CALLBACK_FLOOD_LIMIT = 100;
 /**
  * Documents added while the journey runs (addAttachment) handed to retention with the start request's. Today's rules
@@ -295,12 +295,13 @@ export async function patientJourney(input: JourneyInput): Promise<JourneySummar
   // ---- messages ---------------------------------------------------------------------------------------------------
 
   // Past this many callbacks the journey asks for a person, and the forwarder keeps further ones as dead letters.
-  let floodLimit = CALLBACK_FLOOD_LIMIT;
+  const floodEvery = input.callbackFloodLimit ?? CALLBACK_FLOOD_LIMIT;
+  let floodLimit = floodEvery;
   setHandler(callbackReceived, (sig) => {
     dispatch({ type: 'callback', at: nowIso(), deliveryId: sig.deliveryId, callback: sig.callback });
     // Asked only here, so a journey records the marker only when it is flooded; earlier histories never got this far.
     if (state.received.length >= floodLimit && !isFinished(state) && patched(CALLBACK_FLOOD_GUARD)) {
-      floodLimit = state.received.length + CALLBACK_FLOOD_LIMIT;
+      floodLimit = state.received.length + floodEvery;
       dispatch({
         type: 'attention_needed',
         at: nowIso(),

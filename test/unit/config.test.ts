@@ -17,6 +17,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...base, JOURNEY_REMINDERS_MS: '1000,soon' })).toThrow(/JOURNEY_REMINDERS_MS: /);
   });
 
+  it('takes the callbacks a journey accepts before it asks for a person: 100, or the bounded setting', () => {
+    expect(loadConfig(base).callbackFloodLimit).toBe(100);
+    expect(loadConfig({ ...base, JOURNEY_CALLBACK_FLOOD_LIMIT: '400' }).callbackFloodLimit).toBe(400);
+    // Past 5,000 a journey's history could pass Temporal's limit before anyone is asked.
+    expect(() => loadConfig({ ...base, JOURNEY_CALLBACK_FLOOD_LIMIT: '100000' })).toThrow(/callbackFloodLimit/);
+    expect(() => loadConfig({ ...base, JOURNEY_CALLBACK_FLOOD_LIMIT: 'many' })).toThrow(/JOURNEY_CALLBACK_FLOOD_LIMIT/);
+  });
+
   it("reads the CLI's default profile, except in a stack started here (its own empty profile)", () => {
     const home = mkdtempSync(path.join(tmpdir(), 'config-home-'));
     try {

@@ -209,6 +209,7 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         clinicId: clinic.clinicId,
         journeyId,
         timings: resolveTimings(ctx.config.timings, body.timings),
+        callbackFloodLimit: ctx.config.callbackFloodLimit,
       };
       const outcome = await ctx.journeys.start(input, hash);
       if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
