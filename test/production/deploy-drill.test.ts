@@ -41,6 +41,9 @@ describeIf('the deploy drill, one journey per wait state', () => {
       .filter(([worker]) => worker.includes('v3'))
       .reduce((a, [, f]) => a + (f.NonDeterminismError ?? 0), 0);
     expect(v3Failures).toBeGreaterThan(0);
+    // The JourneyNonDeterminism alert fires on them: promtool (scripts/install-promtool.sh, run before the tests)
+    // evaluates deploy/observability's rule on the series scraped from the workers.
+    expect(report.bad?.alertAfterMs).toEqual(expect.any(Number));
     expect(report.bad?.recoveryMs).toBeGreaterThanOrEqual(0);
     // The new journeys show the version that ran them: v2's last-call reminder is the second one.
     const onlyV2 = report.journeys.filter(
