@@ -63,6 +63,8 @@ interface K8sObject {
     selector?: Record<string, unknown> & { matchLabels?: Record<string, string> };
     template?: { metadata: { labels: Record<string, string> }; spec: PodSpec };
     ports?: { name: string; port: number; targetPort: string | number }[];
+    clusterIP?: string;
+    endpoints?: { port: string; path?: string; interval?: string; scrapeTimeout?: string; honorLabels?: boolean }[];
     rules?: {
       host: string;
       http: { paths: { path: string; backend: { service: { name: string; port: { name: string } } } }[] };
@@ -291,6 +293,80 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
       const target = svc.spec!.ports![0]!.targetPort;
       expect(d.spec.template.spec.containers[0]!.ports!.map((p) => p.name)).toContain(target);
     }
+  });
+
+  test('offers ServiceMonitors for the API and the workers, off by default, selecting Services with a metrics port', () => {
+    // Off: the scrape annotations only, no object of the operator's CRDs and no Service for the workers.
+    expect(byKind(objects, 'ServiceMonitor')).toEqual([]);
+    expect(byKind(objects, 'Service').map(component)).not.toContain('worker');
+    const podAnnotations = (d: K8sObject) =>
+      (d.spec!.template as { metadata: { annotations?: Record<string, string> } }).metadata.annotations ?? {};
+
+    // On, with an earlier worker version still running: each Deployment's pods are scraped where they are annotated.
+    const on = render({
+      'serviceMonitor.enabled': 'true',
+      'serviceMonitor.interval': '15s',
+      'serviceMonitor.scrapeTimeout': '10s',
+      'serviceMonitor.labels.release': 'kube-prometheus-stack',
+      'worker.versioning.previous[0].buildId': '0.1.0',
+      'worker.versioning.previous[0].tag': '0.1.0',
+    });
+    expect(() =>
+      helm(['lint', '--strict', CHART, '--set', 'serviceMonitor.enabled=true', '--set', 'serviceMonitor.labels.a=b']),
+    ).not.toThrow();
+    const monitors = byKind(on, 'ServiceMonitor');
+    expect(monitors.map(component).sort()).toEqual(['api', 'worker']);
+    for (const monitor of monitors) {
+      const name = component(monitor)!;
+      expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+      expect(monitor.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack' });
+      // The selector picks exactly one Service: this component's.
+      const selector = monitor.spec!.selector!.matchLabels!;
+      const services = byKind(on, 'Service').filter((svc) =>
+        Object.entries(selector).every(([k, v]) => svc.metadata.labels?.[k] === v),
+      );
+      expect(services.map(component)).toEqual([name]);
+      const [service] = services;
+      const deployments = byKind(on, 'Deployment').filter((d) => component(d) === name);
+      expect(deployments.length).toBe(name === 'worker' ? 2 : 1);
+      for (const endpoint of monitor.spec!.endpoints!) {
+        expect(endpoint).toMatchObject({ path: '/metrics', interval: '15s', scrapeTimeout: '10s' });
+        // The endpoint's port is a named port of the Service, whose target is a named port of every pod it selects:
+        // the port and path the pods' scrape annotations name.
+        const port = service!.spec!.ports!.find((p) => p.name === endpoint.port);
+        expect({ name, port: port?.name }).toEqual({ name, port: endpoint.port });
+        for (const d of deployments) {
+          expect(d.spec!.template!.metadata.labels).toMatchObject(service!.spec!.selector as Record<string, string>);
+          const target = d.spec!.template!.spec.containers[0]!.ports!.find((p) => p.name === port!.targetPort);
+          expect({ deployment: d.metadata.name, target: target?.name }).toEqual({
+            deployment: d.metadata.name,
+            target: port!.targetPort,
+          });
+          expect(podAnnotations(d)).toMatchObject({
+            'prometheus.io/port': String(target!.containerPort),
+            'prometheus.io/path': endpoint.path,
+          });
+        }
+      }
+    }
+    // The workers' Service only lists pods for Prometheus (headless); their series keep the Temporal namespace.
+    const workerService = byKind(on, 'Service').find((svc) => component(svc) === 'worker')!;
+    expect(workerService.spec!.clusterIP).toBe('None');
+    const workerMonitor = monitors.find((m) => component(m) === 'worker')!;
+    expect(workerMonitor.spec!.endpoints).toEqual([expect.objectContaining({ port: 'metrics', honorLabels: true })]);
+    expect(monitors.find((m) => component(m) === 'api')!.spec!.endpoints).toEqual([
+      { port: 'http', path: '/metrics', interval: '15s', scrapeTimeout: '10s' },
+    ]);
+
+    // Workers without a metrics page: the API's ServiceMonitor alone. Without an interval: the Prometheus's own.
+    const apiOnly = render({
+      'serviceMonitor.enabled': 'true',
+      'worker.metrics.enabled': 'false',
+      'serviceMonitor.interval': '',
+    });
+    expect(byKind(apiOnly, 'ServiceMonitor').map(component)).toEqual(['api']);
+    expect(byKind(apiOnly, 'Service').map(component)).not.toContain('worker');
+    expect(byKind(apiOnly, 'ServiceMonitor')[0]!.spec!.endpoints).toEqual([{ port: 'http', path: '/metrics' }]);
   });
 
   test('exposes /webhooks/ and /v1/ only through the optional Ingress', () => {
