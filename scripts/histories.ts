@@ -287,8 +287,18 @@ async function replayCommand(args: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError('one folder of histories is required');
   const folder = path.resolve(positionals[0]!);
   const workflowsPath = path.resolve(values.workflows ?? path.join(ROOT, 'src', 'workflows'));
-  // The replay worker's own lines (the bundle, its states) are not what the gate reports.
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // The replay worker's own lines (the bundle, its states) are not what the gate reports. The SDK core writes its own
+  // warnings (a workflow task failing, as an unguarded change makes it) to stdout, coloured in its default format
+  // whatever stdout is: on a terminal that takes colour they stay so, in a pipe or a CI log they are JSON lines.
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: {
+      logging: {
+        filter: { core: 'WARN', other: 'ERROR' },
+        ...(process.stdout.isTTY && process.stdout.hasColors() ? {} : { console: { format: 'json' as const } }),
+      },
+    },
+  });
   const results = await replayFolder(folder, { workflowsPath, keys: process.env.PAYLOAD_ENCRYPTION_KEYS ?? '' });
   for (const r of results)
     console.log(`${r.error ? 'FAIL' : 'ok  '} ${r.file} (${r.workflowId})${r.error ? `: ${r.error}` : ''}`);

@@ -55,6 +55,12 @@ describe('the replay gate', () => {
       for (const line of failed)
         expect(line).toMatch(/^FAIL \S+\.json \(\S+\): \S*Nondeterminism|DeterminismViolation/i);
       expect(out).toContain('0 of 9 histories replay');
+      // Output to a pipe, as in CI: the SDK core's warnings about the failing tasks are plain JSON lines, no colour.
+      expect(out).not.toContain('\u001b[');
+      const core = out.split('\n').filter((l) => l.startsWith('{'));
+      expect(core.length).toBeGreaterThan(0);
+      for (const line of core)
+        expect(JSON.parse(line)).toMatchObject({ level: 'WARN', fields: { message: 'Failing workflow task' } });
     } finally {
       copy.remove();
     }
