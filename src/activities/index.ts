@@ -16,6 +16,7 @@ import {
   type FailureFacts,
   type JourneyActivities,
 } from '../workflows/activity-contract';
+import { FAILURES } from '../workflows/failures';
 
 /** Reads attachment bytes from the claim-check store. */
 export interface AttachmentReader {
@@ -90,7 +91,7 @@ function rethrow(err: unknown, operation: string, options: { ambiguousOnServerEr
     ...(err.setupCode !== undefined ? { setupCode: err.setupCode } : {}),
     ...(err.finalStatus !== undefined ? { finalStatus: err.finalStatus } : {}),
   };
-  fail(kind, facts, err.message, !(kind === 'not_sent' || kind === 'server'));
+  fail(kind, facts, err.message, !FAILURES[kind].retried);
 }
 
 export function toInviteInput(input: JourneyInput, examIds: number[], webhookUrl: string): ExamInviteInput {

@@ -5,6 +5,7 @@ import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import type { Exam } from '../exam-service/schemas';
 import type { CatalogEntry } from '../workflows/catalog-rules';
+import { FAILURES, type FailureKind } from '../workflows/failures';
 import { ApiProblem } from './problem';
 
 export type ExamServiceFor = (clinic: ClinicConfig) => ExamServiceApi;
@@ -21,34 +22,36 @@ export function catalogEntry(e: Exam): CatalogEntry {
 
 const camel = (field: string) => field.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
+/** A failure of the exam service as the clinic's API answers it, the same on every route (workflows/failures.ts). */
+export function serviceProblem(
+  kind: FailureKind,
+  facts: { operation?: string; field?: string; setupCode?: string; httpStatus?: number },
+): ApiProblem {
+  const { status, slug, say, retryAfterSeconds } = FAILURES[kind].http;
+  const detail = [
+    say,
+    facts.setupCode && `(${facts.setupCode})`,
+    facts.field && `field ${camel(facts.field)}`,
+    facts.operation && `in ${facts.operation}`,
+    facts.httpStatus && `HTTP ${facts.httpStatus}`,
+  ]
+    .filter(Boolean)
+    .join(', ')
+    .replace(', (', ' (');
+  return new ApiProblem(status, slug, detail, {
+    ...(facts.field ? { errors: [{ field: camel(facts.field), message: say }] } : {}),
+    ...(retryAfterSeconds ? { headers: { 'retry-after': String(retryAfterSeconds) } } : {}),
+  });
+}
+
 export function examServiceProblem(err: unknown): unknown {
   if (!isExamServiceError(err)) return err;
-  switch (err.kind) {
-    case 'validation':
-    case 'already_final':
-      return new ApiProblem(
-        400,
-        'exam-service-refused',
-        `the exam service refused the request${err.field ? ` (field ${camel(err.field)})` : ''}`,
-        err.field ? { errors: [{ field: camel(err.field), message: 'refused by the exam service' }] } : {},
-      );
-    case 'unauthorized':
-      return new ApiProblem(502, 'exam-service-unauthorized', "the exam service refused the clinic's api key");
-    case 'account_setup':
-      return new ApiProblem(
-        502,
-        'exam-service-account-setup',
-        `the clinic's account at the exam service needs setting up (${err.setupCode ?? 'unknown'})`,
-      );
-    case 'bad_response':
-      return new ApiProblem(502, 'exam-service-bad-response', 'the exam service answered outside its contract');
-    case 'server':
-    case 'not_sent':
-    case 'ambiguous':
-      return new ApiProblem(503, 'exam-service-unavailable', `the exam service is unavailable (${err.kind}); retry`, {
-        headers: { 'retry-after': '10' },
-      });
-  }
+  return serviceProblem(err.kind, {
+    operation: err.operation,
+    ...(err.field !== undefined ? { field: err.field } : {}),
+    ...(err.setupCode !== undefined ? { setupCode: err.setupCode } : {}),
+    ...(err.httpStatus !== undefined ? { httpStatus: err.httpStatus } : {}),
+  });
 }
 
 export class ClinicExamService {

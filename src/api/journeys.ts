@@ -18,8 +18,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import Long from 'long';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
-import { FailureType, type FailureFacts } from '../workflows/activity-contract';
+import type { FailureFacts } from '../workflows/activity-contract';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../workflows/definitions';
+import { failureKindOf } from '../workflows/failures';
+import { serviceProblem } from './exam-service';
 import type { JourneyInput } from '../workflows/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';
 import { JOURNEY_WORKFLOW_TYPE, quoted } from './journey-query';
@@ -482,30 +484,6 @@ export function journeyEnded(status: string): ApiProblem {
   return new ApiProblem(409, 'journey-ended', `the journey has ended (workflow ${status.toLowerCase()})`);
 }
 
-const SERVICE_FAILURES: Record<string, { status: number; slug: string; say: string }> = {
-  [FailureType.validation]: { status: 422, slug: 'exam-service-refused', say: 'the exam service refused the request' },
-  [FailureType.already_final]: {
-    status: 409,
-    slug: 'already-final',
-    say: 'the provider has already acted on the exam',
-  },
-  [FailureType.unauthorized]: {
-    status: 502,
-    slug: 'exam-service-unauthorized',
-    say: "the exam service refused the clinic's api key",
-  },
-  [FailureType.account_setup]: {
-    status: 502,
-    slug: 'exam-service-account-setup',
-    say: "the clinic's account at the exam service needs setting up",
-  },
-  [FailureType.attachment_missing]: {
-    status: 409,
-    slug: 'attachment-missing',
-    say: 'the attachment is no longer in the store',
-  },
-};
-
 export function updateProblem(err: unknown): unknown {
   if (err instanceof WorkflowNotFoundError) return journeyEnded('closed');
   if (err instanceof WorkflowUpdateFailedError) {
@@ -513,18 +491,9 @@ export function updateProblem(err: unknown): unknown {
     if (cause instanceof ActivityFailure) {
       const failure = cause.cause instanceof ApplicationFailure ? cause.cause : undefined;
       const facts = failure?.details?.[0] as FailureFacts | undefined;
-      const known = SERVICE_FAILURES[failure?.type ?? ''];
-      const what = known?.say ?? `the exam service call failed (${facts?.kind ?? 'unknown'})`;
-      const detail = [
-        what,
-        facts?.operation && `in ${facts.operation}`,
-        facts?.httpStatus && `HTTP ${facts.httpStatus}`,
-      ]
-        .filter(Boolean)
-        .join(', ');
-      return new ApiProblem(known?.status ?? 502, known?.slug ?? 'exam-service-failed', detail, {
-        ...(facts?.field ? { errors: [{ field: facts.field, message: what }] } : {}),
-      });
+      const kind = failureKindOf(failure?.type ?? undefined);
+      if (kind) return serviceProblem(kind, facts ?? {});
+      return new ApiProblem(502, 'exam-service-failed', `the exam service call failed (${facts?.kind ?? 'unknown'})`);
     }
     // The workflow's validator (or handler) refused: its message says why, e.g. "patient exam 9 is Approved".
     return new ApiProblem(409, 'refused-by-journey', cause?.message ?? err.message);

@@ -20,6 +20,7 @@ import { FailureType, type ExamNotification, type JourneyActivities } from './ac
 import { attachmentRetention, attachmentRetentionId } from './attachment-retention';
 import { classify, type Classified } from './activity-failures';
 import { checkAgainstCatalog } from './catalog-rules';
+import { NOT_RETRIED } from './failures';
 import {
   abandonUpdate,
   addAttachmentUpdate,
@@ -63,16 +64,8 @@ import {
   type OperatorAction,
 } from './journey-state';
 
-// Retry what was not sent and what the server failed on; everything else is decided by the workflow.
-const NON_RETRYABLE = [
-  FailureType.unauthorized,
-  FailureType.account_setup,
-  FailureType.validation,
-  FailureType.already_final,
-  FailureType.ambiguous,
-  FailureType.bad_response,
-  FailureType.attachment_missing,
-];
+// Retry what was not sent and what the server failed on; everything else is decided by the workflow (failures.ts).
+const NON_RETRYABLE = NOT_RETRIED;
 
 const SERVICE_RETRY = {
   initialInterval: '2 seconds',

@@ -46,7 +46,7 @@ describe('catalog pass-through (sandbox) and operations', () => {
       }),
     );
     const unknown = await get('/v1/catalog/partner-pharmacies/999/treatment-packages?examId=201');
-    expectProblem(unknown, 400, ['pharmacyId']);
+    expectProblem(unknown, 422, ['pharmacyId']);
   });
 
   it('searches pharmacies in either form and answers in one layout, ready for scenario.pharmacy', async () => {

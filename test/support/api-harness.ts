@@ -11,7 +11,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { JourneyActivities } from '../../src/workflows/activity-contract';
 import { buildApp, type ApiApp, type ApiDeps } from '../../src/api/app';
 import type { ClinicConfig, Config } from '../../src/config';
-import { ExamServiceClient } from '../../src/exam-service/client';
+import { ExamServiceClient, type ExamServiceApi } from '../../src/exam-service/client';
 import { buildSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox';
 import { createWorker } from '../../src/worker';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
@@ -36,6 +36,8 @@ export interface ApiHarnessOptions {
   worker?: JourneyActivities | 'project';
   /** The exam service the API reads: the fake catalog (default) or the sandbox over HTTP. */
   examService?: 'fake' | 'sandbox';
+  /** Operations of the fake exam service answered otherwise (the fake's catalog and plausible data by default). */
+  fakeExamService?: Partial<ExamServiceApi>;
   sandbox?: SandboxOptions;
   /** The api_key the API's sandbox client sends for a clinic (default: the clinic's own). */
   sandboxApiKey?: (clinic: ClinicConfig) => string;
@@ -131,7 +133,7 @@ export class ApiHarness {
             this.#clients.push(client);
             return client;
           }
-        : () => fakeExamService(),
+        : () => fakeExamService(o.fakeExamService),
       ...o.app,
     });
     if (o.listen) {

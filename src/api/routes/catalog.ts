@@ -15,7 +15,7 @@ import {
 } from '../schemas';
 import { packagePriceCents, searchResultPharmacies, type CustomPharmacySearchInput } from '../../exam-service/schemas';
 
-const problems = { 400: Problem, 401: Problem, 429: Problem, 502: Problem, 503: Problem };
+const problems = { 400: Problem, 401: Problem, 422: Problem, 429: Problem, 502: Problem, 503: Problem };
 const meta = { tags: ['catalog'], security: [{ bearerAuth: [] }] };
 
 export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {

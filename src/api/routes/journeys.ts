@@ -179,7 +179,7 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
         security,
         headers: IdempotencyHeaders,
         body: StartJourneyBody,
-        response: { 200: StartJourneyResponse, 201: StartJourneyResponse, 502: Problem, ...problems },
+        response: { 200: StartJourneyResponse, 201: StartJourneyResponse, 422: Problem, 502: Problem, ...problems },
       },
     },
     async (request, reply) => {
