@@ -13,6 +13,7 @@ import { freeLoopbackPort, startHostFront } from './lib/host-front';
 import { waitForPort } from './lib/managed-process';
 import { stackBuildId } from './lib/build-id';
 import { claimStack, partCommand, type StackPort } from './lib/stack-guard';
+import { describeStarter, stopWhenStarterGone } from './lib/stack-starter';
 import { openStackLog, partEnv } from './lib/stack-log';
 import {
   DEMO_CLINIC_ID,
@@ -171,6 +172,11 @@ function stackPorts(): StackPort[] {
 
 async function main() {
   await claimStack(dataDir, stackPorts(), (m, level) => log.say(m, level));
+  // Whoever started the stack gone (SIGTERM to `npm start`, npm or what ran it killed): every part stops in order.
+  stopWhenStarterGone((starter) => {
+    say(`${describeStarter(starter)}, which the stack was started under, is gone: stopping`);
+    void stop(0);
+  });
   say('checking the Temporal tools (installed into .tools/ on first run)...');
   const tools = await log.run('tools', 'bash', [path.join(root, 'scripts/install-temporal-tools.sh')]);
   if (tools !== 0) throw new Error('installing the Temporal tools failed');

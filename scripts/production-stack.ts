@@ -17,6 +17,7 @@ import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { DEMO_USERS } from './lib/keycloak';
 import { ProductionStack, productionPorts, productionStackPorts } from './lib/production-stack';
 import { claimStack } from './lib/stack-guard';
+import { describeStarter, stopWhenStarterGone } from './lib/stack-starter';
 import { openStackLog } from './lib/stack-log';
 
 const root = path.resolve(__dirname, '..');
@@ -60,6 +61,11 @@ async function main() {
   };
   // Ctrl-C, a kill, or the terminal closing (SIGHUP, as when an SSH session drops): every part stops in order.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
+  // Whoever started the stack gone (SIGTERM to `npm run start:production`, npm or what ran it killed): the same.
+  stopWhenStarterGone((starter) => {
+    say(`${describeStarter(starter)}, which the stack was started under, is gone: stopping`);
+    void stop(0);
+  });
   process.on('exit', () => stack.killNow());
 
   const started = Date.now();

@@ -1,138 +1,22 @@
 // Both stacks, started in a process group of their own as a terminal starts them: SIGHUP to the group (the terminal
 // closed), SIGTERM and SIGKILL to the stack's process each leave no part running and every port free within 15 s, and a
 // second start while the first runs fails saying which part needed the port and which stack holds it.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { stackBuildId } from '../../scripts/lib/build-id';
 import type { ProductionPorts } from '../../scripts/lib/production-stack';
-import { listenerPid } from '../../scripts/lib/stack-guard';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { currentDeploymentVersion } from '../../src/temporal';
 import { pickProductionPorts } from '../faults/harness/production';
 import { freePort } from '../support/dev-server-process';
 import { localStackPorts } from '../support/local-stack-ports';
-import { until } from '../support/until';
+import { killGroup, runStack, startUntilUp, stopAndCheck, type Stack } from '../support/stack-processes';
 
 jest.setTimeout(600_000);
 
 const root = path.resolve(__dirname, '../..');
-const GONE_WITHIN_MS = 15_000;
-
-interface Stack {
-  proc: ChildProcess;
-  pid: number;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-function runStack(script: string, env: Record<string, string>): Stack {
-  let output = '';
-  // Own process group, as a shell starts a job: the group's id is the stack's pid.
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  proc.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, pid: proc.pid!, output: () => output, exited };
-}
-
-/** Clock ticks since boot (the unit of a process's start time in /proc/<pid>/stat). */
-const ticksNow = () => Math.floor(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
-
-/**
- * Whether a process that was running when the stack was told to stop still listens on the port. Another test may
- * listen on a freed port later: a process started after the signal is not the stack's.
- */
-function heldSince(port: number, ticks: number): boolean {
-  const pid = listenerPid(port);
-  const s = pid === undefined ? undefined : stat(pid);
-  return s !== undefined && Number(s.start) <= ticks;
-}
-
-/** A process as /proc shows it: its parent, its start time (with the pid, its identity) and its state. */
-function stat(pid: number): { ppid: number; start: string; state: string } | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0]!, ppid: Number(fields[1]), start: fields[19]! };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Every process under `pid` (children, theirs, ...), each with its start time. */
-function descendants(pid: number): { pid: number; start: string; command: string }[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const s = stat(Number(entry));
-    if (s) children.set(s.ppid, [...(children.get(s.ppid) ?? []), Number(entry)]);
-  }
-  const found: { pid: number; start: string; command: string }[] = [];
-  const queue = [...(children.get(pid) ?? [])];
-  while (queue.length > 0) {
-    const p = queue.shift()!;
-    const s = stat(p);
-    if (!s) continue;
-    let command = '';
-    try {
-      command = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').trim();
-    } catch {
-      // gone meanwhile
-    }
-    found.push({ pid: p, start: s.start, command });
-    queue.push(...(children.get(p) ?? []));
-  }
-  return found;
-}
-
-/** A process's state and what it waits in, for a failure's message. */
-function condition(pid: number): string {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1] ?? '?';
-    const wchan = readFileSync(`/proc/${pid}/wchan`, 'utf8');
-    const threads = readdirSync(`/proc/${pid}/task`).map((t) => {
-      try {
-        return `${readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim()}:${readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8')}`;
-      } catch {
-        return t;
-      }
-    });
-    return `state ${field('State')}, waits in ${wchan}, signals pending ${field('ShdPnd')}, caught ${field('SigCgt')}, ignored ${field('SigIgn')}, threads ${threads.join(' ')}`;
-  } catch {
-    return 'gone';
-  }
-}
-
-const running = (p: { pid: number; start: string }) => {
-  const s = stat(p.pid);
-  return s !== undefined && s.start === p.start && s.state !== 'Z';
-};
-
-/** Kills what is left of a stack's process group after a failed test, so it holds no port for the next one. */
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
-/** Starts a stack and waits for the line it prints once it is up, then for its API to answer `path`. */
-async function startUntilUp(script: string, env: Record<string, string>, banner: string, url: string) {
-  const stack = runStack(script, env);
-  await until('the stack to be up', () => Promise.resolve(stack.output().includes(banner) ? true : undefined), 420_000);
-  expect((await fetch(url)).ok).toBe(true);
-  return stack;
-}
 
 /** The current version of the engine's Worker Deployment on the Temporal server at that port. */
 async function currentVersion(temporalPort: number): Promise<string | undefined> {
@@ -142,30 +26,6 @@ async function currentVersion(temporalPort: number): Promise<string | undefined>
   } finally {
     await connection.close();
   }
-}
-
-/**
- * Sends the signal, then waits (at most 15 s) until no process of the stack runs and every port is free; gives what
- * was still there when the time was up, and how long the rest took.
- */
-async function stopAndCheck(stack: Stack, ports: number[], send: () => void) {
-  const parts = descendants(stack.pid);
-  expect(parts.length).toBeGreaterThanOrEqual(4);
-  const everyone = [{ pid: stack.pid, start: stat(stack.pid)!.start, command: 'the stack' }, ...parts];
-  const t0 = Date.now();
-  const ticks = ticksNow();
-  send();
-  let left: string[] = [];
-  let taken: number[] = [];
-  while (Date.now() - t0 < GONE_WITHIN_MS) {
-    left = everyone.filter(running).map((p) => `${p.pid} ${p.command} (${condition(p.pid)})`);
-    taken = ports.filter((port) => heldSince(port, ticks));
-    if (left.length === 0 && taken.length === 0) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  // What outlived the stack is named in the failure, then killed, so one failure does not hold the next test's ports.
-  for (const p of everyone.filter(running)) process.kill(p.pid, 'SIGKILL');
-  return { left, taken, ms: Date.now() - t0, parts: parts.length };
 }
 
 /** SIGTERM (a clean stop, exit 0) and SIGKILL to a stack's own process: no part left running, every port free. */
