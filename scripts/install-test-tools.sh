@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Everything the tests need, so that `npm test` passes on a fresh machine: package.json's pretest runs this before
+# jest, and CI (.ci/run) runs the same. Each part is a no-op when it is present (the whole script then takes well
+# under a second); on a cold machine the go builds and the Maven fetches take minutes.
+#   Temporal CLI (the dev server) and the time-skipping test server   install-temporal-tools.sh   go install, Maven
+#   the production shape (install-production.sh): PostgreSQL (apt), the Temporal server and its SQL tool (go install),
+#     the Temporal Web UI server (go install), MinIO (go install), HAProxy (apt), Keycloak (Maven)
+#   Chromium, the sign-in test's browser                               install-browser.sh          apt
+#   Helm, for the chart's lint and render                              install-helm.sh             go install
+#   promtool, for the alerting rules' tests (from Debian's prometheus)  install-promtool.sh         apt-get download
+# Needs go, Java 17+ and Maven on the PATH, and for the Debian packages apt-get, run as root or through sudo.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bash "$here/install-temporal-tools.sh"
+bash "$here/install-production.sh"
+bash "$here/install-browser.sh"
+bash "$here/install-helm.sh"
+bash "$here/install-promtool.sh"
