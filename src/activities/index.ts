@@ -5,7 +5,6 @@ import type { AuditEvent } from '../audit/log';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import { isPatientBoundQuestions, type ExamInviteInput } from '../exam-service/schemas';
-import type { CatalogEntry } from '../workflows/catalog-rules';
 import type { JourneyInput } from '../workflows/journey-request';
 import { sendNotification, type NotificationSender } from './notify';
 import {
@@ -17,6 +16,7 @@ import {
   type JourneyActivities,
 } from '../workflows/activity-contract';
 import { FAILURES } from '../workflows/failures';
+import { catalogEntry, ExamCatalogCache } from './exam-catalog';
 
 /** Reads attachment bytes from the claim-check store. */
 export interface AttachmentReader {
@@ -175,7 +175,7 @@ export function toInviteInput(input: JourneyInput, examIds: number[], webhookUrl
 
 export function createActivities(deps: ActivityDeps): JourneyActivities {
   const now = deps.now ?? Date.now;
-  const catalogCache = new Map<string, { at: number; entries: CatalogEntry[] }>();
+  const catalogs = new ExamCatalogCache(deps.catalogTtlMs, now);
 
   const clientFor = (clinicId: string, operation: string): ExamServiceApi => {
     const client = deps.examServiceFor(clinicId);
@@ -211,23 +211,12 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
 
   return {
     async getExamCatalog(clinicId) {
-      const cached = catalogCache.get(clinicId);
-      if (cached && now() - cached.at < deps.catalogTtlMs) return cached.entries;
-      let list;
       try {
-        list = await clientFor(clinicId, 'exam_list').examList();
+        const exams = await catalogs.exams(clinicId, () => clientFor(clinicId, 'exam_list').examList());
+        return exams.map(catalogEntry);
       } catch (err) {
         rethrow(err, 'exam_list');
       }
-      const entries: CatalogEntry[] = list.exams.map((e) => ({
-        examId: e.id,
-        title: e.title,
-        rxType: e.rx_type === 2 ? 2 : 1,
-        attachmentsRequired: e.attachments_required,
-        attachments: e.attachments,
-      }));
-      catalogCache.set(clinicId, { at: now(), entries });
-      return entries;
     },
 
     createInvite: invite,

@@ -4,21 +4,13 @@ import type { ClinicConfig } from '../config';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import type { Exam } from '../exam-service/schemas';
-import type { CatalogEntry } from '../workflows/catalog-rules';
+import { ExamCatalogCache } from '../activities/exam-catalog';
 import { FAILURES, type FailureKind } from '../workflows/failures';
 import { ApiProblem } from './problem';
 
 export type ExamServiceFor = (clinic: ClinicConfig) => ExamServiceApi;
 
-export function catalogEntry(e: Exam): CatalogEntry {
-  return {
-    examId: e.id,
-    title: e.title,
-    rxType: e.rx_type,
-    attachmentsRequired: e.attachments_required,
-    attachments: e.attachments,
-  };
-}
+export { catalogEntry } from '../activities/exam-catalog';
 
 const camel = (field: string) => field.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
@@ -55,13 +47,15 @@ export function examServiceProblem(err: unknown): unknown {
 }
 
 export class ClinicExamService {
-  readonly #catalogs = new Map<string, { at: number; exams: Exam[] }>();
+  readonly #catalogs: ExamCatalogCache;
 
   constructor(
     private readonly examServiceFor: ExamServiceFor,
-    private readonly catalogTtlMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+    catalogTtlMs: number,
+    now: () => number = Date.now,
+  ) {
+    this.#catalogs = new ExamCatalogCache(catalogTtlMs, now);
+  }
 
   client(clinic: ClinicConfig): ExamServiceApi {
     return this.examServiceFor(clinic);
@@ -69,11 +63,7 @@ export class ClinicExamService {
 
   /** The clinic's exam list, at most catalogTtlMs old. */
   async exams(clinic: ClinicConfig): Promise<Exam[]> {
-    const cached = this.#catalogs.get(clinic.clinicId);
-    if (cached && this.now() - cached.at < this.catalogTtlMs) return cached.exams;
-    const { exams } = await this.call(() => this.examServiceFor(clinic).examList());
-    this.#catalogs.set(clinic.clinicId, { at: this.now(), exams });
-    return exams;
+    return this.#catalogs.exams(clinic.clinicId, () => this.call(() => this.examServiceFor(clinic).examList()));
   }
 
   /** Runs a service call; failures become problems. */
