@@ -426,7 +426,13 @@ export class JourneyGateway {
       );
     } catch (err) {
       if (ended && err instanceof WorkflowNotFoundError) throw journeyEnded(desc.status.name);
-      throw updateProblem(err);
+      const problem = updateProblem(err);
+      if (problem !== err) throw problem;
+      // Not a failure we know: the journey may have ended while the update was on its way (Temporal then answers
+      // in more than one way). If it has, that is the answer; anything else is a fault of ours.
+      const now = await handle.describe().catch(() => undefined);
+      if (now && now.status.name !== 'RUNNING') throw journeyEnded(now.status.name);
+      throw err;
     }
   }
 }
