@@ -5,7 +5,7 @@ import path from 'node:path';
 import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { parseEncryptionKeys, type EncryptionKey } from './encryption-keys';
-import { DEFAULT_TIMINGS, JourneyTimings } from './workflows/journey-request';
+import { DEFAULT_TIMINGS, JourneyTimings } from './contract/journey-request';
 import { TASK_QUEUE_DEFAULT } from './workflows/definitions';
 
 const ms = z.coerce.number().int().positive();

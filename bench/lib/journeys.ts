@@ -5,7 +5,7 @@ import { type Config, loadConfig } from '../../src/config';
 import { connectClient } from '../../src/temporal';
 import { webhookToken } from '../../src/webhook-url';
 import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
-import type { JourneyInput } from '../../src/workflows/journey-request';
+import type { JourneyInput } from '../../src/contract/journey-request';
 import { sleep } from './proc';
 
 export function benchConfig(env: Record<string, string>): Config {

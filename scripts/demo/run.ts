@@ -1,7 +1,7 @@
 // One demo run against a ready API: read the catalog, start every scenario's journey (twice, to show the replay),
 // follow them all and print the results.
 import type { StartJourneyBody } from '../../src/api/schemas';
-import type { CustomPharmacy } from '../../src/workflows/journey-request';
+import type { CustomPharmacy } from '../../src/contract/journey-request';
 import { sleep } from '../lib/http';
 import {
   HttpError,

@@ -1,7 +1,7 @@
 // The journeys the demo starts: one per scenario, in the sandbox's test mode (the patient's last name is the outcome),
 // with what each must end as, the start request and the attachments it needs.
 import type { StartJourneyBody } from '../../src/api/schemas';
-import type { CustomPharmacy, Scenario } from '../../src/workflows/journey-request';
+import type { CustomPharmacy, Scenario } from '../../src/contract/journey-request';
 
 /** How a patient exam must end: Approved, with events 1 / 1,2 / 1,2 and a 3 per prescription. */
 export interface ExamExpectation {

@@ -5,7 +5,7 @@ import type { AuditEvent } from '../audit/log';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import { isPatientBoundQuestions, type ExamInviteInput } from '../exam-service/schemas';
-import type { JourneyInput } from '../workflows/journey-request';
+import type { JourneyInput } from '../contract/journey-request';
 import { sendNotification, type NotificationSender } from './notify';
 import {
   FailureType,

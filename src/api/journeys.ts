@@ -22,7 +22,7 @@ import type { FailureFacts } from '../workflows/activity-contract';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../workflows/definitions';
 import { failureKindOf } from '../workflows/failures';
 import { serviceProblem } from './exam-service';
-import type { JourneyInput } from '../workflows/journey-request';
+import type { JourneyInput } from '../contract/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';
 import { JOURNEY_WORKFLOW_TYPE, quoted } from './journey-query';
 import { ApiProblem, notFound } from './problem';

@@ -1,5 +1,5 @@
 // The clinic API's request and response schemas: one zod schema per route part serves validation, the handler's
-// types and the OpenAPI document. The journey request itself comes from workflows/journey-request (one source).
+// types and the OpenAPI document. The journey request itself comes from contract/journey-request (one source).
 import { z } from 'zod';
 import { US_STATE_CODES } from '../exam-service/schemas';
 import type { DeadLetterReason } from '../inbox/types';
@@ -9,7 +9,7 @@ import {
   PrefilledAnswer,
   Scenario,
   type JourneyRequest as JourneyRequestType,
-} from '../workflows/journey-request';
+} from '../contract/journey-request';
 
 const { clinicId: _clinicId, journeyId: _journeyId, ...startShape } = JourneyRequest.shape;
 

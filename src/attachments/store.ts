@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { RecordSealer, type SealedJson } from '../codec/at-rest';
-import type { AttachmentRef } from '../workflows/journey-request';
+import type { AttachmentRef } from '../contract/journey-request';
 import {
   UsageLedger,
   type AttachmentQuota,

@@ -38,7 +38,7 @@ import {
   type ResendRequest,
   type SubmitAnswersRequest,
 } from './definitions';
-import type { JourneyInput } from './journey-request';
+import type { JourneyInput } from '../contract/journey-request';
 import {
   cancellableExams,
   dueActions,

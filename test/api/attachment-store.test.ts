@@ -6,7 +6,7 @@ import path from 'node:path';
 import { LocalFolderAttachmentStore, newAttachmentRef, type AttachmentMeta } from '../../src/attachments/store';
 import { RecordSealer } from '../../src/codec/at-rest';
 import { parseEncryptionKeys } from '../../src/encryption-keys';
-import { AttachmentRef } from '../../src/workflows/journey-request';
+import { AttachmentRef } from '../../src/contract/journey-request';
 import { tempDataDir, type TestDirs } from './support';
 
 describe('LocalFolderAttachmentStore', () => {

@@ -7,7 +7,7 @@ import { seriesValue } from '../../src/api/metrics';
 import type { Config } from '../../src/config';
 import { signalJourney } from '../../src/inbox/forwarder';
 import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
-import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
+import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';
 import { useApiHarness } from '../support/api-harness';
 import {
   auth,

@@ -17,7 +17,7 @@ import { catalogEntry } from '../../src/api/exam-service';
 import { AttachmentUploadJson, StartJourneyBody } from '../../src/api/schemas';
 import { SEED_EXAMS } from '../../src/sandbox/seed';
 import { checkAgainstCatalog } from '../../src/workflows/catalog-rules';
-import type { CustomPharmacy } from '../../src/workflows/journey-request';
+import type { CustomPharmacy } from '../../src/contract/journey-request';
 
 const retail: CustomPharmacy = {
   ncpdpid: '4512345',

@@ -4,7 +4,7 @@
 import { readCallback } from '../../src/api/callbacks';
 import { normalizeVerdict } from '../../src/exam-service/callback-layouts';
 import { EXAM_STATUSES } from '../../src/exam-service/schemas';
-import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/workflows/journey-request';
+import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/contract/journey-request';
 import {
   dueActions,
   initialState,

@@ -5,7 +5,7 @@
 import { readCallback } from '../../src/api/callbacks';
 import type { Sandbox } from '../../src/sandbox';
 import { CALLBACK_LAYOUTS, type CallbackLayout } from '../../src/sandbox/layouts';
-import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
+import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';
 import {
   dueActions,
   initialState,

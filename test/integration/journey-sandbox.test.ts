@@ -24,7 +24,7 @@ import {
 } from '../../src/workflows/definitions';
 import { startDevServer } from '../support/temporal-env';
 import { journeyInput, requiredAttachments, type ScenarioName } from '../support/journey-requests';
-import type { JourneyInput } from '../../src/workflows/journey-request';
+import type { JourneyInput } from '../../src/contract/journey-request';
 import { LocalFolderAttachmentStore } from '../../src/attachments/store';
 
 const TASK_QUEUE = 'journeys-integration';

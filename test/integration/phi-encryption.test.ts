@@ -17,7 +17,7 @@ import { dataConverterOf } from '../../src/temporal';
 import { createWorker } from '../../src/worker';
 import { patientJourney } from '../../src/workflows';
 import { callbackReceived, journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
-import type { JourneyInput } from '../../src/workflows/journey-request';
+import type { JourneyInput } from '../../src/contract/journey-request';
 import { journeyInput, requiredAttachments } from '../support/journey-requests';
 import { startDevServer } from '../support/temporal-env';
 import { createServer, type Server } from 'node:http';

@@ -18,7 +18,7 @@ import {
   SearchAttr,
   snapshotQuery,
 } from '../../src/workflows/definitions';
-import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/workflows/journey-request';
+import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';
 import { eventually, fakeActivities, gfeBody } from '../api/support';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
 

@@ -5,7 +5,7 @@ import {
   type CustomPharmacy,
   type JourneyInput,
   type Scenario,
-} from '../../src/workflows/journey-request';
+} from '../../src/contract/journey-request';
 
 /** What the sandbox's exams require beyond the standard ID (attachments_required 2). */
 const REQUIRED_ATTACHMENTS: Record<number, string[]> = { 201: ['Lab'], 302: ['Scalp photo (top of head)'] };

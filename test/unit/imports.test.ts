@@ -1,6 +1,7 @@
 // The shape of src/: no import circle (type-only imports count: they couple the files all the same), and every import
 // between modules runs from a higher layer down to a lower one, so the data path reads one way.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import ts from 'typescript';
 
@@ -10,6 +11,8 @@ const SRC = path.resolve(__dirname, '../../src');
 const LAYERS: readonly (readonly string[])[] = [
   // The exam service's contract and client, and leaves that depend on nothing of ours.
   ['exam-service', 'encryption-keys', 'webhook-url', 'part-lifecycle', 'auth', 'audit'],
+  // What a clinic asks for (the journey request, validated with zod): the workflows read its types only.
+  ['contract'],
   // Deterministic journey code: the reducer, the workflow, what it asks of activities.
   ['workflows'],
   ['config'],
@@ -100,6 +103,50 @@ function pathWithin(graph: Map<string, string[]>, component: Set<string>, start:
   return walk(start, [start]) ?? [start];
 }
 
+/**
+ * What the code of a file needs when it runs: its imports that are not type-only (`import type`, `export type`, and
+ * imports whose every name is a type are erased), as import specifiers.
+ */
+function runtimeImports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  for (const node of source.statements) {
+    if (ts.isImportDeclaration(node)) {
+      const clause = node.importClause;
+      if (clause?.isTypeOnly) continue;
+      const bindings = clause?.namedBindings;
+      const allTypes =
+        clause &&
+        !clause.name &&
+        bindings &&
+        ts.isNamedImports(bindings) &&
+        bindings.elements.length > 0 &&
+        bindings.elements.every((e) => e.isTypeOnly);
+      if (!allTypes) found.push((node.moduleSpecifier as ts.StringLiteral).text);
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && !node.isTypeOnly) {
+      found.push((node.moduleSpecifier as ts.StringLiteral).text);
+    }
+  }
+  return found;
+}
+
+/** The packages and Node.js built-ins the code reachable from `entry` at run time needs (src/ files followed). */
+function reachablePackages(entry: string): Map<string, string> {
+  const packages = new Map<string, string>();
+  const seen = new Set<string>();
+  const walk = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const spec of runtimeImports(file)) {
+      const local = resolveImport(file, spec);
+      if (local) walk(local);
+      else if (!spec.startsWith('.')) packages.set(spec, rel(file));
+    }
+  };
+  walk(entry);
+  return packages;
+}
+
 const rel = (file: string) => path.relative(SRC, file);
 /** The module a file belongs to: its folder under src/, or the file's own name for a file at the top. */
 const moduleOf = (file: string) => rel(file).split(path.sep)[0]!.replace(/\.ts$/, '');
@@ -143,6 +190,22 @@ describe('the imports of src/', () => {
   it('belong each to a module placed in a layer', () => {
     const unplaced = [...new Set([...graph.keys()].map(moduleOf))].filter((m) => layerOf(m) < 0);
     expect(unplaced).toEqual([]);
+  });
+
+  it("keep zod and Node.js built-ins out of the workflow bundle (what its entry's code reaches at run time)", () => {
+    const packages = reachablePackages(path.join(SRC, 'workflows/index.ts'));
+    // The walk reaches what the bundle needs: the SDK's workflow API.
+    expect([...packages.keys()]).toContain('@temporalio/workflow');
+    const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+    const forbidden = [...packages].filter(([spec]) => spec === 'zod' || spec.startsWith('zod/') || builtins.has(spec));
+    expect(forbidden.map(([spec, file]) => `${file} needs ${spec}`)).toEqual([]);
+  });
+
+  it('tell a type-only import from one the code runs (the bundle check can fail)', () => {
+    // The journey request's schema module is zod at run time; the API needs it so.
+    const api = reachablePackages(path.join(SRC, 'api/routes/journeys.ts'));
+    expect(api.has('zod')).toBe(true);
+    expect([...reachablePackages(path.join(SRC, 'contract/journey-request.ts')).keys()]).toContain('zod');
   });
 
   it('run from a higher layer down to a lower one, never up or sideways', () => {

@@ -11,7 +11,7 @@ import {
   type JourneyState,
 } from '../../src/workflows/journey-state';
 import { checkAgainstCatalog, type CatalogEntry } from '../../src/workflows/catalog-rules';
-import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/workflows/journey-request';
+import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/contract/journey-request';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

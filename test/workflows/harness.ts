@@ -20,7 +20,7 @@ import {
   resolveTimings,
   type JourneyInput,
   type JourneyTimings,
-} from '../../src/workflows/journey-request';
+} from '../../src/contract/journey-request';
 import type { JourneyCallback, JourneySnapshot, PrescriptionFacts } from '../../src/workflows/journey-state';
 import type { patientJourney } from '../../src/workflows/patient-journey';
 import { FakeExamService, GFE_EXAM, RX_EXAM } from '../support/fake-exam-service';

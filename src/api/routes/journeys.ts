@@ -31,7 +31,7 @@ import {
 } from '../schemas';
 import { checkAgainstCatalog } from '../../workflows/catalog-rules';
 import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../workflows/definitions';
-import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../workflows/journey-request';
+import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../contract/journey-request';
 
 const problems = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 429: Problem, 503: Problem };
 const security = [{ bearerAuth: [] }];

@@ -1,5 +1,5 @@
 // Low-level helpers on the journey's patient exams, shared by the reducer and its callback rules.
-import type { ScenarioType } from '../journey-request';
+import type { ScenarioType } from '../../contract/journey-request';
 import type { Fulfilment, JourneyState, PatientExamState } from './types';
 
 export function findExam(state: JourneyState, id: number): PatientExamState | undefined {

@@ -1,5 +1,5 @@
 // The journey's timers: what is due when, derived from the state (the workflow waits for the next one).
-import type { JourneyTimings } from '../journey-request';
+import type { JourneyTimings } from '../../contract/journey-request';
 import type { JourneyState, PatientExamState } from './types';
 import { findExam } from './exams';
 import { examPhase, moreDrugsMayCome, reinviteDue } from './phases';

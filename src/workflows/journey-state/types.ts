@@ -1,5 +1,5 @@
 // The journey's state and the events that change it: the types every part of the state machine shares.
-import type { JourneyTimings, ScenarioType } from '../journey-request';
+import type { JourneyTimings, ScenarioType } from '../../contract/journey-request';
 
 export type Verdict = 'Approved' | 'Rejected' | 'Deferred to Medical Director' | 'NA' | 'Missed';
 export type ExamStatus = 'pending' | Verdict | 'cancelled' | 'expired';

@@ -1,5 +1,5 @@
 // What the outside sees: the snapshot (queries), the workflow's result (summary) and its search attributes.
-import type { ScenarioType } from '../journey-request';
+import type { ScenarioType } from '../../contract/journey-request';
 import type {
   Attention,
   ErrorFacts,
