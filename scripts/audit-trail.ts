@@ -10,7 +10,7 @@
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { ChainVerifier, type ChainCheck } from '../src/audit/log';
+import { ChainVerifier, type ChainCheck } from '../src/audit/chain';
 import { auditStoreSql, verifyAuditTable } from '../src/audit/postgres';
 import { exitWith, parseCommandLine, UsageError } from './lib/cli';
 

@@ -1,7 +1,7 @@
 // Every side effect of the journey. The workflow sees only the JourneyActivities interface; the api_key stays here,
 // looked up by clinic id, so it never enters a workflow history.
 import { ApplicationFailure, Context, log, metricMeter } from '@temporalio/activity';
-import type { AuditEvent } from '../audit/log';
+import type { AuditEvent } from '../audit/types';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import { isPatientBoundQuestions, type ExamInviteInput } from '../exam-service/schemas';

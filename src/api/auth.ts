@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
-import type { AuditEvent } from '../audit/log';
+import type { AuditEvent } from '../audit/types';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import type { ClinicConfig, Config } from '../config';
 import { ApiProblem } from './problem';

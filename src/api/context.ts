@@ -8,7 +8,7 @@ import type { ClinicExamService } from './exam-service';
 import type { JourneyGateway } from './journeys';
 import type { ApiMetrics } from './metrics';
 
-import type { AuditTrail } from '../audit/log';
+import type { AuditTrail } from '../audit/types';
 import type { TokenVerifier } from '../auth/tokens';
 import type { AuditFn } from './auth';
 import type { SourceGuard } from './source-guard';

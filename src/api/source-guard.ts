@@ -1,7 +1,7 @@
 // Throttling before identity: requests whose token is missing or refused are counted per source address. Past the
 // limit a source is answered 429 (with Retry-After) before its token is looked at or its body read, and its refusals
 // go on the audit trail in aggregate, one record per source and window, instead of one record each.
-import type { AuditEvent } from '../audit/log';
+import type { AuditEvent } from '../audit/types';
 import { ApiProblem } from './problem';
 
 export interface SourceGuardOptions {

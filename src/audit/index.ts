@@ -1,10 +1,13 @@
 // The audit store the settings name: the JSON-lines file (one process, or a test) or the PostgreSQL table that every
 // process of a deployment shares (API replicas, workers, the codec server). Each process calls auditLogFrom with its
 // settings; nothing here reads the environment.
-import { FileAuditLog, type AuditTrail } from './log';
+import { FileAuditLog } from './file';
 import { PostgresAuditLog } from './postgres';
+import type { AuditTrail } from './types';
 
-export * from './log';
+export * from './types';
+export * from './chain';
+export { FileAuditLog } from './file';
 export {
   AUDIT_TABLE,
   AuditStoreError,

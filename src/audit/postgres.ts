@@ -8,8 +8,8 @@
 // even to the owner until it disables them on purpose; an edit made anyway breaks the chain (verifyAuditTable).
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
+import { ChainVerifier, type ChainCheck } from './chain';
 import {
-  ChainVerifier,
   hashOf,
   GENESIS,
   type AuditEvent,
@@ -17,8 +17,7 @@ import {
   type AuditQuery,
   type AuditRecord,
   type AuditTrail,
-  type ChainCheck,
-} from './log';
+} from './types';
 
 /** The table, schema-qualified: a table of the same name the writer made elsewhere on its search_path is never used. */
 export const AUDIT_TABLE = 'public.audit_trail';

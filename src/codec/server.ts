@@ -6,7 +6,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
-import type { AuditEvent } from '../audit/log';
+import type { AuditEvent } from '../audit/types';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import { hostChecker, loggableHost, MISDIRECTED } from './host-check';
 

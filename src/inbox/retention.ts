@@ -1,7 +1,7 @@
 // Dead letters are kept for an operator to read and replay, not for ever: once older than the retention period
 // (DEAD_LETTER_RETENTION_DAYS, 30 by default) each is deleted, and each deletion goes on the audit trail. A letter's
 // raw body may hold patient data, so nothing is kept longer than someone could still need it.
-import type { AuditEvent } from '../audit/log';
+import type { AuditEvent } from '../audit/types';
 import type { DeadLetterStore } from './types';
 
 export interface ExpiryResult {

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { AuditRecord } from '../../src/audit/log';
+import type { AuditRecord } from '../../src/audit/types';
 import { useApiHarness } from '../support/api-harness';
 import { auth, TOKENS } from './support';
 

@@ -1,7 +1,8 @@
-// The audit trail in PostgreSQL, on a throwaway cluster: writers in two processes (two pools) appending at once keep
-// one chain; the writer role may INSERT and SELECT only (UPDATE, DELETE, TRUNCATE: permission denied), and an edit the
-// owner makes anyway is found by the chain check; the table reads by seq, subject, action and time; the verify tool
-// checks the table and exports it as JSON lines that verify as a file.
+// The audit trail's PostgreSQL ways, on a throwaway cluster (what every trail promises, this one included, is
+// audit-contract.test.ts): the table and the writer role prepared, again without harm, or as SQL a deployer runs; the
+// writer may INSERT and SELECT only (UPDATE, DELETE, TRUNCATE: permission denied), a role that could change the trail
+// is refused, even the owner is refused by the append-only triggers, and a filter's column edited alone is found; the
+// verify tool checks the table and exports it as JSON lines that verify as a file.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -9,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import { GENESIS, verifyAuditChain, type AuditEvent, type AuditRecord } from '../../src/audit/log';
+import { verifyAuditChain } from '../../src/audit/chain';
+import type { AuditEvent, AuditRecord } from '../../src/audit/types';
 import {
   AUDIT_TABLE,
   auditStoreSql,
@@ -53,6 +55,9 @@ describe('the audit trail in PostgreSQL', () => {
     await owner.connect();
     writer = new Client({ connectionString: prepared.writerUrl });
     await writer.connect();
+    const log = new PostgresAuditLog({ connectionString: prepared.writerUrl });
+    await Promise.all(Array.from({ length: 30 }, (_, i) => log.append(event(i, `operator-${i % 3}`))));
+    await log.close();
   }, 120_000);
   afterAll(async () => {
     await writer?.end();
@@ -121,72 +126,6 @@ describe('the audit trail in PostgreSQL', () => {
     }
   });
 
-  it('keeps one chain while two processes append at once', async () => {
-    const a = new PostgresAuditLog({ connectionString: prepared.writerUrl, applicationName: 'process a' });
-    const b = new PostgresAuditLog({ connectionString: prepared.writerUrl, applicationName: 'process b' });
-    try {
-      await Promise.all([a.init(), b.init()]);
-      // Each process: five lanes of 30 appends one after the other (many transactions, contending for the lock),
-      // besides a burst of 50 at once (one group commit).
-      const lane = async (log: PostgresAuditLog, subject: string, lane: number) => {
-        const out: AuditRecord[] = [];
-        for (let i = 0; i < 20; i++) out.push(await log.append(event(lane * 100 + i, subject)));
-        return out;
-      };
-      const appended = (
-        await Promise.all([
-          ...[0, 1, 2, 3, 4].flatMap((l) => [lane(a, 'operator-a', l), lane(b, 'operator-b', l)]),
-          Promise.all(Array.from({ length: 50 }, (_, i) => a.append(event(i, 'operator-a')))),
-          Promise.all(Array.from({ length: 50 }, (_, i) => b.append(event(i, 'operator-b')))),
-        ])
-      ).flat();
-      // Each append answers its own record, and every seq is given once.
-      expect(new Set(appended.map((r) => r.seq)).size).toBe(300);
-      expect(appended.filter((r) => r.subject === 'operator-a')).toHaveLength(150);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
-    const rows = await writer.query<{ record: string }>(
-      `SELECT record::text AS record FROM ${AUDIT_TABLE} ORDER BY seq`,
-    );
-    const records = rows.rows.map((r) => JSON.parse(r.record) as AuditRecord);
-    expect(records.map((r) => r.seq)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
-    expect(records[0]!.prev).toBe(GENESIS);
-    // Both processes' records are in it, interleaved, as one chain that the file's check verifies.
-    const switches = records.filter((r, i) => i > 0 && r.subject !== records[i - 1]!.subject).length;
-    expect(switches).toBeGreaterThan(10);
-    expect(verifyAuditChain(rows.rows.map((r) => r.record))).toEqual({ ok: true, records: 300 });
-    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 300 });
-  });
-
-  it('reads by seq, subject, action and time, a page at a time', async () => {
-    const log = new PostgresAuditLog({ connectionString: prepared.writerUrl });
-    try {
-      await log.init();
-      const first = await log.read({}, 100);
-      expect(first.records.map((r) => r.seq)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-      expect(first.nextAfter).toBe(100);
-      const last = await log.read({ after: 250 }, 100);
-      expect(last.records).toHaveLength(50);
-      expect(last.nextAfter).toBeNull();
-      const mine = await log.read({ subject: 'operator-b', action: 'journey.abandon' }, 1000);
-      const everything = (await log.read({}, 1000)).records;
-      expect(mine.records).toEqual(
-        everything.filter((r) => r.subject === 'operator-b' && r.action === 'journey.abandon'),
-      );
-      expect(mine.records.length).toBeGreaterThan(10);
-      expect(mine.records.every((r) => r.subject === 'operator-b' && r.action === 'journey.abandon')).toBe(true);
-      const all: AuditRecord[] = [];
-      for await (const r of log.records({ after: 10, upTo: 290 })) all.push(r);
-      expect(all.map((r) => r.seq)).toEqual(Array.from({ length: 280 }, (_, i) => i + 11));
-      const at = new Date(first.records[0]!.at);
-      expect((await log.read({ since: at, until: new Date(at.getTime() + 3_600_000) }, 1000)).records.length).toBe(300);
-      expect((await log.read({ until: at }, 1000)).records).toHaveLength(0);
-    } finally {
-      await log.close();
-    }
-  });
-
   it('refuses UPDATE, DELETE and TRUNCATE to the writer', async () => {
     for (const sql of [
       `UPDATE ${AUDIT_TABLE} SET subject = 'someone-else' WHERE seq = 2`,
@@ -200,7 +139,7 @@ describe('the audit trail in PostgreSQL', () => {
         message: expect.stringMatching(/permission denied|must be owner/),
       });
     }
-    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 300 });
+    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 30 });
   });
 
   it("finds an edit the table's owner makes anyway", async () => {
@@ -211,38 +150,23 @@ describe('the audit trail in PostgreSQL', () => {
       await owner.query<{ record: string }>(`SELECT record::text AS record FROM ${AUDIT_TABLE} WHERE seq = 5`)
     ).rows[0]!.record;
 
-    // The record rewritten (and its subject column with it).
-    const edited = original.replace(/"subject":"[^"]*"/, '"subject":"someone-else"');
-    await owner.query(`UPDATE ${AUDIT_TABLE} SET record = $1::json, subject = 'someone-else' WHERE seq = 5`, [edited]);
-    expect(await verifyAuditTable(prepared.writerUrl)).toMatchObject({
-      ok: false,
-      at: 5,
-      problem: 'record 5 was changed after it was written (its hash differs)',
-    });
-
-    // The filter's column changed alone: the chain holds, the check still finds it.
-    await owner.query(`UPDATE ${AUDIT_TABLE} SET record = $1::json WHERE seq = 5`, [original]);
+    // The filter's column changed alone: the chain holds, the check still finds it. (The record itself changed or
+    // removed: audit-contract.test.ts.)
+    await owner.query(`UPDATE ${AUDIT_TABLE} SET subject = 'someone-else' WHERE seq = 5`);
     expect(await verifyAuditTable(prepared.writerUrl)).toMatchObject({
       ok: false,
       at: 5,
       problem: expect.stringContaining('subject column'),
     });
 
-    // A record removed.
     const subject = (JSON.parse(original) as AuditRecord).subject;
     await owner.query(`UPDATE ${AUDIT_TABLE} SET subject = $1 WHERE seq = 5`, [subject]);
-    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 300 });
-    await owner.query(`DELETE FROM ${AUDIT_TABLE} WHERE seq = 7`);
-    expect(await verifyAuditTable(prepared.writerUrl)).toMatchObject({
-      ok: false,
-      at: 7,
-      problem: expect.stringContaining('a record is missing'),
-    });
+    expect(await verifyAuditTable(prepared.writerUrl)).toEqual({ ok: true, records: 30 });
     await owner.query(`ALTER TABLE ${AUDIT_TABLE} ENABLE TRIGGER USER`);
   });
 
   it('verifies the table and exports it as JSON lines from the command line, never printing the URL', async () => {
-    // A fresh table: the previous test broke the chain on purpose.
+    // A fresh table of 20 records.
     await owner.query(`ALTER TABLE ${AUDIT_TABLE} DISABLE TRIGGER USER`);
     await owner.query(`DELETE FROM ${AUDIT_TABLE}`);
     await owner.query(`ALTER TABLE ${AUDIT_TABLE} ENABLE TRIGGER USER`);

@@ -1,7 +1,7 @@
 // One contract, two stores: every test below runs against the file inbox and the PostgreSQL inbox (a real server).
 // Durable appends in arrival order, claims of whole journeys that a dead holder releases, group commit, dead letters
 // in the same store, records sealed at rest, and a store that cannot write says so instead of pretending.
-import type { AuditEvent } from '../../src/audit/log';
+import type { AuditEvent } from '../../src/audit/types';
 import { expireDeadLetters } from '../../src/inbox/retention';
 import {
   InboxUnavailableError,

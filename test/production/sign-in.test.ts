@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { chromium, type Browser } from 'playwright-core';
 import { Agent, request } from 'undici';
-import type { AuditRecord } from '../../src/audit/log';
+import type { AuditRecord } from '../../src/audit/types';
 import { verifyAuditTable } from '../../src/audit/postgres';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
 import { pickProductionPorts } from '../faults/harness/production';

@@ -4,7 +4,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
-import type { AuditQuery, AuditRecord, AuditTrail } from '../../audit/log';
+import type { AuditQuery, AuditRecord, AuditTrail } from '../../audit/types';
 import { adminAuth, requireRole, ROLES } from '../auth';
 import type { RouteOptions } from '../context';
 import { ApiProblem, Problem } from '../problem';
