@@ -17,7 +17,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { createAttachmentStore } from '../attachments';
-import type { AttachmentStore } from '../attachments/store';
+import type { AttachmentStore } from '../attachments/types';
 import type { Config } from '../config';
 import { auditSignIns, clinicAuth } from './auth';
 import { RecordSealer } from '../codec/at-rest';

@@ -1,6 +1,6 @@
 // What the route plugins share: built once by buildApp from its injected dependencies.
 import type { Client } from '@temporalio/client';
-import type { AttachmentStore } from '../attachments/store';
+import type { AttachmentStore } from '../attachments/types';
 import type { Config } from '../config';
 import type { CallbackInbox, InboxForwarder } from '../inbox';
 import type { AckPressure } from './ack-pressure';

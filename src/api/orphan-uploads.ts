@@ -1,7 +1,7 @@
 // Uploads no journey took are deleted once older than ATTACHMENTS_ORPHAN_GRACE_MS (24 h by default): pre-uploads never
 // named in a start request, and those whose claiming journey does not exist (a start that failed after taking them).
 // The API sweeps at start and every hour, any replica; each deletion goes on the audit trail. docs/api.md
-import type { OrphanSweepResult } from '../attachments/store';
+import type { OrphanSweepResult } from '../attachments/types';
 import type { ApiContext } from './context';
 
 export function sweepOrphanUploads(

@@ -2,7 +2,8 @@
 import type { RecordSealer } from '../codec/at-rest';
 import type { Config } from '../config';
 import { S3AttachmentStore } from './s3';
-import { LocalFolderAttachmentStore, type AttachmentStore } from './store';
+import { LocalFolderAttachmentStore } from './files';
+import type { AttachmentStore } from './types';
 
 export function createAttachmentStore(
   config: Pick<Config, 'attachmentsDir' | 'attachmentStore'>,

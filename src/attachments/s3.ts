@@ -1,5 +1,5 @@
 // Attachments in an S3-compatible object store, so that API replicas and workers on different hosts share them
-// without a shared file system. Same records as the folder store (src/attachments/store.ts): `<prefix><ref>` holds
+// without a shared file system. Same records as the folder store (src/attachments/files.ts): `<prefix><ref>` holds
 // the sealed bytes, `<prefix><ref>.json` the sealed metadata, written last so that it marks the record complete;
 // `<prefix>usage/` each clinic's usage (ledger.ts), listed by prefix.
 import {
@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { RecordSealer } from '../codec/at-rest';
 import type { LedgerBackend, LedgerEntry } from './ledger';
-import { AttachmentStoreBase, type EncodedAttachment } from './store';
+import { AttachmentStoreBase, type EncodedAttachment } from './base';
 
 export interface S3AttachmentStoreOptions {
   bucket: string;

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileDurably } from '../attachments/store';
+import { writeFileDurably } from '../attachments/files';
 import { type RecordSealer, type SealedJson } from '../codec/at-rest';
 import type { CallbackSignal } from '../workflows/definitions';
 import { GroupCommit } from './group-commit';

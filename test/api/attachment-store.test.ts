@@ -3,7 +3,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { LocalFolderAttachmentStore, newAttachmentRef, type AttachmentMeta } from '../../src/attachments/store';
+import { LocalFolderAttachmentStore } from '../../src/attachments/files';
+import { newAttachmentRef, type AttachmentMeta } from '../../src/attachments/types';
 import { RecordSealer } from '../../src/codec/at-rest';
 import { parseEncryptionKeys } from '../../src/encryption-keys';
 import { AttachmentRef } from '../../src/contract/journey-request';

@@ -10,13 +10,9 @@ import { freePort } from '../../scripts/lib/postgres-server';
 import { startObjectStore, type ObjectStoreServer } from '../../scripts/lib/object-store';
 import type { DeletedOrphan } from '../../src/attachments/ledger';
 import { S3AttachmentStore } from '../../src/attachments/s3';
-import {
-  AttachmentQuotaExceededError,
-  LocalFolderAttachmentStore,
-  type AttachmentMeta,
-  type AttachmentStore,
-  type EncodedAttachment,
-} from '../../src/attachments/store';
+import type { EncodedAttachment } from '../../src/attachments/base';
+import { LocalFolderAttachmentStore } from '../../src/attachments/files';
+import { AttachmentQuotaExceededError, type AttachmentMeta, type AttachmentStore } from '../../src/attachments/types';
 import { RecordSealer } from '../../src/codec/at-rest';
 import type { EncryptionKey } from '../../src/encryption-keys';
 

@@ -25,7 +25,7 @@ import {
 import { startDevServer } from '../support/temporal-env';
 import { journeyInput, requiredAttachments, type ScenarioName } from '../support/journey-requests';
 import type { JourneyInput } from '../../src/contract/journey-request';
-import { LocalFolderAttachmentStore } from '../../src/attachments/store';
+import { LocalFolderAttachmentStore } from '../../src/attachments/files';
 
 const TASK_QUEUE = 'journeys-integration';
 const HISTORIES = path.resolve(__dirname, '../fixtures/histories');

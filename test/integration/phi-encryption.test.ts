@@ -7,7 +7,7 @@ import { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { LocalFolderAttachmentStore } from '../../src/attachments/store';
+import { LocalFolderAttachmentStore } from '../../src/attachments/files';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { loadConfig, type Config } from '../../src/config';
 import { parseCallback } from '../../src/exam-service/schemas';

@@ -1,5 +1,5 @@
 // Journey inputs for each scenario against the sandbox's seeded catalog, in test mode (state and tele_state TE).
-import type { AttachmentStore } from '../../src/attachments/store';
+import type { AttachmentStore } from '../../src/attachments/types';
 import {
   DEFAULT_TIMINGS,
   type CustomPharmacy,

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema';
 import { validatorCompiler, type FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import { AttachmentQuotaExceededError, type StoredAttachmentMeta } from '../../attachments/store';
+import { AttachmentQuotaExceededError, type StoredAttachmentMeta } from '../../attachments/types';
 import { requireClinic } from '../auth';
 import type { ApiContext, RouteOptions } from '../context';
 import { catalogEntry } from '../exam-service';

@@ -1,102 +1,26 @@
-// Claim check for attachments: the bytes live here, workflow histories carry only the AttachmentRef. The API writes
-// (put), the upload activity reads (get), retention deletes. The local folder store is the default; the S3 store
-// (s3.ts) is the other backend, both on AttachmentStoreBase: sealed records, and each clinic's usage (ledger.ts) for
-// its quota and the sweep of uploads no journey took. Attachments are PHI (ID cards, lab results): the bytes and the
-// metadata are sealed with the payload key ring (src/codec/at-rest.ts), so neither the content nor the file name sits
-// on disk in the clear.
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import path from 'node:path';
-import { RecordSealer, type SealedJson } from '../codec/at-rest';
+// What both attachment stores share: records sealed with the payload key ring (src/codec/at-rest.ts), so neither the
+// content nor the file name sits in a store in the clear; put, get and delete in the same order (the metadata written
+// last marks a record complete); each clinic's usage (ledger.ts) for its quota and the sweep of uploads no journey
+// took. A backend (files.ts, s3.ts) only reads, writes and removes the two parts of a record and the ledger's entries.
+import { createHash } from 'node:crypto';
+import type { RecordSealer, SealedJson } from '../codec/at-rest';
 import type { AttachmentRef } from '../contract/journey-request';
 import {
   UsageLedger,
-  type AttachmentQuota,
   type AttachmentUsage,
   type LedgerBackend,
-  type LedgerEntry,
   type OrphanSweepOptions,
   type OrphanSweepResult,
 } from './ledger';
-
-export {
-  AttachmentQuotaExceededError,
-  type AttachmentQuota,
-  type AttachmentUsage,
-  type OrphanSweepOptions,
-  type OrphanSweepResult,
-} from './ledger';
-
-export interface AttachmentMeta {
-  /** File-kind label the exam expects (ID, Lab, a picture name). */
-  kind: string;
-  fileName: string;
-  contentType: string;
-  /** The clinic that uploaded it: a clinic may only use its own attachments. */
-  clinicId?: string;
-}
-
-export interface StoredAttachmentMeta extends AttachmentMeta {
-  ref: string;
-  size: number;
-  sha256: string;
-  storedAt: string;
-}
-
-export interface PutOptions {
-  /** The clinic's bounds: an upload that would pass them is refused (AttachmentQuotaExceededError) before it is written. */
-  quota?: AttachmentQuota;
-}
-
-export interface AttachmentStore {
-  /** Stores an attachment; with a clinic in `meta`, counted in its usage (and held to `options.quota`). */
-  put(bytes: Uint8Array, meta: AttachmentMeta, options?: PutOptions): Promise<AttachmentRef>;
-  /** Undefined when the ref is unknown (or not a ref at all). */
-  get(ref: string): Promise<StoredAttachment | undefined>;
-  /** Removes an attachment (retention, a refused upload) and its usage; an unknown ref is no error. */
-  delete(ref: string): Promise<void>;
-  /** What the clinic keeps stored: attachments and their bytes (those stored since usage is kept). */
-  usage(clinicId: string): Promise<AttachmentUsage>;
-  /** A journey takes an uploaded attachment (its start request names it): the orphan sweep leaves it alone. */
-  claim(attachment: { ref: string; clinicId: string; size: number }, journeyId: string): Promise<void>;
-  /** Deletes the uploads no journey took within the grace, and what is left of uploads that never finished. */
-  sweepOrphans(options: OrphanSweepOptions): Promise<OrphanSweepResult>;
-}
-
-export interface StoredAttachment {
-  bytes: Buffer;
-  meta: StoredAttachmentMeta;
-}
-
-const REF = /^att_[A-Za-z0-9_-]{8,64}$/;
-
-export function isAttachmentRef(ref: string): boolean {
-  return REF.test(ref);
-}
-
-export function newAttachmentRef(): string {
-  return `att_${randomBytes(18).toString('base64url')}`;
-}
-
-/** Writes a file so that it is either absent or complete, also after a crash: temp file, fsync, rename, fsync dir. */
-export async function writeFileDurably(file: string, data: Uint8Array | string): Promise<void> {
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, `.tmp-${path.basename(file)}-${randomBytes(4).toString('hex')}`);
-  const handle = await open(tmp, 'w');
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(tmp, file);
-  const dirHandle = await open(dir, 'r');
-  try {
-    await dirHandle.sync();
-  } finally {
-    await dirHandle.close();
-  }
-}
+import {
+  isAttachmentRef,
+  newAttachmentRef,
+  type AttachmentMeta,
+  type AttachmentStore,
+  type PutOptions,
+  type StoredAttachment,
+  type StoredAttachmentMeta,
+} from './types';
 
 /**
  * What `<ref>.json` holds since attachments are sealed. `keyId` is the key that sealed the bytes file (null when the
@@ -269,111 +193,6 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
     } catch {
       return undefined;
     }
-  }
-}
-
-/**
- * One folder: `<ref>` holds the bytes (sealed), `<ref>.json` the sealed metadata (written last, so it marks
- * completeness), `usage/` each clinic's usage. The sealer's first key seals; every configured key opens, so records
- * survive a key rotation.
- */
-export class LocalFolderAttachmentStore extends AttachmentStoreBase {
-  #ready: Promise<unknown> | undefined;
-
-  constructor(
-    readonly dir: string,
-    sealer: RecordSealer = RecordSealer.plain(),
-  ) {
-    super(sealer, new FolderLedger(path.join(dir, 'usage')));
-  }
-
-  protected async writeRecord(encoded: EncodedAttachment): Promise<void> {
-    await (this.#ready ??= mkdir(this.dir, { recursive: true }));
-    await writeFileDurably(this.#file(encoded.ref, 'bytes'), encoded.bytes);
-    await writeFileDurably(this.#file(encoded.ref, 'json'), encoded.metaRecord);
-  }
-
-  protected async readPart(ref: string, part: 'bytes' | 'json'): Promise<Buffer | undefined> {
-    return readIfExists(this.#file(ref, part));
-  }
-
-  protected async removeRecord(ref: string): Promise<boolean> {
-    const json = await removeIfExists(this.#file(ref, 'json'));
-    const bytes = await removeIfExists(this.#file(ref, 'bytes'));
-    return json || bytes;
-  }
-
-  #file(ref: string, part: 'bytes' | 'json'): string {
-    return path.join(this.dir, part === 'bytes' ? ref : `${ref}.json`);
-  }
-}
-
-/** The ledger in a folder: `<root>/<clinic folder>/<entry>`; an entry's time is its file's. */
-class FolderLedger implements LedgerBackend {
-  constructor(readonly root: string) {}
-
-  async write(entry: string, body: string): Promise<void> {
-    const file = path.join(this.root, entry);
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFileDurably(file, body);
-  }
-
-  async read(entry: string): Promise<string | undefined> {
-    return (await readIfExists(path.join(this.root, entry)))?.toString('utf8');
-  }
-
-  async remove(entries: string[]): Promise<void> {
-    for (const entry of entries) await rm(path.join(this.root, entry), { force: true });
-  }
-
-  async names(folder: string): Promise<string[]> {
-    try {
-      return (await readdir(path.join(this.root, folder))).filter((name) => !name.startsWith('.tmp-'));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw err;
-    }
-  }
-
-  async list(folder: string): Promise<LedgerEntry[]> {
-    const dir = path.join(this.root, folder);
-    const entries: LedgerEntry[] = [];
-    for (const name of await this.names(folder)) {
-      try {
-        entries.push({ name, at: (await stat(path.join(dir, name))).mtime });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err; // removed meanwhile
-      }
-    }
-    return entries;
-  }
-
-  async folders(): Promise<string[]> {
-    try {
-      return (await readdir(this.root, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw err;
-    }
-  }
-}
-
-async function readIfExists(file: string): Promise<Buffer | undefined> {
-  try {
-    return await readFile(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-}
-
-async function removeIfExists(file: string): Promise<boolean> {
-  try {
-    await rm(file);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
   }
 }
 
