@@ -87,15 +87,20 @@ export const LAST_CALL_REMINDER: readonly SourceEdit[] = [
       '    const nextReminder = offsets[m.remindersSent];\n',
   },
   {
-    file: 'workflows/patient-journey.ts',
-    find: "const INVITE_SENDING_RECORDED = 'invite-sending-recorded';\n",
+    file: 'workflows/journey.ts',
+    find: '  allHandlersFinished,\n  condition,\n',
+    replace: '  allHandlersFinished,\n  condition,\n  patched,\n',
+  },
+  {
+    file: 'workflows/journey.ts',
+    find: 'const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;\n',
     replace:
-      "const INVITE_SENDING_RECORDED = 'invite-sending-recorded';\n" +
+      'const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;\n' +
       `/** A last-call reminder before the consultation deadline (journey-state's \`lastCallReminder\`). */\n` +
       `const LAST_CALL_REMINDER = '${LAST_CALL}';\n`,
   },
   {
-    file: 'workflows/patient-journey.ts',
+    file: 'workflows/journey.ts',
     find: '      const now = Date.now();\n      const due = dueActions(state, now);\n',
     replace:
       '      if (!state.lastCallReminder && patched(LAST_CALL_REMINDER)) state = { ...state, lastCallReminder: true };\n' +

@@ -46,11 +46,11 @@ export function sourceVariant(root: string, name: string, edits: readonly Source
   };
 }
 
-const JOURNEY_START = 'export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {\n';
+const INVITE_START = '  async function invitePatient(): Promise<boolean> {\n';
 
-/** An unguarded breaking change: one more timer at the start of every journey, not behind patched(). */
+/** An unguarded breaking change: one more timer before every journey's first step, not behind patched(). */
 export const BREAKING_TIMER: SourceEdit = {
-  file: 'workflows/patient-journey.ts',
-  find: JOURNEY_START,
-  replace: `${JOURNEY_START}  await sleep(1_000);\n`,
+  file: 'workflows/journey.ts',
+  find: INVITE_START,
+  replace: `${INVITE_START}    await sleep(1_000);\n`,
 };

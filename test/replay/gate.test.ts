@@ -69,7 +69,7 @@ describe('the replay gate', () => {
   it('says where a change does not fit the sources', () => {
     expect(() =>
       sourceVariant(root, `replay-gate-${process.pid}`, [{ ...BREAKING_TIMER, find: 'no such line' }]),
-    ).toThrow('src/workflows/patient-journey.ts: the change cannot be applied, its anchor is missing: "no such line"');
+    ).toThrow('src/workflows/journey.ts: the change cannot be applied, its anchor is missing: "no such line"');
   });
 
   it('says what it needs', () => {

@@ -12,6 +12,7 @@ export {
   type Fulfilment,
   type JourneyCallback,
   type JourneyEvent,
+  type JourneyRules,
   type JourneyStage,
   type JourneyState,
   type MeetingState,
