@@ -28,6 +28,8 @@ export class FileAuditLog implements AuditTrail {
     private readonly now: () => Date = () => new Date(),
   ) {
     this.#tail = this.#readTail();
+    // Read at once, answered at the first append: a trail nobody appends to is no unhandled failure.
+    this.#tail.catch(() => undefined);
   }
 
   async #readTail(): Promise<{ seq: number; hash: string }> {
@@ -35,7 +37,14 @@ export class FileAuditLog implements AuditTrail {
     const lines = (await readFile(this.file, 'utf8')).trimEnd().split('\n').filter(Boolean);
     const last = lines.at(-1);
     if (!last) return { seq: 0, hash: GENESIS };
-    const r = JSON.parse(last) as AuditRecord;
+    let r: AuditRecord;
+    try {
+      r = JSON.parse(last) as AuditRecord;
+    } catch {
+      throw new Error(
+        `the audit trail file's last line (line ${lines.length}) is not a record: the chain cannot go on`,
+      );
+    }
     return { seq: r.seq, hash: r.hash };
   }
 

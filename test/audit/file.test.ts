@@ -51,4 +51,24 @@ describe('the audit trail file', () => {
     ).rejects.toThrow('the audit trail file has a line that is not a record (line 3)');
     expect(read.map((r) => r.seq)).toEqual([1]);
   });
+
+  it('refuses to go on from a last line that is not a record, and leaves nothing unhandled when not asked to', async () => {
+    const file = path.join(dir, 'audit.jsonl');
+    await new FileAuditLog(file).append({ action: 'codec.decode', subject: 'operator-1', roles: [], outcome: 'ok' });
+    appendFileSync(file, '{not a record\n');
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    try {
+      // Opened and never appended to (a reader's trail): its tail is read at once, and that failure is nobody's.
+      new FileAuditLog(file);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+      await expect(
+        new FileAuditLog(file).append({ action: 'codec.decode', subject: 'operator-1', roles: [], outcome: 'ok' }),
+      ).rejects.toThrow("the audit trail file's last line (line 2) is not a record");
+    } finally {
+      process.off('unhandledRejection', listener);
+    }
+  });
 });
