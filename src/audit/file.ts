@@ -7,7 +7,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   GENESIS,
-  hashOf,
+  chainRecord,
   matchesQuery,
   pageOf,
   type AuditEvent,
@@ -51,17 +51,7 @@ export class FileAuditLog implements AuditTrail {
   append(event: AuditEvent): Promise<AuditRecord> {
     // One at a time: each record needs the hash of the one before.
     const next = this.#tail.then(async (tail) => {
-      const body: Omit<AuditRecord, 'hash'> = {
-        seq: tail.seq + 1,
-        at: this.now().toISOString(),
-        prev: tail.hash,
-        action: event.action,
-        subject: event.subject,
-        roles: [...event.roles],
-        outcome: event.outcome,
-        ...(event.details ? { details: event.details } : {}),
-      };
-      const record: AuditRecord = { ...body, hash: hashOf(body) };
+      const record = chainRecord(event, { seq: tail.seq + 1, at: this.now().toISOString(), prev: tail.hash });
       await mkdir(path.dirname(this.file), { recursive: true });
       await appendFile(this.file, `${JSON.stringify(record)}\n`, { mode: 0o600 });
       return record;

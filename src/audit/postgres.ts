@@ -1,6 +1,6 @@
 // The audit trail in PostgreSQL: one table that every process appends to (API replicas, workers, the codec server),
 // one hash chain. An append takes a transaction-scoped advisory lock, reads the tail, computes the next records with
-// hashOf and inserts them, so writers in any number of processes keep one chain (and the primary key on seq refuses a
+// chainRecord and inserts them, so writers in any number of processes keep one chain (and the primary key on seq refuses a
 // fork should the lock ever be bypassed). Concurrent appends of one process share one transaction (group commit).
 //
 // The application's role may only INSERT and SELECT: the table belongs to another role (prepareAuditStore, run by
@@ -10,7 +10,7 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import { ChainVerifier, type ChainCheck } from './chain';
 import {
-  hashOf,
+  chainRecord,
   GENESIS,
   type AuditEvent,
   type AuditPage,
@@ -333,17 +333,7 @@ export class PostgresAuditLog implements AuditTrail {
       let seq = tail.seq === null ? 0 : Number(tail.seq);
       let prev = tail.hash ?? GENESIS;
       const records = events.map((event) => {
-        const body: Omit<AuditRecord, 'hash'> = {
-          seq: ++seq,
-          at,
-          prev,
-          action: event.action,
-          subject: event.subject,
-          roles: [...event.roles],
-          outcome: event.outcome,
-          ...(event.details ? { details: event.details } : {}),
-        };
-        const record: AuditRecord = { ...body, hash: hashOf(body) };
+        const record = chainRecord(event, { seq: ++seq, at, prev });
         prev = record.hash;
         return record;
       });

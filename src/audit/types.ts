@@ -40,6 +40,19 @@ export function hashOf(r: Omit<AuditRecord, 'hash'>): string {
   return createHash('sha256').update(canonical).digest('hex');
 }
 
+/** The record an event becomes at its place in the chain: numbered, timed, linked to the one before, hashed. */
+export function chainRecord(event: AuditEvent, place: { seq: number; at: string; prev: string }): AuditRecord {
+  const body: Omit<AuditRecord, 'hash'> = {
+    ...place,
+    action: event.action,
+    subject: event.subject,
+    roles: [...event.roles],
+    outcome: event.outcome,
+    ...(event.details ? { details: event.details } : {}),
+  };
+  return { ...body, hash: hashOf(body) };
+}
+
 export interface AuditLog {
   append(event: AuditEvent): Promise<AuditRecord>;
 }
