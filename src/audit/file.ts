@@ -60,6 +60,7 @@ export class FileAuditLog implements AuditTrail {
       (r) => ({ seq: r.seq, hash: r.hash }),
       () => this.#readTail(),
     );
+    this.#tail.catch(() => undefined);
     this.#last = next;
     return next;
   }
