@@ -5,7 +5,7 @@
 // signal loop from a client against the parked journeys, no API in between.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { toJourneyCallback } from '../../src/api/callbacks';
+import { toJourneyCallback } from '../../src/inbox/reading';
 import { parseCallback } from '../../src/exam-service/schemas';
 import { signalJourney } from '../../src/inbox/forwarder';
 import { journeyWorkflowId, snapshotQuery, type CallbackSignal } from '../../src/workflows/definitions';

@@ -1,4 +1,4 @@
-// Schemas of the audit trail's admin routes (src/api/routes/audit.ts): a page of records, and the export.
+// Schemas of the audit trail's admin routes (src/api/routes/admin/audit-trail.ts): a page of records, and the export.
 import { z } from 'zod';
 
 const isoTime = (what: string) =>

@@ -1,4 +1,4 @@
-// Schemas of the operator routes that act on journeys by query (src/api/routes/operations.ts): a search that lists the
+// Schemas of the operator routes that act on journeys by query (src/api/routes/admin/journeys.ts): a search that lists the
 // journeys a visibility query matches, and one operator action on one journey. A tool (npm run ops) lists, then acts
 // on each journey with its own concurrency, rate, progress and interruption.
 import { z } from 'zod';

@@ -2,7 +2,7 @@
 // stall) do not hold the journeys' signals back, while answers slowed in the webhook itself (its CPU taken) do.
 // Through the real webhook route and the real file inbox. The margins are wide (a 30 ms threshold against 120 ms
 // writes and 60 ms of the webhook's own work) and the route is warmed up first, so a busy machine cannot decide it.
-import { AckPressure } from '../../src/api/ack-pressure';
+import { AckPressure } from '../../src/inbox/ack-pressure';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { event1, fakeExamService, tempDataDir, testConfig, unreachableTemporal, webhookPath } from './support';
 
@@ -33,7 +33,7 @@ describe('acknowledgement pressure and the store', () => {
       if (handlerBusyMs) busy(handlerBusyMs);
       done();
     });
-    const inbox = api.journeyApi.inbox;
+    const inbox = api.callbacks.inbox;
     const append = inbox.append.bind(inbox);
     inbox.append = async (...args) => {
       if (storeDelayMs) await new Promise((r) => setTimeout(r, storeDelayMs));
@@ -45,7 +45,7 @@ describe('acknowledgement pressure and the store', () => {
   });
   // Each case from a clean slate (nothing the warm-up or the case before left).
   beforeEach(() => {
-    api.journeyApi.ackPressure = new AckPressure(THRESHOLD_MS);
+    api.callbacks.pressure = new AckPressure(THRESHOLD_MS);
   });
   afterAll(async () => {
     await api.close();
@@ -69,13 +69,13 @@ describe('acknowledgement pressure and the store', () => {
     // The answers were slow (each waited 120 ms for its write) ...
     expect(performance.now() - t0).toBeGreaterThanOrEqual(120);
     // ... but the webhook's own part of them was not.
-    expect(api.journeyApi.ackPressure.underPressure()).toBe(false);
+    expect(api.callbacks.pressure.underPressure()).toBe(false);
   });
 
   it('is raised by answers the webhook itself was slow with', async () => {
     storeDelayMs = 0;
     handlerBusyMs = 60;
     await burst(10);
-    expect(api.journeyApi.ackPressure.underPressure()).toBe(true);
+    expect(api.callbacks.pressure.underPressure()).toBe(true);
   });
 });

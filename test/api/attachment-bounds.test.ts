@@ -49,10 +49,10 @@ describe('upload bounds', () => {
     const dir = stack.config.attachmentsDir;
     return existsSync(dir) ? readdirSync(dir).filter((n) => n !== 'usage') : [];
   };
-  const usage = (clinicId: string) => stack.app.journeyApi.attachments.usage(clinicId);
+  const usage = (clinicId: string) => stack.app.attachments.usage(clinicId);
   const sweep = async () => {
     await new Promise((r) => setTimeout(r, 20)); // past the 1 ms grace
-    return sweepOrphanUploads(stack.app.journeyApi);
+    return sweepOrphanUploads(stack.app);
   };
   const invited = async (journeyId: string) =>
     (
@@ -141,7 +141,7 @@ describe('upload bounds', () => {
 
     const result = await sweep();
     expect(result).toEqual({ deleted: 1, stale: 0 });
-    const { attachments } = stack.app.journeyApi;
+    const { attachments } = stack.app;
     expect(await attachments.get(orphan.ref)).toBeUndefined();
     expect(await attachments.get(taken.ref)).toBeDefined();
     expect(await attachments.get(added.ref)).toBeDefined();

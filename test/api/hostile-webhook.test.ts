@@ -110,7 +110,7 @@ describe('webhook against hostile input', () => {
       );
       for (const a of batch) expect(a.statusCode).toBe(200);
     }
-    expect(await stack.app.journeyApi.forwarder.drained(60_000)).toBe(true);
+    expect(await stack.app.callbacks.forwarder.drained(60_000)).toBe(true);
     const view = await eventually(
       () => journeyOf(journeyId),
       (j) => (j.journey.attention ?? []).some((a: { code: string }) => a.code === 'callback_flood'),

@@ -123,7 +123,7 @@ describe.each(['files', 'postgres'] as const)('an inbox that cannot write (%s)',
 
     // A new process over the same store: exactly the acknowledged callbacks are there.
     const again = await app();
-    const claim = await again.journeyApi.inbox.claim(100, 100);
+    const claim = await again.callbacks.inbox.claim(100, 100);
     expect(claim!.entries.map((e) => e.signal.deliveryId).sort()).toEqual([...acknowledged].sort());
     expect(acknowledged).toHaveLength(10);
     await claim!.settle([], []);

@@ -240,7 +240,7 @@ describe('clinic API with Temporal', () => {
         attachment: { kind: 'ID', fileName: 'id.jpg', size: 10 },
         result: { attachmentId: expect.stringMatching(/^upl-att_/) },
       });
-      const stored = await stack.app.journeyApi.attachments.get(res.json().attachment.ref);
+      const stored = await stack.app.attachments.get(res.json().attachment.ref);
       expect(stored?.bytes.toString()).toBe('jpeg bytes');
     });
 

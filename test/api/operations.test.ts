@@ -385,7 +385,7 @@ describe('incident operations in bulk', () => {
 
     it('replays dead letters in bulk, filtered by reason and time; a second run refuses what is still undeliverable', async () => {
       const [parked] = await park('dead', 1);
-      const letters = stack.app.journeyApi.inbox.deadLetters;
+      const letters = stack.app.callbacks.inbox.deadLetters;
       const letter = (journeyId: string, reason: 'journey_not_found' | 'unparseable', receivedAt: string) =>
         letters.add({
           journeyId,

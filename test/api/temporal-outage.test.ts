@@ -87,14 +87,12 @@ describe('Temporal outage', () => {
       // Half way, stay down past the signals' deadline: the forwarder retries with backoff meanwhile.
       if (n === 2) await new Promise((r) => setTimeout(r, 2_500));
     }
-    expect((await stack.app.journeyApi.inbox.stats()).depth).toBe(during.length);
-    expect(await seriesValue(stack.app.journeyApi.metrics.callbacks, { event: '2', outcome: 'accepted' })).toBe(
-      urgent.length,
-    );
+    expect((await stack.app.callbacks.inbox.stats()).depth).toBe(during.length);
+    expect(await seriesValue(stack.app.metrics.callbacks, { event: '2', outcome: 'accepted' })).toBe(urgent.length);
 
     await stack.server.startAgain();
-    expect(await stack.app.journeyApi.forwarder.drained(60_000)).toBe(true);
-    expect(await seriesValue(stack.app.journeyApi.metrics.forwarded)).toBeGreaterThanOrEqual(during.length);
+    expect(await stack.app.callbacks.forwarder.drained(60_000)).toBe(true);
+    expect(await seriesValue(stack.app.metrics.forwarded)).toBeGreaterThanOrEqual(during.length);
     expect((await stack.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
 
     const finished = await eventually(

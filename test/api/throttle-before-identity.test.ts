@@ -64,7 +64,7 @@ describe('throttling before identity', () => {
     expect(clinic.statusCode).not.toBe(429);
 
     // The first few refusals are on the trail one by one; the rest in one record for the address and its minute.
-    await stack.app.journeyApi.signInGuard.close();
+    await stack.app.signInGuard.close();
     const records = trail().slice(before);
     const alone = records.filter((r) => r.action === 'admin.sign-in' && r.outcome.startsWith('refused'));
     expect(alone.length).toBeLessThanOrEqual(11);

@@ -82,7 +82,7 @@ describe('webhook receiver with Temporal', () => {
     const retried = await signalJourney(stack.client, journeyId, { ...signalFor(patientExamId), deliveryId }, 10_000);
     expect(retried).toEqual({ ok: true, alreadyApplied: true });
     // The same for an operator replaying such a delivery kept as a dead letter (before the forwarder asked).
-    const kept = await stack.app.journeyApi.inbox.deadLetters.add({
+    const kept = await stack.app.callbacks.inbox.deadLetters.add({
       journeyId,
       reason: 'journey_finished',
       detail: 'the journey has already finished; it takes no more callbacks',
@@ -94,7 +94,7 @@ describe('webhook receiver with Temporal', () => {
     });
     const replayed = await admin('POST', `/admin/dead-letters/${kept.id}/replay`);
     expect(replayed.json()).toEqual({ id: kept.id, outcome: 'already_recorded' });
-    expect(await stack.app.journeyApi.inbox.deadLetters.get(kept.id)).toBeUndefined();
+    expect(await stack.app.callbacks.inbox.deadLetters.get(kept.id)).toBeUndefined();
     const again = await stack.app.inject({
       method: 'POST',
       url: webhookPath(journeyId),
@@ -187,11 +187,11 @@ describe('webhook receiver with Temporal', () => {
         () => Promise.resolve(signalsStarted),
         (n) => n >= 1,
       );
-      expect((await lateApp.journeyApi.inbox.stats()).depth).toBe(1);
+      expect((await lateApp.callbacks.inbox.stats()).depth).toBe(1);
       release();
-      expect(await seriesValue(lateApp.journeyApi.metrics.callbacks, { event: '1', outcome: 'accepted' })).toBe(1);
-      expect(await lateApp.journeyApi.forwarder.drained(10_000)).toBe(true);
-      expect((await lateApp.journeyApi.inbox.stats()).depth).toBe(0);
+      expect(await seriesValue(lateApp.metrics.callbacks, { event: '1', outcome: 'accepted' })).toBe(1);
+      expect(await lateApp.callbacks.forwarder.drained(10_000)).toBe(true);
+      expect((await lateApp.callbacks.inbox.stats()).depth).toBe(0);
       const done = await eventually(
         () => journeyOf(stack.app, journeyId),
         (j) => j.journey.stage === 'completed',
@@ -199,7 +199,7 @@ describe('webhook receiver with Temporal', () => {
       expect(done.journey.events).toEqual([
         expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
       ]);
-      expect(await seriesValue(lateApp.journeyApi.metrics.forwarded)).toBe(1);
+      expect(await seriesValue(lateApp.metrics.forwarded)).toBe(1);
     } finally {
       release(); // a failed expectation must not leave the forwarder's signal held
       await lateApp.close();
@@ -239,9 +239,9 @@ describe('webhook receiver with Temporal', () => {
     });
     await back.ready();
     try {
-      expect(await back.journeyApi.forwarder.drained(15_000)).toBe(true);
+      expect(await back.callbacks.forwarder.drained(15_000)).toBe(true);
       // Settled: the segment that held it is deleted (the new process writes to segments of its own).
-      expect((await back.journeyApi.inbox.stats()).depth).toBe(0);
+      expect((await back.callbacks.inbox.stats()).depth).toBe(0);
       expect(readdirSync(inboxDir)).not.toContain(spooled[0]);
       const done = await eventually(
         () => journeyOf(stack.app, journeyId),
@@ -250,7 +250,7 @@ describe('webhook receiver with Temporal', () => {
       expect(done.journey.events).toEqual([
         expect.objectContaining({ deliveryId: res.json().deliveryId, disposition: 'applied' }),
       ]);
-      expect(await seriesValue(back.journeyApi.metrics.forwarded)).toBe(1);
+      expect(await seriesValue(back.metrics.forwarded)).toBe(1);
     } finally {
       await back.close();
     }

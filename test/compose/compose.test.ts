@@ -245,7 +245,7 @@ describe('docker-compose.yml', () => {
     ]) {
       expect([line, cfg.includes(`  ${line}\n`), productionStack.includes(`'  ${line}'`)]).toEqual([line, true, true]);
     }
-    expect(read('src/api/routes/ops.ts')).toContain("'/healthz'");
+    expect(read('src/api/routes/health-and-metrics.ts')).toContain("'/healthz'");
     // A webhook URL carries the journey's credential: HAProxy logs no request.
     expect(cfg).not.toMatch(/^\s*(log|option httplog)\b/m);
 

@@ -254,7 +254,7 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
 
   test("probes the API on its real routes, on the port it listens on; the Services reach the pods' ports", () => {
     const api = containerOf(objects, 'api');
-    const ops = readFileSync(path.join(ROOT, 'src/api/routes/ops.ts'), 'utf8');
+    const ops = readFileSync(path.join(ROOT, 'src/api/routes/health-and-metrics.ts'), 'utf8');
     for (const route of ['/healthz', '/readyz']) expect(ops).toContain(`'${route}'`);
     expect(api.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     // Readiness stays on /healthz by default: /readyz is 503 while Temporal is away, when callbacks must still come in.

@@ -1,7 +1,7 @@
 // Contract tests of the callback layouts public receivers were written for (docs/callback-layouts.md). The fixtures
 // are ours (our words, our values), shaped as those receivers read the service's callbacks: each one parses, and a
 // journey fed with them ends where the interface's layout would have taken it.
-import { readCallback } from '../../src/api/callbacks';
+import { readCallback } from '../../src/inbox/reading';
 import { normalizeVerdict } from '../../src/exam-service/callback-layouts';
 import { EXAM_STATUSES } from '../../src/exam-service/schemas';
 import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/contract/journey-request';

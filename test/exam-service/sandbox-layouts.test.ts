@@ -2,7 +2,7 @@
 // service's delivery allows (as sent, the out-of-order fault's newest-first, reversed, shuffled) and with copies, until
 // the journey finishes (the workflow ends there): every scenario completes as in the interface's layout, each
 // prescription with its own tracking number, nothing held or ignored.
-import { readCallback } from '../../src/api/callbacks';
+import { readCallback } from '../../src/inbox/reading';
 import type { Sandbox } from '../../src/sandbox';
 import { CALLBACK_LAYOUTS, type CallbackLayout } from '../../src/sandbox/layouts';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';

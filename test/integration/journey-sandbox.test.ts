@@ -11,7 +11,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { Worker } from '@temporalio/worker';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
-import { readCallback } from '../../src/api/callbacks';
+import { readCallback } from '../../src/inbox/reading';
 import { ALTERNATIVE_LAYOUTS } from '../../src/sandbox/layouts';
 import { loadConfig } from '../../src/config';
 import { createWorker } from '../../src/worker';

@@ -11,7 +11,7 @@ import { LocalFolderAttachmentStore } from '../../src/attachments/files';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { loadConfig, type Config } from '../../src/config';
 import { parseCallback } from '../../src/exam-service/schemas';
-import { toJourneyCallback } from '../../src/api/callbacks';
+import { toJourneyCallback } from '../../src/inbox/reading';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { dataConverterOf } from '../../src/temporal';
 import { createWorker } from '../../src/worker';

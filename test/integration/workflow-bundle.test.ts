@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { readCallback } from '../../src/api/callbacks';
+import { readCallback } from '../../src/inbox/reading';
 import { loadConfig } from '../../src/config';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { createWorker } from '../../src/worker';

@@ -29,7 +29,7 @@ import {
   StartJourneyBody,
   TreatmentPackagesQuery,
 } from '../../src/api/schemas';
-import { callbackSignal, readCallback } from '../../src/api/callbacks';
+import { callbackSignal, readCallback } from '../../src/inbox/reading';
 import { webhookToken } from '../../src/webhook-url';
 import { journeyWorkflowId } from '../../src/workflows/definitions';
 import {
@@ -632,7 +632,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
     }
 
     it('a finished journey: any body, any content type: 200 when it parses, else a 400 naming fields (or 413), all kept', async () => {
-      const deadLettersBefore = (await stack.app.journeyApi.inbox.stats()).deadLetters;
+      const deadLettersBefore = (await stack.app.callbacks.inbox.stats()).deadLetters;
       let kept = 0;
       await fc.assert(
         fc.asyncProperty(anyBody, anyContentType, async (text, contentType) => {
@@ -650,7 +650,7 @@ describe(`bad input never gets past the edge (fast-check seed ${FC_SEED}, FC_RUN
       // Nothing is lost: every answered callback is a dead letter now (the journey has ended) or still in the inbox.
       await eventually(
         async () => {
-          const stats = await stack.app.journeyApi.inbox.stats();
+          const stats = await stack.app.callbacks.inbox.stats();
           return stats.deadLetters + stats.depth - deadLettersBefore;
         },
         (n) => n === kept,

@@ -1,6 +1,6 @@
 /** Callback delivery (attempts, latency, slow flag, retries with backoff) and every injectable fault. */
 import { request } from 'undici';
-import { readCallback } from '../../src/api/callbacks';
+import { readCallback } from '../../src/inbox/reading';
 import { buildSandbox, type Sandbox } from '../../src/sandbox';
 import {
   callService,

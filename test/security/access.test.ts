@@ -327,7 +327,7 @@ describe('access control', () => {
       const tokenA = webhookToken(journeyA.id, WEBHOOK_SECRET);
       const tokenB = webhookToken(journeyB.id, WEBHOOK_SECRET);
       const before = await snapshotOf(journeyB.id, TOKENS.b);
-      const inboxBefore = await stack.app.journeyApi.inbox.stats();
+      const inboxBefore = await stack.app.callbacks.inbox.stats();
       const wrong: [string, string][] = [
         ['random', randomBytes(32).toString('base64url')],
         ["another journey's", tokenA],
@@ -352,7 +352,7 @@ describe('access control', () => {
         expect({ what, ...normalized(res, url) }).toEqual({ what, ...normalized(unknown, unknownUrl) });
       }
       // No dead letter, nothing in the inbox, the journey never heard of it.
-      const inboxAfter = await stack.app.journeyApi.inbox.stats();
+      const inboxAfter = await stack.app.callbacks.inbox.stats();
       expect([inboxAfter.deadLetters, inboxAfter.depth]).toEqual([inboxBefore.deadLetters, inboxBefore.depth]);
       expect(await snapshotOf(journeyB.id, TOKENS.b)).toEqual(before);
       // The right token is still taken (a callback for a patient exam that is not the journey's: recorded, ignored).

@@ -1,6 +1,6 @@
 // When the forwarder holds its signals back: a surge that made the acknowledgements slow, for as long as the callbacks
 // keep coming; not one slow answer now and then, and not a high rate the webhook answers quickly.
-import { AckPressure } from '../../src/api/ack-pressure';
+import { AckPressure } from '../../src/inbox/ack-pressure';
 
 /** Answers every `everyMs` from `from` to `to` (excluded), each taking `ms`. */
 function answers(p: AckPressure, from: number, to: number, everyMs: number, ms = 1): void {

@@ -1,7 +1,7 @@
 // What one sender's bad input may cost: nothing of another's. The group commit's isolation of a bad item, the parser's
 // depth bound, the bound on what a callback puts into a journey's history, and the forwarder's watch for flooded
 // journeys, each without a server.
-import { callbackSignal, nestingOver, readCallback, NORMALIZED_MAX_BYTES } from '../../src/api/callbacks';
+import { callbackSignal, nestingOver, readCallback, NORMALIZED_MAX_BYTES } from '../../src/inbox/reading';
 import { FloodWatch } from '../../src/inbox/flood-watch';
 import { GroupCommit } from '../../src/inbox/group-commit';
 import { forJourney, HELD_BODY_MAX_BYTES } from '../../src/workflows/definitions';

@@ -1,9 +1,9 @@
 // The exam service's catalog, passed through for the clinic in one camelCase layout: exams, partner pharmacies and
 // their treatment packages, and the custom pharmacy search (either form; results ready for scenario.pharmacy).
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
-import { requireClinic } from '../auth';
-import type { RouteOptions } from '../context';
-import { Problem } from '../problem';
+import { requireClinic } from '../../auth';
+import type { ApiContext } from '../../context';
+import { Problem } from '../../problem';
 import {
   CatalogExams,
   CustomPharmacies,
@@ -12,13 +12,18 @@ import {
   PharmacySearchQuery,
   TreatmentPackages,
   TreatmentPackagesQuery,
-} from '../schemas';
-import { packagePriceCents, searchResultPharmacies, type CustomPharmacySearchInput } from '../../exam-service/schemas';
+} from '../../schemas';
+import {
+  packagePriceCents,
+  searchResultPharmacies,
+  type CustomPharmacySearchInput,
+} from '../../../exam-service/schemas';
 
 const problems = { 400: Problem, 401: Problem, 422: Problem, 429: Problem, 502: Problem, 503: Problem };
 const meta = { tags: ['catalog'], security: [{ bearerAuth: [] }] };
 
-export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+const catalog: FastifyPluginCallbackZod = (app, _options, done) => {
+  const ctx: ApiContext = app;
   app.get(
     '/catalog/exams',
     { schema: { ...meta, summary: "The clinic's exams", response: { 200: CatalogExams, ...problems } } },
@@ -146,3 +151,4 @@ export const catalogRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
   );
   done();
 };
+export default catalog;

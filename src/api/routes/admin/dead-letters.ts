@@ -1,13 +1,11 @@
-// Operator routes: the dead letters (callbacks no journey took), to read, replay or discard. Admin bearer token.
+// /admin/dead-letters: the callbacks no journey took, to read, replay or discard. Admins only.
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { adminAuth, requireRole, ROLES } from '../auth';
-import { signalJourney, type DeadLetter } from '../../inbox';
-import { callbackSignal, readCallback } from '../callbacks';
-import type { RouteOptions } from '../context';
-import { ApiProblem, notFound, Problem } from '../problem';
-import { randomUUID } from 'node:crypto';
-import { DeadLetterDetail, DeadLetterList, DeadLetterListQuery, DeadLetterParams, ReplayResponse } from '../schemas';
+import { requireRole, ROLES } from '../../auth';
+import type { DeadLetter } from '../../../inbox';
+import type { ApiContext } from '../../context';
+import { ApiProblem, notFound, Problem } from '../../problem';
+import { DeadLetterDetail, DeadLetterList, DeadLetterListQuery, DeadLetterParams, ReplayResponse } from '../../schemas';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
 const problems = { 401: Problem, 404: Problem };
@@ -20,11 +18,8 @@ function summary(letter: DeadLetter): Omit<DeadLetter, 'rawBody'> {
   return rest;
 }
 
-export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook(
-    'onRequest',
-    adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit, guard: ctx.signInGuard }),
-  );
+const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
+  const ctx: ApiContext = app;
   // A dead letter's body is the callback as received (patient data): admins only, every access on the record.
   app.addHook('preHandler', requireRole(ctx.audit, ROLES.admin));
   app.addHook('onResponse', async (request, reply) => {
@@ -56,7 +51,7 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
     async (request) => {
       const { limit, after, reason, since } = request.query;
       if (reason === undefined && since === undefined) {
-        const page = await ctx.inbox.deadLetters.list({ limit, ...(after ? { after } : {}) });
+        const page = await ctx.callbacks.inbox.deadLetters.list({ limit, ...(after ? { after } : {}) });
         return { deadLetters: page.letters.map(summary), next: page.next ?? null };
       }
       // Filtered: read on until the page is full or SCAN_LIMIT letters were read; `next` is the last one read, so a
@@ -68,7 +63,7 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       let cursor = after;
       let read = 0;
       while (read < SCAN_LIMIT) {
-        const page = await ctx.inbox.deadLetters.list({
+        const page = await ctx.callbacks.inbox.deadLetters.list({
           limit: Math.min(SCAN_PAGE, SCAN_LIMIT - read),
           ...(cursor ? { after: cursor } : {}),
         });
@@ -98,7 +93,7 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       },
     },
     async (request) => {
-      const letter = await ctx.inbox.deadLetters.get(request.params.id);
+      const letter = await ctx.callbacks.inbox.deadLetters.get(request.params.id);
       if (!letter) throw notFound(`dead letter ${request.params.id}`);
       return letter;
     },
@@ -115,50 +110,20 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       },
     },
     async (request) => {
-      const letter = await ctx.inbox.deadLetters.get(request.params.id);
+      const letter = await ctx.callbacks.inbox.deadLetters.get(request.params.id);
       if (!letter) throw notFound(`dead letter ${request.params.id}`);
-      const now = ctx.now();
-      const parsed = readCallback(letter.rawBody);
-      if (!parsed.ok) {
-        await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
-        throw new ApiProblem(422, 'unparseable-callback', 'the body still is not JSON with an event number', {
-          errors: parsed.issues.map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
-        });
+      const replayed = await ctx.callbacks.replay(letter);
+      if (replayed.ok) return { id: letter.id, outcome: replayed.outcome };
+      switch (replayed.refusal) {
+        case 'unreadable':
+          throw new ApiProblem(422, 'unparseable-callback', replayed.detail, {
+            errors: (replayed.issues ?? []).map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
+          });
+        case 'too-large':
+          throw new ApiProblem(422, 'callback-too-large', replayed.detail);
+        case 'journey-gone':
+          throw new ApiProblem(409, 'journey-unavailable', replayed.detail);
       }
-      const made = callbackSignal(parsed, {
-        // The original delivery when it had one, so the journey's audit trail shows one delivery.
-        deliveryId: letter.deliveryId ?? randomUUID(),
-        receivedAt: letter.receivedAt,
-        rawBody: letter.rawBody,
-      });
-      if (!made.ok) {
-        await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
-        throw new ApiProblem(422, 'callback-too-large', `the callback is too large for its journey: ${made.over}`);
-      }
-      const { signal } = made;
-      // Signalled now when Temporal answers, so the operator learns at once whether the journey takes it; queued in
-      // the inbox (for the forwarder) when Temporal does not answer.
-      const sent = await signalJourney(ctx.temporal, letter.journeyId, signal, ctx.config.api.temporalTimeoutMs);
-      if (!sent.ok && sent.gone) {
-        await ctx.inbox.deadLetters.update({ ...letter, replays: letter.replays + 1, lastReplayAt: now.toISOString() });
-        throw new ApiProblem(
-          409,
-          'journey-unavailable',
-          sent.gone === 'journey_finished'
-            ? `journey ${letter.journeyId} has finished; it takes no more callbacks`
-            : `no journey ${letter.journeyId} exists`,
-        );
-      }
-      if (!sent.ok) await ctx.inbox.append(letter.journeyId, signal);
-      const outcome: 'queued' | 'already_recorded' | 'signalled' = !sent.ok
-        ? 'queued'
-        : sent.alreadyApplied
-          ? 'already_recorded'
-          : 'signalled';
-      await ctx.inbox.deadLetters.remove(letter.id);
-      const event = parsed.event >= 1 && parsed.event <= 3 ? String(parsed.event) : 'other';
-      ctx.metrics.callbacks.inc({ event, outcome: `replayed_${outcome}` });
-      return { id: letter.id, outcome };
     },
   );
 
@@ -173,9 +138,11 @@ export const adminRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
       },
     },
     async (request, reply) => {
-      if (!(await ctx.inbox.deadLetters.remove(request.params.id))) throw notFound(`dead letter ${request.params.id}`);
+      if (!(await ctx.callbacks.inbox.deadLetters.remove(request.params.id)))
+        throw notFound(`dead letter ${request.params.id}`);
       return reply.code(204).send();
     },
   );
   done();
 };
+export default deadLetters;

@@ -4,11 +4,11 @@
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
-import type { AuditQuery, AuditRecord, AuditTrail } from '../../audit/types';
-import { adminAuth, requireRole, ROLES } from '../auth';
-import type { RouteOptions } from '../context';
-import { ApiProblem, Problem } from '../problem';
-import { AuditExportQuery, AuditListQuery, AuditPageSchema, AuditRecordSchema } from '../audit-schemas';
+import type { AuditQuery, AuditRecord, AuditTrail } from '../../../audit/types';
+import { requireRole, ROLES } from '../../auth';
+import type { ApiContext } from '../../context';
+import { ApiProblem, Problem } from '../../problem';
+import { AuditExportQuery, AuditListQuery, AuditPageSchema, AuditRecordSchema } from '../../audit-schemas';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
 const problems = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 503: Problem };
@@ -43,11 +43,8 @@ const unavailable =
     });
   };
 
-export const auditRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook(
-    'onRequest',
-    adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit, guard: ctx.signInGuard }),
-  );
+const auditTrail: FastifyPluginCallbackZod = (app, _options, done) => {
+  const ctx: ApiContext = app;
   // Who did what to patient data, and who signed in: admins only.
   app.addHook('preHandler', requireRole(ctx.audit, ROLES.admin));
 
@@ -147,3 +144,4 @@ export const auditRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }
   );
   done();
 };
+export default auditTrail;

@@ -3,13 +3,13 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema';
 import { validatorCompiler, type FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import { AttachmentQuotaExceededError, type StoredAttachmentMeta } from '../../attachments/types';
-import { requireClinic } from '../auth';
-import type { ApiContext, RouteOptions } from '../context';
-import { catalogEntry } from '../exam-service';
-import { idempotencyConflict, journeyEnded } from '../journeys';
-import { deriveJourneyId, requestSha256 } from '../journey-ids';
-import { ApiProblem, fieldErrorsOf, Problem, validationProblem, type FieldError } from '../problem';
+import { AttachmentQuotaExceededError, type StoredAttachmentMeta } from '../../../attachments/types';
+import { requireClinic } from '../../auth';
+import type { ApiContext } from '../../context';
+import { catalogEntry } from '../../exam-service';
+import { idempotencyConflict, journeyEnded } from '../../journeys';
+import { deriveJourneyId, requestSha256 } from '../../journey-ids';
+import { ApiProblem, fieldErrorsOf, Problem, validationProblem, type FieldError } from '../../problem';
 import {
   AnswersBody,
   AttachmentMultipartFields,
@@ -28,10 +28,10 @@ import {
   StartJourneyBody,
   StartJourneyResponse,
   UpdateResponse,
-} from '../schemas';
-import { checkAgainstCatalog } from '../../workflows/catalog-rules';
-import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../workflows/definitions';
-import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../contract/journey-request';
+} from '../../schemas';
+import { checkAgainstCatalog } from '../../../workflows/catalog-rules';
+import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../../workflows/definitions';
+import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../../contract/journey-request';
 
 const problems = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 429: Problem, 503: Problem };
 const security = [{ bearerAuth: [] }];
@@ -167,7 +167,8 @@ async function checkStart(
   return attachments;
 }
 
-export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
+  const ctx: ApiContext = app;
   app.post(
     '/journeys',
     {
@@ -371,3 +372,4 @@ export const journeyRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx
   );
   done();
 };
+export default journeys;

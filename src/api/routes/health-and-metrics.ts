@@ -1,7 +1,7 @@
-// Operations: liveness, readiness (Temporal reachable) and Prometheus metrics. No auth: keep them off the public edge.
+// /healthz (liveness), /readyz (readiness: Temporal reachable, the inbox readable) and /metrics (Prometheus). No auth: keep them off the public edge.
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { RouteOptions } from '../context';
+import type { ApiContext } from '../context';
 import { restrictToJourneys } from '../journey-query';
 import { Problem, problemBody, sendProblem } from '../problem';
 
@@ -10,7 +10,8 @@ const READY_DEADLINE_MS = 2_000;
 const ATTENTION_COUNT_DEADLINE_MS = 1_000;
 const NEEDING_ATTENTION = restrictToJourneys('NeedsAttention = true', { runningOnly: true });
 
-export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
+const healthAndMetrics: FastifyPluginCallbackZod = (app, _options, done) => {
+  const ctx: ApiContext = app;
   async function countNeedingAttention(): Promise<number> {
     const { temporal } = ctx;
     const r = await temporal.connection.withDeadline(Date.now() + ATTENTION_COUNT_DEADLINE_MS, () =>
@@ -56,9 +57,12 @@ export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, 
     async (_request, reply) => {
       let depth: number;
       try {
-        depth = (await ctx.inbox.stats()).depth;
+        depth = (await ctx.callbacks.inbox.stats()).depth;
       } catch {
-        return sendProblem(reply, problemBody(503, 'not-ready', `the ${ctx.inbox.kind} inbox cannot be read`));
+        return sendProblem(
+          reply,
+          problemBody(503, 'not-ready', `the ${ctx.callbacks.inbox.kind} inbox cannot be read`),
+        );
       }
       let timer: NodeJS.Timeout | undefined;
       try {
@@ -79,7 +83,7 @@ export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, 
         );
       }
       clearTimeout(timer);
-      return { status: 'ready' as const, temporal: 'ok' as const, inbox: ctx.inbox.kind, inboxDepth: depth };
+      return { status: 'ready' as const, temporal: 'ok' as const, inbox: ctx.callbacks.inbox.kind, inboxDepth: depth };
     },
   );
 
@@ -87,23 +91,17 @@ export const opsRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, 
     '/metrics',
     { schema: { tags: ['operations'], summary: 'Prometheus metrics (text format 0.0.4)' } },
     async (request, reply) => {
-      const [stats, attention] = await Promise.allSettled([ctx.inbox.stats(), countNeedingAttention()]);
+      const [gauges, attention] = await Promise.all([
+        ctx.callbacks.refreshGauges(),
+        countNeedingAttention().catch(() => Number.NaN),
+      ]);
       // The inbox's gauges as of this scrape; a store that cannot be read keeps the last figures (and /readyz says).
-      if (stats.status === 'fulfilled') {
-        Object.assign(ctx.metrics.inbox, {
-          depth: stats.value.depth,
-          oldestAgeSeconds: stats.value.oldestReceivedAt
-            ? Math.max(0, (ctx.now().getTime() - stats.value.oldestReceivedAt.getTime()) / 1000)
-            : 0,
-          deadLetters: stats.value.deadLetters,
-        });
-      } else {
-        request.log.warn({ err: stats.reason }, 'inbox figures could not be read for /metrics');
-      }
+      if (!gauges.ok) request.log.warn({ err: gauges.err }, 'inbox figures could not be read for /metrics');
       // Unknown (NaN) rather than a stale count when Temporal's visibility store does not answer in time.
-      ctx.metrics.inbox.journeysNeedingAttention = attention.status === 'fulfilled' ? attention.value : Number.NaN;
+      ctx.metrics.scraped.journeysNeedingAttention = attention;
       return reply.type(ctx.metrics.contentType).send(await ctx.metrics.render());
     },
   );
   done();
 };
+export default healthAndMetrics;

@@ -2,7 +2,7 @@
 // workflow's own updates; each action is safe to repeat (docs/design-notes.md#incident-operations).
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
-import { clinicById } from '../../config';
+import { clinicById } from '../../../config';
 import {
   abandonUpdate,
   cancelUpdate,
@@ -11,10 +11,10 @@ import {
   type CancelRequest,
   type OperatorRequest,
   type ResendRequest,
-} from '../../workflows/definitions';
-import { actorOf, adminAuth, requireRole, ROLES } from '../auth';
-import type { ApiContext, RouteOptions } from '../context';
-import { restrictToJourneys } from '../journey-query';
+} from '../../../workflows/definitions';
+import { actorOf, requireRole, ROLES } from '../../auth';
+import type { ApiContext } from '../../context';
+import { restrictToJourneys } from '../../journey-query';
 import {
   JourneySearchQuery,
   JourneySearchResponse,
@@ -22,9 +22,9 @@ import {
   OperatorActionParams,
   OperatorActionResponse,
   type OperatorAction,
-} from '../operation-schemas';
-import { ApiProblem, Problem, validationProblem } from '../problem';
-import type { ResetTarget } from '../reset-point';
+} from '../../operation-schemas';
+import { ApiProblem, Problem, validationProblem } from '../../problem';
+import type { ResetTarget } from '../../reset-point';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
 /** Attention codes are read a few journeys at a time: each is a query the workers answer. */
@@ -96,11 +96,8 @@ async function act(
   }
 }
 
-export const operationRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { ctx }, done) => {
-  app.addHook(
-    'onRequest',
-    adminAuth(ctx.config, { verify: ctx.verifyOperator, audit: ctx.audit, guard: ctx.signInGuard }),
-  );
+const journeyOperations: FastifyPluginCallbackZod = (app, _options, done) => {
+  const ctx: ApiContext = app;
 
   app.get(
     '/journeys',
@@ -194,3 +191,4 @@ export const operationRoutes: FastifyPluginCallbackZod<RouteOptions> = (app, { c
   );
   done();
 };
+export default journeyOperations;

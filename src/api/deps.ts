@@ -1,0 +1,31 @@
+// What the API is built from (server.ts passes the process's own; tests pass theirs). Every plugin of plugins/ gets it.
+import type { Tracer } from '@opentelemetry/api';
+import type { Client } from '@temporalio/client';
+import type { FastifyServerOptions } from 'fastify';
+import type { AttachmentStore } from '../attachments/types';
+import type { TokenVerifier } from '../auth/tokens';
+import type { Config } from '../config';
+import type { CallbackInbox, InboxForwarderOptions } from '../inbox';
+import type { ExamServiceFor } from './exam-service';
+
+export interface ApiDeps {
+  config: Config;
+  temporal: Client;
+  /** The exam-service client acting for a clinic (tests pass fakes or point it at the sandbox). */
+  examServiceFor: ExamServiceFor;
+  attachments?: AttachmentStore;
+  /** The callback inbox; by default the one the configuration names (files or PostgreSQL). */
+  inbox?: CallbackInbox;
+  clock?: () => Date;
+  logger?: FastifyServerOptions['logger'];
+  /** A server span per request, the parent of the workflow calls it makes (server.ts: when tracing is on). */
+  tracer?: Tracer;
+  /** How the forwarder sends a signal (server.ts: from a thread of its own); by default with `temporal`, inline. */
+  signal?: InboxForwarderOptions['signal'];
+  /** The forwarder and the retention sweeps start with the app unless false (tests drive them themselves). */
+  startForwarder?: boolean;
+  /** First wait of the forwarder after a failed attempt; doubles up to config.forwarder.maxBackoffMs. */
+  forwarderMinBackoffMs?: number;
+  /** How operators' access tokens are checked; by default against OIDC_ISSUER when it is set. */
+  verifyOperator?: TokenVerifier;
+}

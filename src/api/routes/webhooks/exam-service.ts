@@ -1,0 +1,105 @@
+// POST /webhooks/exam-service/{journeyId}/{token}: the exam service's callbacks, handed to the callback path
+// (inbox/callback-path.ts), which stores each durably before the 200, as the service sends each one once; what cannot
+// be stored is a 503. Any JSON body with an event number is acknowledged (docs/design-notes.md#the-webhook).
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { CallbackNotStoredError, type Acceptance } from '../../../inbox/callback-path';
+import { isValidWebhookToken } from '../../../webhook-url';
+import { ApiProblem, NOT_FOUND, Problem, sendProblem, validationProblem, type FieldError } from '../../problem';
+
+const JOURNEY_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** "field.path: message" (the contract's issue format) as a field error. */
+function fieldError(issue: string): FieldError {
+  const at = issue.indexOf(': ');
+  return at < 0 ? { field: '(body)', message: issue } : { field: issue.slice(0, at), message: issue.slice(at + 2) };
+}
+
+export const WebhookAck = z.object({
+  received: z.literal(true).describe('The callback is durably stored'),
+  deliveryId: z.string().describe('The id given to this delivery (in the journey and the dead letters)'),
+});
+
+/** The answer to a body kept as a dead letter instead of going to its journey. */
+function refusalProblem(refused: Extract<Acceptance, { ok: false }>): ApiProblem {
+  const kept = `${refused.detail}; it was kept for operators`;
+  switch (refused.refusal) {
+    case 'unreadable':
+      return validationProblem((refused.issues ?? []).map(fieldError), kept);
+    case 'too-large':
+      return new ApiProblem(413, 'callback-too-large', kept);
+    case 'unstorable':
+      return new ApiProblem(422, 'callback-unstorable', kept);
+  }
+}
+
+const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
+  const { callbacks, config } = app;
+  // Any content type, kept as text: the contract says JSON, but a body we cannot read is still evidence.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  // Fastify answers a malformed Content-Type header (empty, no subtype) with a 415 before any parser runs; a callback
+  // must not be refused (nor go unrecorded) for its header, and the body is read as text whatever it says anyway.
+  app.addHook('onRequest', (request, _reply, hookDone) => {
+    if (request.headers['content-type'] !== undefined) request.headers['content-type'] = 'text/plain; charset=utf-8';
+    hookDone();
+  });
+
+  /**
+   * How long each answer waited for its durable writes: acknowledgement pressure counts the webhook's own time, the
+   * answer's less this wait (docs/design-notes.md#acknowledgement-pressure).
+   */
+  const storeWaitMs = new WeakMap<FastifyRequest, number>();
+
+  app.post(
+    '/exam-service/:journeyId/:token',
+    {
+      bodyLimit: callbacks.keptMaxBytes,
+      schema: {
+        summary: "The exam service's lifecycle callbacks (events 1, 2 and 3) for one journey",
+        description:
+          'Answers 200 once the callback is durably in the inbox; a forwarder signals it to the journey in the ' +
+          'background. Any JSON body with an event number is a 200, in any layout the service is known to send; ' +
+          'one that cannot be read is held in the journey for a person. 503 when the inbox cannot store it ' +
+          '(nothing was accepted). A wrong token is a 404. A body that is not JSON, has no event number or is ' +
+          'nested deeper than 32 levels (400), is over 1 MiB or more than a journey keeps of a callback (413), or ' +
+          'cannot be stored as an inbox entry (422) is kept as a dead letter for operators.',
+        tags: ['webhooks'],
+        params: z.object({ journeyId: z.string(), token: z.string() }),
+        response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 422: Problem, 503: Problem },
+      },
+    },
+    async (request, reply) => {
+      const { journeyId, token } = request.params;
+      if (!JOURNEY_ID.test(journeyId) || !isValidWebhookToken(journeyId, token, config.api.webhookSecret)) {
+        return sendProblem(reply, NOT_FOUND);
+      }
+      const rawBody = typeof request.body === 'string' ? request.body : '';
+      let accepted: Acceptance;
+      try {
+        accepted = await callbacks.accept(journeyId, rawBody, (ms) =>
+          storeWaitMs.set(request, (storeWaitMs.get(request) ?? 0) + ms),
+        );
+      } catch (err) {
+        if (!(err instanceof CallbackNotStoredError)) throw err;
+        throw new ApiProblem(
+          503,
+          'inbox-unavailable',
+          'the callback could not be stored; it was not accepted (send it again)',
+          { headers: { 'retry-after': '1' } },
+        );
+      }
+      if (!accepted.ok) throw refusalProblem(accepted);
+      return reply.code(200).send({ received: true, deliveryId: accepted.deliveryId });
+    },
+  );
+
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.routeOptions.url?.startsWith('/webhooks/')) {
+      callbacks.answered(reply.elapsedTime, storeWaitMs.get(request) ?? 0);
+    }
+  });
+  done();
+};
+export default webhook;
