@@ -267,8 +267,8 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
     },
 
     async deleteAttachments({ journeyId, refs }) {
-      for (const ref of refs) await deps.attachments.delete(ref);
-      log.info('attachments deleted after the journey ended', { journeyId, count: refs.length });
+      // On the record before anything is deleted: a trail that cannot be written fails the activity (Temporal retries
+      // it) and deletes nothing; a retry after a deletion cut short records it again and finishes it.
       await deps.audit?.({
         action: 'attachments.expire',
         subject: 'retention',
@@ -276,6 +276,8 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
         outcome: 'ok',
         details: { journeyId, attachments: refs.length },
       });
+      for (const ref of refs) await deps.attachments.delete(ref);
+      log.info('attachments deleted after the journey ended', { journeyId, count: refs.length });
       return { deleted: refs.length };
     },
 

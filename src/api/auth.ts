@@ -122,6 +122,37 @@ const actorProblem = (message: string) =>
 
 export type AuditFn = (event: AuditEvent) => unknown;
 
+/**
+ * On the record first: an access to patient data before the body is sent, an action before it takes effect. When the
+ * trail cannot be written the request fails with a 503 and nothing is served or done.
+ */
+export async function recordFirst(audit: AuditFn | undefined, event: AuditEvent): Promise<void> {
+  if (!audit) return;
+  try {
+    await audit(event);
+  } catch {
+    throw new ApiProblem(
+      503,
+      'audit-unavailable',
+      'the audit trail could not record this request, so nothing was served or done; try again',
+      { headers: { 'retry-after': '5' } },
+    );
+  }
+}
+
+/** How an action recorded first ended (best effort: it has happened; a trail that fails now is logged, not answered). */
+export async function recordOutcome(
+  audit: AuditFn | undefined,
+  event: AuditEvent,
+  log: { warn(obj: object, msg: string): void },
+): Promise<void> {
+  try {
+    await audit?.(event);
+  } catch (err) {
+    log.warn({ err, action: event.action, outcome: event.outcome }, 'the outcome of an action could not be recorded');
+  }
+}
+
 /** How many sign-ins a process remembers (the tokens seen lately); the oldest is forgotten first. */
 const SIGN_IN_MEMORY = 10_000;
 

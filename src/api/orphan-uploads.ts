@@ -10,7 +10,8 @@ export function sweepOrphanUploads(
   return ctx.attachments.sweepOrphans({
     olderThan: new Date(ctx.now().getTime() - ctx.config.attachmentOrphanGraceMs),
     journeyExists: async (journeyId) => (await ctx.journeys.describe(journeyId)) !== undefined,
-    onDeleted: (orphan) =>
+    // On the record before each deletion: a trail that cannot be written keeps the upload.
+    onDeleting: (orphan) =>
       ctx.audit?.({
         action: 'attachment.orphan-expire',
         subject: 'retention',

@@ -175,8 +175,9 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
   }
 
   sweepOrphans(options: OrphanSweepOptions): Promise<OrphanSweepResult> {
-    return this.#ledger.sweep(async (ref) => {
+    return this.#ledger.sweep(async (ref, before) => {
       const owner = await this.#ownerOf(ref);
+      await before(owner?.clinicId);
       const existed = await this.removeRecord(ref);
       return { existed, ...(owner ? { clinicId: owner.clinicId } : {}) };
     }, options);

@@ -65,8 +65,11 @@ export interface OrphanSweepOptions {
    * too (a start that failed after its claim, or a journey long gone from Temporal). A throw keeps the upload.
    */
   journeyExists?: (journeyId: string) => Promise<boolean>;
-  /** Told of each deletion (audit), after it happened. */
-  onDeleted?: (deleted: DeletedOrphan) => unknown;
+  /**
+   * Told of each deletion before it happens (the audit trail): when it throws, the upload is kept and the sweep stops
+   * (the next one tries again). A deletion cut short after it is finished, and told again, by the next sweep.
+   */
+  onDeleting?: (deleting: DeletedOrphan) => unknown;
 }
 
 export interface DeletedOrphan {
@@ -85,8 +88,14 @@ export interface OrphanSweepResult {
   stale: number;
 }
 
-/** What the sweep asks of the store for one orphan: remove its record; say whether it was there, and its clinic. */
-export type RemoveRecord = (ref: string) => Promise<{ existed: boolean; clinicId?: string }>;
+/**
+ * What the sweep asks of the store for one orphan: read its clinic, call `before` with it (the deletion on the record
+ * first), remove the record; say whether it was there.
+ */
+export type RemoveRecord = (
+  ref: string,
+  before: (clinicId: string | undefined) => Promise<void>,
+) => Promise<{ existed: boolean; clinicId?: string }>;
 
 const USAGE = /^(att_[A-Za-z0-9_-]{8,64})\.(\d{1,15})$/;
 const TAKEN = /^(att_[A-Za-z0-9_-]{8,64})\.taken$/;
@@ -201,19 +210,13 @@ export class UsageLedger {
         } else if ((await this.backend.read(takenPath)) !== undefined) {
           continue; // taken since the listing
         }
-        const removed = await removeRecord(ref);
-        await this.backend.remove([`${folder}/${ref}.${r.size}`, takenPath]);
-        if (!removed.existed) {
-          result.stale++;
-          continue;
-        }
-        result.deleted++;
-        await o.onDeleted?.({
-          ref,
-          size: r.size,
-          reason,
-          ...(removed.clinicId !== undefined ? { clinicId: removed.clinicId } : {}),
+        const size = r.size;
+        const removed = await removeRecord(ref, async (clinicId) => {
+          await o.onDeleting?.({ ref, size, reason, ...(clinicId !== undefined ? { clinicId } : {}) });
         });
+        await this.backend.remove([`${folder}/${ref}.${r.size}`, takenPath]);
+        if (removed.existed) result.deleted++;
+        else result.stale++;
       }
     }
     return result;

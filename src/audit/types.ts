@@ -53,6 +53,16 @@ export function chainRecord(event: AuditEvent, place: { seq: number; at: string;
   return { ...body, hash: hashOf(body) };
 }
 
+/**
+ * A value from a request (a header, a name) as it may go on the record: letters, digits and `._:@/-` kept, anything
+ * else replaced by `_`, at most `max` characters (a longer one cut, saying how long it was). Empty for none.
+ */
+export function boundedLabel(value: unknown, max = 64): string {
+  const text = typeof value === 'string' ? value : Array.isArray(value) ? value.join(',') : '';
+  const clean = text.replace(/[^A-Za-z0-9._:@/-]/g, '_');
+  return clean.length <= max ? clean : `${clean.slice(0, max)}…(${clean.length} characters)`;
+}
+
 export interface AuditLog {
   append(event: AuditEvent): Promise<AuditRecord>;
 }

@@ -6,7 +6,8 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
-import type { AuditEvent } from '../audit/types';
+import { RefusalCounter } from '../audit/refusals';
+import { boundedLabel, type AuditEvent } from '../audit/types';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import { hostChecker, loggableHost, MISDIRECTED } from './host-check';
 
@@ -42,6 +43,8 @@ export interface CodecServerOptions {
   audit?: (event: AuditEvent) => unknown;
   /** Why a request was refused (never the token). */
   warn?: (message: string, meta: Record<string, unknown>) => void;
+  /** Refused requests a source address may make in a minute before it is answered 429 (60). */
+  refusalsPerMinute?: number;
 }
 
 /** The caller the static token stands for in the audit trail. */
@@ -128,7 +131,17 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
     if (request.method === 'GET' && request.url === '/healthz') return;
     if (options.oidc) return identify(request, reply);
     if (expected) {
+      if (throttle(request, reply)) return reply;
       if (!same(Buffer.from(request.headers.authorization ?? ''), expected)) {
+        if (refusals.failed(request.ip)) {
+          await options.audit?.({
+            action: `codec.${operationOf(request)}`,
+            subject: 'anonymous',
+            roles: [],
+            outcome: 'refused: not the static token',
+            details: { namespace: namespaceOf(request) },
+          });
+        }
         return reply.code(401).send({ error: 'a valid token is required' });
       }
       callers.set(request, STATIC_TOKEN_CALLER);
@@ -139,26 +152,55 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   });
 
   const callers = new WeakMap<FastifyRequest, Caller>();
-  const namespaceOf = (request: FastifyRequest) => String(request.headers['x-namespace'] ?? '') || 'unknown';
-  const operationOf = (request: FastifyRequest) => (request.url.includes('/encode') ? 'encode' : 'decode');
+  // What goes on the record from a request is bounded and cleaned: a caller cannot write into the trail at will.
+  const namespaceOf = (request: FastifyRequest) => boundedLabel(request.headers['x-namespace']) || 'unknown';
+  // The operation the matched route serves, never read from the raw URL (`/decode?x=/encode` is a decode).
+  const operationOf = (request: FastifyRequest) => {
+    const route = request.routeOptions.url;
+    return route === '/encode' ? 'encode' : route === '/decode' ? 'decode' : 'unmatched';
+  };
+  // Refusals counted per source address: the first few of a minute on the record one by one, the rest in one record;
+  // past the limit the source is answered 429 before its token is looked at.
+  const refusals = new RefusalCounter({
+    bulkAction: 'codec.refused-in-bulk',
+    maxFailures: options.refusalsPerMinute ?? 60,
+    windowMs: 60_000,
+    auditEach: 10,
+    ...(options.audit ? { audit: options.audit } : {}),
+  });
+  app.addHook('onClose', () => refusals.close());
+  /** 429 while the source is past its refusals; true when answered. */
+  const throttle = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    const retryAfter = refusals.throttled(request.ip);
+    if (retryAfter === undefined) return false;
+    void reply
+      .code(429)
+      .header('retry-after', String(retryAfter))
+      .header('connection', 'close')
+      .send({ error: `too many refused requests from this address; retry in ${retryAfter} s` });
+    return true;
+  };
 
   /** The caller by their access token: 401 without a valid one, 403 without a decode role; both audited. */
   async function identify(request: FastifyRequest, reply: FastifyReply) {
+    if (throttle(request, reply)) return reply;
     const oidc = options.oidc!;
     const token = bearerOf(request.headers.authorization);
     const refuse = async (status: 401 | 403, outcome: string, caller?: Caller) => {
-      options.warn?.(`codec ${operationOf(request)}: ${outcome}`, {
-        status,
-        subject: caller?.subject,
-        namespace: namespaceOf(request),
-      });
-      await options.audit?.({
-        action: `codec.${operationOf(request)}`,
-        subject: caller?.subject ?? 'anonymous',
-        roles: caller?.roles ?? [],
-        outcome,
-        details: { namespace: namespaceOf(request), ...(caller?.name ? { name: caller.name } : {}) },
-      });
+      if (refusals.failed(request.ip)) {
+        options.warn?.(`codec ${operationOf(request)}: ${outcome}`, {
+          status,
+          subject: caller?.subject,
+          namespace: namespaceOf(request),
+        });
+        await options.audit?.({
+          action: `codec.${operationOf(request)}`,
+          subject: caller?.subject ?? 'anonymous',
+          roles: caller?.roles ?? [],
+          outcome,
+          details: { namespace: namespaceOf(request), ...(caller?.name ? { name: boundedLabel(caller.name) } : {}) },
+        });
+      }
       if (status === 401) reply.header('www-authenticate', 'Bearer');
       return reply.code(status).send({
         error:
@@ -192,7 +234,11 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       roles: caller.roles,
       outcome,
       // The readable name beside the subject, for the person reading the trail.
-      details: { namespace: namespaceOf(request), payloads, ...(caller.name ? { name: caller.name } : {}) },
+      details: {
+        namespace: namespaceOf(request),
+        payloads,
+        ...(caller.name ? { name: boundedLabel(caller.name) } : {}),
+      },
     });
   };
   app.options('/*', () => undefined);
@@ -203,15 +249,25 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       { schema: { body: PayloadsBody } },
       async (request, reply) => {
         const payloads = request.body.payloads ?? [];
+        let out: Payload[];
         try {
-          const out = await options.codec[op](payloads.map(fromJson));
-          await audited(request, 'ok', payloads.length);
-          return { payloads: out.map(toJson) };
+          out = await options.codec[op](payloads.map(fromJson));
         } catch (err) {
-          await audited(request, 'failed', payloads.length);
+          await audited(request, 'failed', payloads.length).catch(() => undefined);
           // The codec's messages name key ids and shapes, never payload content.
           return reply.code(400).send({ error: err instanceof Error ? err.message : `cannot ${op}` });
         }
+        // On the record before anything decoded leaves: a trail that cannot be written serves nothing.
+        try {
+          await audited(request, 'ok', payloads.length);
+        } catch {
+          options.warn?.(`codec ${op}: the audit trail could not record it; nothing was served`, { status: 503 });
+          return reply
+            .code(503)
+            .header('retry-after', '5')
+            .send({ error: `the audit trail could not record this ${op}; nothing was served (try again)` });
+        }
+        return { payloads: out.map(toJson) };
       },
     );
   }

@@ -19,22 +19,22 @@ export async function expireDeadLetters(
     const page = await store.list({ limit: o.pageSize ?? 100, ...(after ? { after } : {}) });
     for (const letter of page.letters) {
       if (Date.parse(letter.deadLetteredAt) >= o.olderThan.getTime()) return { removed };
-      // Another replica may have deleted it first: only the one that did records it.
-      if (await store.remove(letter.id)) {
-        removed++;
-        await o.audit?.({
-          action: 'dead-letter.expire',
-          subject: 'retention',
-          roles: [],
-          outcome: 'ok',
-          details: {
-            deadLetterId: letter.id,
-            journeyId: letter.journeyId,
-            reason: letter.reason,
-            deadLetteredAt: letter.deadLetteredAt,
-          },
-        });
-      }
+      // On the record before it is deleted: a trail that cannot be written keeps the letter and stops the sweep (the
+      // next one tries again); a deletion cut short after its record is finished, and recorded again, by the next.
+      await o.audit?.({
+        action: 'dead-letter.expire',
+        subject: 'retention',
+        roles: [],
+        outcome: 'ok',
+        details: {
+          deadLetterId: letter.id,
+          journeyId: letter.journeyId,
+          reason: letter.reason,
+          deadLetteredAt: letter.deadLetteredAt,
+        },
+      });
+      // Another replica may have deleted it first (both recorded it).
+      if (await store.remove(letter.id)) removed++;
     }
     if (!page.next) return { removed };
     after = page.next;

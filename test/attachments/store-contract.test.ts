@@ -260,11 +260,24 @@ describe.each(stores)('attachment store (%s): quotas and orphans', (_kind, makeH
     expect(away).toEqual({ deleted: 2, stale: 1 });
     expect(await h.records()).toEqual([taken.ref, neverStarted.ref].sort());
 
+    // Each deletion is on the record before it happens: a record that cannot be written keeps the upload.
+    await expect(
+      store.sweepOrphans({
+        olderThan: new Date(Date.now() + 60_000),
+        journeyExists,
+        onDeleting: () => Promise.reject(new Error('the audit trail is down')),
+      }),
+    ).rejects.toThrow('the audit trail is down');
+    expect(await store.get(neverStarted.ref)).toBeDefined();
     const deleted: DeletedOrphan[] = [];
     const past = await store.sweepOrphans({
       olderThan: new Date(Date.now() + 60_000),
       journeyExists,
-      onDeleted: (d) => deleted.push(d),
+      onDeleting: async (d) => {
+        // Told before: the upload is still there.
+        expect(await store.get(d.ref)).toBeDefined();
+        deleted.push(d);
+      },
     });
     expect(past).toEqual({ deleted: 1, stale: 0 });
     expect(deleted).toEqual([{ ref: neverStarted.ref, clinicId: 'clinic-a', size: 13, reason: 'journey_not_found' }]);

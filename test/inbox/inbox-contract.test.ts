@@ -233,7 +233,7 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
     expect(await inbox.deadLetters.count()).toBe(4);
   });
 
-  it('deletes dead letters past the retention period, oldest first, each deletion audited', async () => {
+  it('deletes dead letters past the retention period, oldest first, each deletion audited before it happens', async () => {
     const day = 86_400_000;
     const now = Date.now();
     for (const [journeyId, age] of [
@@ -247,10 +247,22 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
         new Date(now - age * day),
       );
     }
+    // Each deletion is on the record before it happens: a trail that cannot be written deletes nothing.
+    await expect(
+      expireDeadLetters(inbox.deadLetters, {
+        olderThan: new Date(now - 30 * day),
+        audit: () => Promise.reject(new Error('the audit trail is down')),
+      }),
+    ).rejects.toThrow('the audit trail is down');
+    expect(await inbox.deadLetters.count()).toBe(4);
     const audit: AuditEvent[] = [];
     const r = await expireDeadLetters(inbox.deadLetters, {
       olderThan: new Date(now - 30 * day),
-      audit: (e) => audit.push(e),
+      audit: async (e) => {
+        // Recorded while the letter is still there.
+        expect(await inbox.deadLetters.get(String(e.details?.deadLetterId))).toBeDefined();
+        audit.push(e);
+      },
       pageSize: 1,
     });
     expect(r).toEqual({ removed: 2 });

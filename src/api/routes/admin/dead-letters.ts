@@ -1,8 +1,10 @@
 // /admin/dead-letters: the callbacks no journey took, to read, replay or discard. Admins only.
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requireRole, ROLES } from '../../auth';
-import type { DeadLetter } from '../../../inbox';
+import type { FastifyRequest } from 'fastify';
+import { recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
+import type { AuditEvent } from '../../../audit/types';
+import type { DeadLetter, ReplayOutcome } from '../../../inbox';
 import type { ApiContext } from '../../context';
 import { ApiProblem, notFound, Problem } from '../../problem';
 import { DeadLetterDetail, DeadLetterList, DeadLetterListQuery, DeadLetterParams, ReplayResponse } from '../../schemas';
@@ -13,6 +15,22 @@ const problems = { 401: Problem, 404: Problem };
 const SCAN_PAGE = 200;
 const SCAN_LIMIT = 5_000;
 
+type Access = 'list' | 'read' | 'replay' | 'delete';
+
+/** A replay the callback path refused, as the operator's answer. */
+function replayProblem(refused: Exclude<ReplayOutcome, { ok: true }>): ApiProblem {
+  switch (refused.refusal) {
+    case 'unreadable':
+      return new ApiProblem(422, 'unparseable-callback', refused.detail, {
+        errors: (refused.issues ?? []).map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
+      });
+    case 'too-large':
+      return new ApiProblem(422, 'callback-too-large', refused.detail);
+    case 'journey-gone':
+      return new ApiProblem(409, 'journey-unavailable', refused.detail);
+  }
+}
+
 function summary(letter: DeadLetter): Omit<DeadLetter, 'rawBody'> {
   const { rawBody: _raw, ...rest } = letter;
   return rest;
@@ -22,19 +40,17 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
   const ctx: ApiContext = app;
   // A dead letter's body is the callback as received (patient data): admins only, every access on the record.
   app.addHook('preHandler', requireRole(ctx.audit, ROLES.admin));
-  app.addHook('onResponse', async (request, reply) => {
-    if (!request.operator || reply.statusCode === 403) return;
-    const id = (request.params as { id?: string }).id;
-    const what =
-      request.method === 'DELETE' ? 'delete' : request.url.includes('/replay') ? 'replay' : id ? 'read' : 'list';
-    await ctx.audit?.({
-      action: `dead-letter.${what}`,
-      subject: request.operator.subject,
-      roles: request.operator.roles,
-      outcome: reply.statusCode < 400 ? 'ok' : `failed: ${reply.statusCode}`,
-      details: id ? { deadLetterId: id } : {},
-    });
+  /** Who read or acted on which letter: the action named by the route that ran, never read from the URL. */
+  const event = (request: FastifyRequest, what: Access, outcome: string, deadLetterId?: string): AuditEvent => ({
+    action: `dead-letter.${what}`,
+    subject: request.operator!.subject,
+    roles: request.operator!.roles,
+    outcome,
+    details: deadLetterId ? { deadLetterId } : {},
   });
+  /** On the record before the body goes out or the act happens (a trail that fails is a 503, nothing served). */
+  const record = (request: FastifyRequest, what: Access, details: { deadLetterId?: string } = {}, outcome = 'ok') =>
+    recordFirst(ctx.audit, event(request, what, outcome, details.deadLetterId));
 
   app.get(
     '/dead-letters',
@@ -50,6 +66,7 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
     },
     async (request) => {
       const { limit, after, reason, since } = request.query;
+      await record(request, 'list');
       if (reason === undefined && since === undefined) {
         const page = await ctx.callbacks.inbox.deadLetters.list({ limit, ...(after ? { after } : {}) });
         return { deadLetters: page.letters.map(summary), next: page.next ?? null };
@@ -93,8 +110,14 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
       },
     },
     async (request) => {
-      const letter = await ctx.callbacks.inbox.deadLetters.get(request.params.id);
-      if (!letter) throw notFound(`dead letter ${request.params.id}`);
+      const { id } = request.params;
+      const letter = await ctx.callbacks.inbox.deadLetters.get(id);
+      if (!letter) {
+        await recordOutcome(ctx.audit, event(request, 'read', 'failed: 404', id), request.log);
+        throw notFound(`dead letter ${id}`);
+      }
+      // The body as received (patient data): on the record before it leaves.
+      await record(request, 'read', { deadLetterId: id });
       return letter;
     },
   );
@@ -110,20 +133,22 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
       },
     },
     async (request) => {
-      const letter = await ctx.callbacks.inbox.deadLetters.get(request.params.id);
-      if (!letter) throw notFound(`dead letter ${request.params.id}`);
-      const replayed = await ctx.callbacks.replay(letter);
-      if (replayed.ok) return { id: letter.id, outcome: replayed.outcome };
-      switch (replayed.refusal) {
-        case 'unreadable':
-          throw new ApiProblem(422, 'unparseable-callback', replayed.detail, {
-            errors: (replayed.issues ?? []).map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
-          });
-        case 'too-large':
-          throw new ApiProblem(422, 'callback-too-large', replayed.detail);
-        case 'journey-gone':
-          throw new ApiProblem(409, 'journey-unavailable', replayed.detail);
+      const { id } = request.params;
+      const letter = await ctx.callbacks.inbox.deadLetters.get(id);
+      if (!letter) {
+        await recordOutcome(ctx.audit, event(request, 'replay', 'failed: 404', id), request.log);
+        throw notFound(`dead letter ${id}`);
       }
+      // On the record before the callback goes to its journey; how it ended, after.
+      await record(request, 'replay', { deadLetterId: id }, 'requested');
+      const replayed = await ctx.callbacks.replay(letter);
+      if (!replayed.ok) {
+        const problem = replayProblem(replayed);
+        await recordOutcome(ctx.audit, event(request, 'replay', `failed: ${problem.status}`, id), request.log);
+        throw problem;
+      }
+      await recordOutcome(ctx.audit, event(request, 'replay', 'ok', id), request.log);
+      return { id: letter.id, outcome: replayed.outcome };
     },
   );
 
@@ -138,8 +163,12 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
       },
     },
     async (request, reply) => {
-      if (!(await ctx.callbacks.inbox.deadLetters.remove(request.params.id)))
-        throw notFound(`dead letter ${request.params.id}`);
+      const { id } = request.params;
+      // On the record before it is deleted.
+      await record(request, 'delete', { deadLetterId: id }, 'requested');
+      const removed = await ctx.callbacks.inbox.deadLetters.remove(id);
+      await recordOutcome(ctx.audit, event(request, 'delete', removed ? 'ok' : 'failed: 404', id), request.log);
+      if (!removed) throw notFound(`dead letter ${id}`);
       return reply.code(204).send();
     },
   );

@@ -12,7 +12,7 @@ import {
   type OperatorRequest,
   type ResendRequest,
 } from '../../../workflows/definitions';
-import { actorOf, requireRole, ROLES } from '../../auth';
+import { actorOf, recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
 import type { ApiContext } from '../../context';
 import { restrictToJourneys } from '../../journey-query';
 import {
@@ -165,26 +165,32 @@ const journeyOperations: FastifyPluginCallbackZod = (app, _options, done) => {
       await requireRole(ctx.audit, ...(action === 'reset' ? [ROLES.admin] : [ROLES.operator, ROLES.admin]))(request);
       const body = { ...request.body, actor: actorOf(request, request.body.actor) };
       knownClinic(ctx, body.clinicId, 'clinicId');
-      const record = (outcome: string) =>
-        ctx.audit?.({
-          action: `journey.${action}`,
-          subject: request.operator!.subject,
-          roles: request.operator!.roles,
-          outcome,
-          details: {
-            journeyId,
-            actor: body.actor,
-            ...(body.operationId ? { operationId: body.operationId } : {}),
-          },
-        });
+      const event = (outcome: string) => ({
+        action: `journey.${action}`,
+        subject: request.operator!.subject,
+        roles: request.operator!.roles,
+        outcome,
+        details: {
+          journeyId,
+          actor: body.actor,
+          ...(body.operationId ? { operationId: body.operationId } : {}),
+        },
+      });
+      // On the record before it takes effect (a trail that cannot be written is a 503 and nothing is done); how it
+      // ended, after.
+      await recordFirst(ctx.audit, event('requested'));
       let result: Record<string, unknown>;
       try {
         result = await act(ctx, journeyId, action, body);
       } catch (err) {
-        await record(err instanceof ApiProblem ? `failed: ${err.status}` : 'failed');
+        await recordOutcome(
+          ctx.audit,
+          event(err instanceof ApiProblem ? `failed: ${err.status}` : 'failed'),
+          request.log,
+        );
         throw err;
       }
-      await record('ok');
+      await recordOutcome(ctx.audit, event('ok'), request.log);
       request.log.info({ journeyId, action, actor: body.actor }, 'operator action');
       return { journeyId, action, outcome: 'done' as const, result };
     },
