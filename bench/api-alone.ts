@@ -19,8 +19,8 @@ import { buildApp } from '../src/api/app';
 import { loadConfig } from '../src/config';
 import { event1Body, webhookPath } from './lib/journeys';
 import { burstSpec, runLoad } from './lib/load';
-import { spawnTs, stopChild, threadCpuSeconds, treeCpuSeconds, waitFor } from './lib/proc';
-import { httpOk, type InboxStore } from './lib/stack';
+import { httpProbe, startProcess, threadCpuSeconds, treeCpuSeconds, tsx } from '../scripts/lib/processes';
+import type { InboxStore } from './lib/stack';
 import { apiFigures, batchSummary, diff, type BatchSummary } from './lib/api-metrics';
 import { summarize, type Summary } from './lib/stats';
 
@@ -108,14 +108,17 @@ export async function apiAlone(o: {
         DATA_DIR: path.join(work, `data-${store}`),
       };
       if (store === 'postgres') env.INBOX_DATABASE_URL = await ownDatabase(o.postgres!.url);
-      const api = spawnTs(`api-alone-${store}`, 'bench/api-alone.ts', ['--serve'], {
+      const origin = `http://127.0.0.1:${PORT}`;
+      const api = startProcess({
+        name: `api-alone-${store}`,
+        ...tsx('bench/api-alone.ts', ['--serve'], API_NODE_FLAGS),
         logDir: o.logDir,
         env,
-        nodeArgs: [...API_NODE_FLAGS],
+        ready: httpProbe(`${origin}/healthz`),
+        readyTimeoutMs: 60_000,
       });
-      const origin = `http://127.0.0.1:${PORT}`;
       try {
-        await waitFor('the API', () => httpOk(`${origin}/healthz`), 60_000);
+        await api.ready();
         for (const rate of o.rates) {
           const pgPid = store === 'postgres' ? o.postgres?.pid : undefined;
           const cpu0 = await threadCpuSeconds(api.pid);
@@ -168,7 +171,7 @@ export async function apiAlone(o: {
           );
         }
       } finally {
-        await stopChild(api);
+        await api.stop();
       }
     }
   } finally {

@@ -47,7 +47,7 @@ import YAML from 'yaml';
 import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib/context';
 import { benchClient, benchConfig } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
-import { backgroundCpuGroup, killAllSync, liveChildren, memoryLimitGroup, ROOT, stopChild } from './lib/proc';
+import { backgroundCpuGroup, liveProcesses, memoryLimitGroup, ROOT } from '../scripts/lib/processes';
 import { renderReport, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
@@ -265,7 +265,7 @@ async function main() {
       await stopBare(hooks).catch(() => undefined);
       await client?.connection.close().catch(() => undefined);
       await stack.stopAll().catch(() => undefined);
-      for (const child of liveChildren()) await stopChild(child, 10_000);
+      for (const child of liveProcesses()) await child.stop(10_000);
       results.loadAfter = loadAverage();
       results.finishedAt = new Date().toISOString();
       results.durationSeconds = (Date.now() - started) / 1000;
@@ -304,7 +304,6 @@ async function main() {
   );
   process.once('SIGINT', () => void finish(130, 'interrupted (SIGINT)'));
   process.once('SIGTERM', () => void finish(143, 'terminated (SIGTERM)'));
-  process.on('exit', killAllSync);
   process.on('uncaughtException', (err) => void finish(1, `uncaught: ${err.message}`));
   process.on('unhandledRejection', (err) => void finish(1, `unhandled rejection: ${String(err)}`));
 
@@ -483,6 +482,5 @@ async function main() {
 
 main().catch((err: unknown) => {
   console.error(err);
-  killAllSync();
   process.exit(1);
 });

@@ -30,7 +30,7 @@ import { ProductionStack, type ProductionPorts } from '../scripts/lib/production
 import { stackSecrets } from '../scripts/lib/stack-secrets';
 import { benchClient, benchConfig, countWorkflows, gfeInput, pool, postEvent1s, startJourney } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
-import { killAllSync, ROOT, rssBytes, sleep } from './lib/proc';
+import { killAllNow, ROOT, rssBytes, sleep } from '../scripts/lib/processes';
 import { BenchStack, benchPorts, CLINICS } from './lib/stack';
 import { SCALE_END, SCALE_START, withScaleSection } from './lib/sections';
 import { fmtBytes, fmtMs, summarize, type Summary } from './lib/stats';
@@ -193,18 +193,12 @@ async function devShape(o: Options, dir: string, log: (l: string) => void): Prom
     apiUrl: stack.apiUrl,
     sandboxUrl: stack.sandboxUrl,
     config: benchConfig(stack.env),
-    workerPids: () => (stack.worker ? [stack.worker.pid] : []),
+    workerPids: () => (stack.worker?.pid ? [stack.worker.pid] : []),
     stop: () => stack.stopAll(),
   };
 }
 
-async function productionShape(
-  o: Options,
-  dir: string,
-  n: number,
-  log: (l: string) => void,
-  started: (stack: ProductionStack | undefined) => void,
-): Promise<Shape> {
+async function productionShape(o: Options, dir: string, n: number, log: (l: string) => void): Promise<Shape> {
   const ports = await productionPortsFrom(o.portBase + 100 * n, n);
   const dataDir = path.join(dir, 'stack');
   mkdirSync(dataDir, { recursive: true });
@@ -229,7 +223,6 @@ async function productionShape(
     engineEnv: { CLINICS_FILE: clinicsFile, API_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn' },
     log: (line) => log(`stack: ${line}`),
   });
-  started(stack);
   await stack.start();
   const secrets = stackSecrets(dataDir);
   const config = loadConfig({
@@ -249,10 +242,7 @@ async function productionShape(
     config,
     workerPids: () => stack.workers.flatMap((w) => (w.pid ? [w.pid] : [])),
     temporalMetricsUrl: `http://127.0.0.1:${ports.temporalMetrics}/metrics`,
-    stop: async () => {
-      await stack.stop();
-      started(undefined);
-    },
+    stop: () => stack.stop(),
   };
 }
 
@@ -539,13 +529,8 @@ async function main() {
   const results: ShapeResult[] = [];
   let big: BigPark | undefined;
   let bigFailure: string | undefined;
-  /** The production stack running now: its parts are not the bench's children, so Ctrl-C stops them here. */
-  let running: ProductionStack | undefined;
-  const onSignal = () => {
-    running?.killNow();
-    killAllSync();
-    process.exit(130);
-  };
+  // Every part of the stack running now is killed as this process exits (scripts/lib/processes.ts).
+  const onSignal = () => process.exit(130);
   process.on('SIGINT', onSignal);
   try {
     for (const name of o.shapes) {
@@ -553,9 +538,7 @@ async function main() {
       mkdirSync(dir, { recursive: true });
       log(`${name}: starting the stack`);
       const shape =
-        name === 'dev'
-          ? await devShape(o, dir, log)
-          : await productionShape(o, dir, name === '1x1' ? 1 : 2, log, (stack) => (running = stack));
+        name === 'dev' ? await devShape(o, dir, log) : await productionShape(o, dir, name === '1x1' ? 1 : 2, log);
       const client = await benchClient(shape.config);
       const shapeBusy = cpuBusySampler();
       try {
@@ -625,7 +608,7 @@ async function main() {
     }
   } finally {
     process.off('SIGINT', onSignal);
-    killAllSync();
+    killAllNow();
     if (!o.keepData) rmSync(work, { recursive: true, force: true });
   }
   const section = render({ o, began, loadBefore, loadAfter: loadAverage(), busy: busy(), results, big, bigFailure });
@@ -769,7 +752,6 @@ function writeSection(file: string, section: string): void {
 if (require.main === module) {
   main().catch((err: unknown) => {
     console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-    killAllSync();
     process.exit(1);
   });
 }

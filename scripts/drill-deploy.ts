@@ -31,7 +31,7 @@ import { machineDescription } from '../test/faults/harness/report';
 import { exitWith, parseCommandLine, UsageError } from './lib/cli';
 import { withSection } from './lib/doc-section';
 import { sleep } from './lib/http';
-import type { ManagedProcess } from './lib/managed-process';
+import type { ManagedProcess } from './lib/processes';
 import { ProductionStack, productionStackPorts, type ProductionPorts } from './lib/production-stack';
 import { startBlocker } from './lib/stack-guard';
 import { unsupportedNode } from './lib/stack-log';
@@ -573,10 +573,8 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
     });
     v.workers.forEach((w, i) => metrics.set(w, `http://127.0.0.1:${ports[i]}/metrics`));
   };
-  const stop = () => {
-    stack.killNow();
-    process.exit(130);
-  };
+  // Every part is killed as this process exits (scripts/lib/processes.ts).
+  const stop = () => process.exit(130);
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
@@ -673,7 +671,7 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
     );
     const drainedAfter = Date.now() - currentAt;
     mark(`v1 drained ${(drainedAfter / 1000).toFixed(0)} s after v2 became current; stopping its workers`);
-    await Promise.all(v1.workers.map((w) => w.close()));
+    await Promise.all(v1.workers.map((w) => w.stop()));
     await eventually('v1 deleted', 300_000, () =>
       deploymentCommand(address, ['delete-version', '--build-id', v1.buildId]),
     );

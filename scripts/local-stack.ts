@@ -1,25 +1,21 @@
 // The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { DEFAULT_DEPLOYMENT_NAME } from '../src/config';
 import { makeCurrentVersion } from '../src/temporal';
-import { SEARCH_ATTRIBUTE_KEYS } from '../src/workflows/definitions';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { loopbackHosts } from '../src/codec/host-check';
 import { freeLoopbackPort, startHostFront } from './lib/host-front';
-import { waitForPort } from './lib/managed-process';
 import { stackBuildId } from './lib/build-id';
-import { claimStack, partCommand, type StackPort } from './lib/stack-guard';
-import { describeStarter, stopWhenStarterGone } from './lib/stack-starter';
-import { openStackLog, partEnv } from './lib/stack-log';
+import { api, codec, sandbox, temporalDevServer, worker } from './lib/stack/parts';
+import { runStack, Stack } from './lib/stack/stack';
+import type { StackPort } from './lib/stack-guard';
+import { openStackLog } from './lib/stack-log';
 import {
   DEMO_CLINIC_ID,
   DEMO_CLINIC_TOKEN,
   LOCAL_ADMIN_TOKEN,
-  searchAttributeTypeName,
   sha256,
   stackSecrets,
   stackTemporalProfile,
@@ -55,10 +51,6 @@ const external = (() => {
 })();
 export { DEMO_CLINIC_ID, DEMO_CLINIC_TOKEN, LOCAL_ADMIN_TOKEN };
 
-const children: { name: string; proc: ChildProcess }[] = [];
-let stopping = false;
-const stopped = () => (stopping ? 'the stack is stopping' : undefined);
-
 /** Local secrets and the demo clinic, made once and kept in the git-ignored data folder. */
 function localConfig(): Record<string, string> {
   const secrets = stackSecrets(dataDir);
@@ -87,51 +79,6 @@ function localConfig(): Record<string, string> {
     CODEC_AUDIT_FILE: path.join(dataDir, 'audit', 'codec.jsonl'),
     WORKER_METRICS_ADDRESS: workerMetricsAddress,
   };
-}
-
-function start(name: string, command: string, args: string[], env: Record<string, string>) {
-  // Own process group: Ctrl-C reaches the stack alone, which then stops the parts in order. setpriv's parent-death
-  // signal stops the part if the stack's process dies without stopping it.
-  const part = partCommand(command, args);
-  const proc = spawn(part.command, part.args, {
-    cwd: root,
-    // The API's and the worker's JSON lines at info (journey and workflow ids, never PHI); LOG_LEVEL sets another.
-    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env, ...partEnv() },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  log.follow(name, proc.stdout, 'stdout');
-  log.follow(name, proc.stderr, 'stderr');
-  proc.on('exit', (code, signal) => {
-    if (stopping) return;
-    say(`${name} exited (${signal ?? code}); stopping the stack`);
-    void stop(1);
-  });
-  children.push({ name, proc });
-  return proc;
-}
-
-async function stop(code: number) {
-  if (stopping) return;
-  stopping = true;
-  say('stopping...');
-  // Reverse order: API and worker first, so nothing talks to a server that is already gone.
-  for (const { name, proc } of [...children].reverse()) {
-    if (proc.exitCode !== null || proc.signalCode !== null) continue;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        say(`${name} did not stop in 15 s; killing it`);
-        proc.kill('SIGKILL');
-      }, 15_000);
-      proc.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      proc.kill('SIGTERM');
-    });
-    say(`${name} stopped`);
-  }
-  process.exit(code);
 }
 
 /**
@@ -170,23 +117,12 @@ function stackPorts(): StackPort[] {
   ];
 }
 
-async function main() {
-  await claimStack(dataDir, stackPorts(), (m, level) => log.say(m, level));
-  // Whoever started the stack gone (SIGTERM to `npm start`, npm or what ran it killed): every part stops in order.
-  stopWhenStarterGone((starter) => {
-    say(`${describeStarter(starter)}, which the stack was started under, is gone: stopping`);
-    void stop(0);
-  });
-  say('checking the Temporal tools (installed into .tools/ on first run)...');
-  const tools = await log.run('tools', 'bash', [path.join(root, 'scripts/install-temporal-tools.sh')]);
-  if (tools !== 0) throw new Error('installing the Temporal tools failed');
-
-  const env = localConfig();
+async function up(stack: Stack) {
+  // The API's and the worker's JSON lines at info (journey and workflow ids, never PHI); LOG_LEVEL sets another.
+  const logLevel = { LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
+  const env = { ...logLevel, ...localConfig() };
   // The key lives in the clinics file only: the processes get none of it through their environment.
   delete process.env.EXAM_SERVICE_API_KEY;
-  // Ctrl-C, a kill, or the terminal closing (SIGHUP, as when an SSH session drops): every part stops in order.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
-
   // The dev server's Web UI answers any `Host`: it listens on a port of its own, picked at random on 127.0.0.1, and
   // the UI's address is a front that passes on only requests naming the stack's own address (no DNS rebinding).
   const uiBehind = await freeLoopbackPort(Object.values(ports));
@@ -196,48 +132,14 @@ async function main() {
     allowedHosts: loopbackHosts('127.0.0.1', ports.ui),
     refused: (host) => say(`Temporal UI: refused a request for Host ${host} (421: not this stack's address)`),
   });
-  const temporal = path.join(root, '.tools/bin/temporal');
-  start(
-    'temporal',
-    temporal,
-    [
-      'server',
-      'start-dev',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(ports.temporal),
-      '--ui-ip',
-      '127.0.0.1',
-      '--ui-port',
-      String(uiBehind),
-      '--db-filename',
-      path.join(dataDir, 'temporal.db'),
-      '--log-level',
-      'error',
-      // WAL lets readers and the writer work at once; NORMAL syncs at checkpoints, not at every commit.
-      '--sqlite-pragma',
-      'journal_mode=wal',
-      '--sqlite-pragma',
-      'synchronous=normal',
-      ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeTypeName(k.type)}`]),
-      // The UI asks the codec server to decrypt payloads for the operator's browser.
-      '--ui-codec-endpoint',
-      `http://127.0.0.1:${ports.codec}`,
-    ],
-    {},
+  const codecUrl = `http://127.0.0.1:${ports.codec}`;
+  const dbFile = path.join(dataDir, 'temporal.db');
+  await stack.up(
+    temporalDevServer({ port: ports.temporal, ui: { port: uiBehind, codec: codecUrl }, dbFile, env: logLevel }),
+    codec(ports.codec, env),
+    ...(external ? [] : [sandbox(ports.sandbox, env)]),
   );
-  // Node itself with tsx's loader (not tsx's CLI, which runs the program in a second process): one process a part.
-  start('codec', process.execPath, ['--import', 'tsx', 'src/codec/main.ts'], env);
-  if (!external) start('sandbox', process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], env);
-  await Promise.all([
-    waitForPort(ports.temporal, 'temporal', { gaveUp: stopped }),
-    ...(external ? [] : [waitForPort(ports.sandbox, 'sandbox', { gaveUp: stopped })]),
-    waitForPort(ports.codec, 'codec', { gaveUp: stopped }),
-  ]);
-  start('worker', process.execPath, ['--import', 'tsx', 'src/worker.ts'], { ...env, ...workerVersion });
-  start('api', process.execPath, [...API_NODE_FLAGS, '--import', 'tsx', 'src/api/server.ts'], env);
-  await waitForPort(ports.api, 'api', { gaveUp: stopped });
+  await stack.up(worker({ ...env, ...workerVersion }), api(ports.api, env));
   if (workerVersion.WORKER_BUILD_ID) await makeWorkerVersionCurrent(workerVersion.WORKER_BUILD_ID);
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
@@ -245,7 +147,7 @@ async function main() {
   say(`  admin routes   Authorization: Bearer ${LOCAL_ADMIN_TOKEN}  (/admin/dead-letters)`);
   say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
   say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
-  say(`  codec server   http://127.0.0.1:${ports.codec}  (the UI shows decrypted payloads through it)`);
+  say(`  codec server   ${codecUrl}  (the UI shows decrypted payloads through it)`);
   say(`  metrics        http://127.0.0.1:${ports.api}/metrics  (API)`);
   if (!workerMetricsOff) say(`                 http://${workerMetricsAddress.trim()}/metrics  (worker)`);
   if (external) {
@@ -273,11 +175,17 @@ export function externalExamService(env: NodeJS.ProcessEnv): { baseUrl: string; 
   return { baseUrl: url.href.replace(/\/+$/, ''), apiKey };
 }
 
-process.on('exit', () => {
-  for (const { proc } of children) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-});
-
-main().catch((err: unknown) => {
-  log.say(err instanceof Error ? err.message : String(err), 'error');
-  void stop(1);
+void runStack({
+  log,
+  dataDir,
+  ports: stackPorts(),
+  install: {
+    part: 'tools',
+    command: ['bash', path.join(root, 'scripts/install-temporal-tools.sh')],
+    checking: 'checking the Temporal tools (installed into .tools/ on first run)...',
+    failed: 'installing the Temporal tools failed',
+  },
+  stopping: 'stopping...',
+  make: (onFatal) => new Stack({ echo: log, log: say, onFatal }),
+  up,
 });

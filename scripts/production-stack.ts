@@ -16,8 +16,7 @@ import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { DEMO_USERS } from './lib/keycloak';
 import { ProductionStack, productionPorts, productionStackPorts } from './lib/production-stack';
-import { claimStack } from './lib/stack-guard';
-import { describeStarter, stopWhenStarterGone } from './lib/stack-starter';
+import { runStack } from './lib/stack/stack';
 import { openStackLog } from './lib/stack-log';
 
 const root = path.resolve(__dirname, '..');
@@ -25,61 +24,23 @@ const root = path.resolve(__dirname, '..');
 const log = openStackLog('production');
 const say = (line: string) => log.say(line);
 
-async function main() {
+function settings() {
   const workers = Number(process.env.WORKERS ?? 2);
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`WORKERS: not a count: ${process.env.WORKERS}`);
-  const ports = productionPorts(process.env, 2);
-  const dataDir = path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production'));
-  const identityEnv = (process.env.IDENTITY ?? 'keycloak').trim().toLowerCase();
-  if (!['keycloak', 'off'].includes(identityEnv)) throw new Error(`IDENTITY: keycloak or off, not ${identityEnv}`);
-  const identity = identityEnv === 'keycloak';
-  await claimStack(dataDir, productionStackPorts(ports, workers, identity), (m, level) => log.say(m, level));
-
-  say('checking the servers (installed on first run: a few minutes)...');
-  const installed = await log.run('install', 'bash', [path.join(root, 'scripts/install-production.sh')]);
-  if (installed !== 0) throw new Error('installing the production parts failed');
-
-  let stopping: Promise<void> | undefined;
-  const stack = new ProductionStack({
-    dataDir,
-    ports,
+  const identity = (process.env.IDENTITY ?? 'keycloak').trim().toLowerCase();
+  if (!['keycloak', 'off'].includes(identity)) throw new Error(`IDENTITY: keycloak or off, not ${identity}`);
+  return {
     workers,
-    identity,
-    echo: log,
-    supervise: true,
-    log: say,
-    onFatal: () => void stop(1),
-  });
-  const stop = (code: number) => {
-    stopping ??= (async () => {
-      say('stopping (load balancer, API replicas, workers, sandbox, UI, codec, object store, Temporal, PostgreSQL)...');
-      await stack.stop();
-      say('stopped');
-      process.exit(code);
-    })();
-    return stopping;
+    identity: identity === 'keycloak',
+    ports: productionPorts(process.env, 2),
+    dataDir: path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production')),
   };
-  // Ctrl-C, a kill, or the terminal closing (SIGHUP, as when an SSH session drops): every part stops in order.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(0));
-  // Whoever started the stack gone (SIGTERM to `npm run start:production`, npm or what ran it killed): the same.
-  stopWhenStarterGone((starter) => {
-    say(`${describeStarter(starter)}, which the stack was started under, is gone: stopping`);
-    void stop(0);
-  });
-  process.on('exit', () => stack.killNow());
+}
 
+async function up(stack: ProductionStack) {
+  const { ports: p, dataDir, identity, workers } = stack.o;
   const started = Date.now();
-  try {
-    await stack.start();
-  } catch (err) {
-    log.say(
-      `could not start: ${err instanceof Error ? err.message : String(err)} (logs in ${path.join(dataDir, 'logs')})`,
-      'error',
-    );
-    await stop(1);
-    return;
-  }
-  const p = ports;
+  await stack.start();
   say(`the production-shaped stack is up (${((Date.now() - started) / 1000).toFixed(0)} s):`);
   say(`  API (HAProxy)    ${stack.apiUrl}  -> replicas on ${p.apiReplicas.join(', ')}  (docs: ${stack.apiUrl}/docs)`);
   say(`  demo clinic      Authorization: Bearer ${ProductionStack.tokens.clinic}`);
@@ -108,7 +69,24 @@ async function main() {
   say('Ctrl-C stops everything.');
 }
 
-main().catch((err: unknown) => {
+try {
+  const o = settings();
+  void runStack({
+    log,
+    dataDir: o.dataDir,
+    ports: productionStackPorts(o.ports, o.workers, o.identity),
+    install: {
+      part: 'install',
+      command: ['bash', path.join(root, 'scripts/install-production.sh')],
+      checking: 'checking the servers (installed on first run: a few minutes)...',
+      failed: 'installing the production parts failed',
+    },
+    stopping:
+      'stopping (load balancer, API replicas, workers, sandbox, UI, codec, object store, Temporal, PostgreSQL)...',
+    make: (onFatal) => new ProductionStack({ ...o, echo: log, supervise: true, log: say, onFatal }),
+    up,
+  });
+} catch (err) {
   log.say(err instanceof Error ? err.message : String(err), 'error');
   process.exit(1);
-});
+}

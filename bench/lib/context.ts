@@ -41,7 +41,7 @@ export interface Options {
   backgroundNice: number;
   /**
    * `group` (the default): those processes also go into a cpu cgroup of the lowest weight where one can be made
-   * (bench/lib/proc.ts backgroundCpuGroup); `nice`: niceness alone.
+   * (scripts/lib/processes.ts backgroundCpuGroup); `nice`: niceness alone.
    */
   backgroundCpu: 'group' | 'nice';
   /** The cgroup they went into, when `group` could be had here (for the report). */

@@ -10,7 +10,7 @@ import { parseCallback } from '../../src/exam-service/schemas';
 import { signalJourney } from '../../src/inbox/forwarder';
 import { journeyWorkflowId, snapshotQuery, type CallbackSignal } from '../../src/workflows/definitions';
 import { pool } from './journeys';
-import { sleep } from './proc';
+import { sleep } from '../../scripts/lib/processes';
 import { summarize, type Summary } from './stats';
 
 export interface AppliedSummary {

@@ -6,7 +6,7 @@ import { connectClient } from '../../src/temporal';
 import { webhookToken } from '../../src/webhook-url';
 import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
 import type { JourneyInput } from '../../src/contract/journey-request';
-import { sleep } from './proc';
+import { sleep } from '../../scripts/lib/processes';
 
 export function benchConfig(env: Record<string, string>): Config {
   return loadConfig({ ...env });

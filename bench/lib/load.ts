@@ -2,7 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { LevelResult, LoadSpec } from '../loadgen';
-import { spawnTs, stopChild } from './proc';
+import { startProcess, tsx } from '../../scripts/lib/processes';
 
 let runs = 0;
 
@@ -16,8 +16,8 @@ export async function runLoad(
   const specFile = path.join(workDir, `load-${n}.spec.json`);
   const resultFile = path.join(workDir, `load-${n}.result.json`);
   await writeFile(specFile, JSON.stringify(spec));
-  const child = spawnTs(`loadgen-${n}`, 'bench/loadgen.ts', [specFile, resultFile], { logDir });
-  const timer = setTimeout(() => void stopChild(child, 2_000), timeoutMs);
+  const child = startProcess({ name: `loadgen-${n}`, ...tsx('bench/loadgen.ts', [specFile, resultFile]), logDir });
+  const timer = setTimeout(() => void child.stop(2_000), timeoutMs);
   const { code } = await child.exited;
   clearTimeout(timer);
   if (code !== 0) throw new Error(`the load generator failed (exit ${code}); see ${child.logFile}`);

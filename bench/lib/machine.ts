@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { getHeapStatistics } from 'node:v8';
-import { ROOT } from './proc';
+import { ROOT } from '../../scripts/lib/processes';
 
 export interface Machine {
   cpuModel: string;

@@ -4,29 +4,14 @@
 // the run's data folder) and the API, restarted with either callback inbox (files or postgres) or other settings.
 // Configured like scripts/local-stack.ts, with the bench's own clinics and secrets.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile, stat, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
 import pg from 'pg';
-import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { startPostgres, type PostgresServer } from '../../scripts/lib/postgres-server';
-import { searchAttributeTypeName } from '../../scripts/lib/stack-secrets';
+import { cpuSeconds, ManagedProcess, treeCpuSeconds, type ProcessOptions } from '../../scripts/lib/processes';
+import { api, sandbox, temporalDevServer, worker, type PartSpec } from '../../scripts/lib/stack/parts';
 import { apiFigures } from './api-metrics';
 import { DEMO_API_KEY } from '../../src/sandbox/seed';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
-import {
-  cpuSeconds,
-  Fatal,
-  onKillAll,
-  ROOT,
-  spawnChild,
-  spawnTs,
-  stopChild,
-  treeCpuSeconds,
-  waitFor,
-  type Child,
-} from './proc';
 
 /** The API's callback inbox (INBOX_STORE). */
 export type InboxStore = 'files' | 'postgres';
@@ -78,32 +63,6 @@ export const CLINICS = {
   waiting: { clinicId: 'bench-waiting', token: 'bench-waiting-token' },
 } as const;
 
-export const TEMPORAL_DEFAULT_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
-
-export function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
-}
-
-export async function httpOk(url: string, timeoutMs = 2_000): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.ok;
-  } catch {
-    return false;
-  }
-}
-
 export interface StackOptions {
   dataDir: string;
   logDir: string;
@@ -121,7 +80,7 @@ export interface StackOptions {
    * generator leave, the way a best-effort container runs beside one with a CPU request. Undefined: niceness alone.
    */
   backgroundGroup?: string;
-  /** A memory cgroup the worker starts in (proc.ts memoryLimitGroup): the memory limit a deployment gives it. */
+  /** A memory cgroup the worker starts in (scripts/lib/processes.ts memoryLimitGroup): the memory limit a deployment gives it. */
   workerMemoryGroup?: string;
   log: (message: string) => void;
 }
@@ -152,10 +111,10 @@ async function warmWal(url: string): Promise<void> {
 
 export class BenchStack {
   readonly env: Record<string, string>;
-  temporal: Child | undefined;
-  sandbox: Child | undefined;
-  worker: Child | undefined;
-  api: Child | undefined;
+  temporal: ManagedProcess | undefined;
+  sandbox: ManagedProcess | undefined;
+  worker: ManagedProcess | undefined;
+  api: ManagedProcess | undefined;
   postgres: PostgresServer | undefined;
   /** The inbox the running API uses. */
   apiStore: InboxStore = 'files';
@@ -166,7 +125,6 @@ export class BenchStack {
   apiNodeArgs: string[] = [];
   #temporalStarts = 0;
   #apiStarts = 0;
-  #forgetPostgres: (() => void) | undefined;
   readonly #retired = { accepted: 0, forwarded: 0 };
 
   constructor(readonly o: StackOptions) {
@@ -222,7 +180,13 @@ export class BenchStack {
     });
   }
 
-  async startTemporal(pragmas: string[] = TEMPORAL_DEFAULT_PRAGMAS): Promise<number> {
+  /** A part of the bench's stack, started, once ready; `background`: at the lower CPU weight (StackOptions). */
+  #up(spec: PartSpec, background = true, o: Partial<ProcessOptions> = {}): Promise<ManagedProcess> {
+    const weight = background ? { nice: this.o.backgroundNice, cpuGroup: this.o.backgroundGroup } : {};
+    return new ManagedProcess({ ...spec, logDir: this.o.logDir, ...weight, ...o }).up();
+  }
+
+  async startTemporal(pragmas?: string[]): Promise<number> {
     const t0 = performance.now();
     const p = this.o.ports;
     this.temporal = await this.startDevServer(
@@ -235,118 +199,39 @@ export class BenchStack {
   }
 
   /** A Temporal dev server (headless) with the journeys' search attributes; resolves once it answers. */
-  async startDevServer(
+  startDevServer(
     name: string,
     ports: { grpc: number; http: number; metrics: number },
     dbFile: string,
-    pragmas: string[],
-    extraArgs: string[] = [],
-  ): Promise<Child> {
-    const child = spawnChild(
-      name,
-      path.join(ROOT, '.tools/bin/temporal'),
-      [
-        'server',
-        'start-dev',
-        '--headless',
-        '--ip',
-        '127.0.0.1',
-        '--port',
-        String(ports.grpc),
-        '--http-port',
-        String(ports.http),
-        '--metrics-port',
-        String(ports.metrics),
-        '--db-filename',
-        dbFile,
-        '--log-level',
-        'error',
-        ...pragmas.flatMap((pr) => ['--sqlite-pragma', pr]),
-        ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeTypeName(k.type)}`]),
-        ...extraArgs,
-      ],
-      { logDir: this.o.logDir, nice: this.o.backgroundNice, cpuGroup: this.o.backgroundGroup },
-    );
-    const address = `127.0.0.1:${ports.grpc}`;
-    await waitFor(
-      `the Temporal dev server on ${address}`,
-      async () => {
-        if (!child.alive) throw new Fatal(`the Temporal dev server exited; see ${child.logFile}`);
-        if (!(await portOpen(ports.grpc))) return false;
-        const conn = await Connection.connect({ address, connectTimeout: 2_000 });
-        try {
-          await conn.withDeadline(Date.now() + 2_000, () => conn.workflowService.getSystemInfo({}));
-          return true;
-        } finally {
-          await conn.close();
-        }
-      },
-      120_000,
-      100,
-    );
-    return child;
+    pragmas?: string[],
+  ): Promise<ManagedProcess> {
+    const { grpc: port, http: httpPort, metrics: metricsPort } = ports;
+    return this.#up(temporalDevServer({ name, port, httpPort, metricsPort, dbFile, pragmas }));
   }
 
   async stopTemporal(): Promise<void> {
-    if (this.temporal) await stopChild(this.temporal, 20_000);
+    await this.temporal?.stop(20_000);
     this.temporal = undefined;
   }
 
   async startSandbox(): Promise<void> {
-    this.sandbox = spawnTs('sandbox', 'src/sandbox/main.ts', [], {
-      logDir: this.o.logDir,
-      nice: this.o.backgroundNice,
-      cpuGroup: this.o.backgroundGroup,
-      env: {
-        ...this.env,
-        SANDBOX_PORT: String(this.o.ports.sandbox),
-        SANDBOX_LOG_LEVEL: 'warn',
-        SANDBOX_PROVIDER_DELAY_MS: String(this.o.providerDelayMs),
-      },
-    });
-    const child = this.sandbox;
-    await waitFor(
-      'the sandbox',
-      async () => {
-        if (!child.alive) throw new Fatal(`the sandbox exited; see ${child.logFile}`);
-        return httpOk(`${this.sandboxUrl}/_sandbox/health`);
-      },
-      60_000,
-    );
+    const delay = { SANDBOX_PROVIDER_DELAY_MS: String(this.o.providerDelayMs) };
+    this.sandbox = await this.#up(sandbox(this.o.ports.sandbox, { ...this.env, ...delay }));
   }
 
-  /** Starts the worker and resolves once it polls (its start-up line). */
   /** Settings every worker start of this run gets (development: BENCH_WORKER_ENV). */
   workerEnv: Record<string, string> = {};
 
-  async startWorker(extraEnv: Record<string, string> = {}, name = 'worker', nodeArgs: string[] = []): Promise<Child> {
-    // The log file is appended to across restarts: only what this process writes counts.
-    const offset = await stat(path.join(this.o.logDir, `${name}.log`)).then(
-      (st) => st.size,
-      () => 0,
-    );
-    const child = spawnTs(name, 'src/worker.ts', [], {
-      logDir: this.o.logDir,
-      nice: this.o.backgroundNice,
-      cpuGroup: this.o.backgroundGroup,
-      memoryGroup: this.o.workerMemoryGroup,
-      env: { ...this.env, ...this.workerEnv, ...extraEnv },
-      nodeArgs,
-    });
-    this.worker = child;
-    await waitFor(
-      'the worker to poll',
-      async () => {
-        if (!child.alive) throw new Fatal(`the worker exited; see ${child.logFile}`);
-        return (await readFile(child.logFile)).subarray(offset).toString('utf8').includes('worker polling task queue');
-      },
-      120_000,
-    );
-    return child;
+  /** Starts the worker and resolves once it polls (its start-up line). */
+  async startWorker(extraEnv: Record<string, string> = {}, name = 'worker', nodeArgs: string[] = []) {
+    const env = { ...this.env, ...this.workerEnv, ...extraEnv };
+    const spec = worker(env, { name, nodeArgs, waitPolling: true });
+    this.worker = await this.#up(spec, true, { memoryGroup: this.o.workerMemoryGroup });
+    return this.worker;
   }
 
   async stopWorker(): Promise<void> {
-    if (this.worker) await stopChild(this.worker, 30_000);
+    await this.worker?.stop(30_000);
     this.worker = undefined;
   }
 
@@ -358,33 +243,22 @@ export class BenchStack {
     extraEnv: Record<string, string> = {},
     nodeArgs: string[] = this.apiNodeArgs,
     o: { store?: InboxStore; temporalDown?: boolean } = {},
-  ): Promise<Child> {
+  ): Promise<ManagedProcess> {
     const store = o.store ?? this.apiStore;
     if (store === 'postgres' && !this.postgres) throw new Error('the API on the postgres inbox needs startPostgres()');
     const inboxEnv: Record<string, string> =
       store === 'postgres'
         ? { INBOX_STORE: 'postgres', INBOX_DATABASE_URL: this.postgres!.url }
         : { INBOX_STORE: 'files' };
-    // One log file per start: the bench reads nothing from it, a person reads the one that went wrong.
-    const child = spawnTs(`api-${++this.#apiStarts}-${store}`, 'src/api/server.ts', [], {
-      logDir: this.o.logDir,
-      env: { ...this.env, ...inboxEnv, ...this.apiDevEnv, ...extraEnv },
-      // The flags the API runs with everywhere (src/api/node-flags.ts), then the development ones.
-      nodeArgs: [...API_NODE_FLAGS, ...nodeArgs],
-    });
-    this.api = child;
+    const env = { ...this.env, ...inboxEnv, ...this.apiDevEnv, ...extraEnv };
+    // One log file per start: the bench reads nothing from it, a person reads the one that went wrong. The flags the
+    // API runs with everywhere (src/api/node-flags.ts), then the development ones.
+    const name = `api-${++this.#apiStarts}-${store}`;
+    const probe = o.temporalDown ? '/healthz' : '/readyz';
+    this.api = await this.#up(api(this.o.ports.api, env, { name, nodeArgs, probe }), false);
     this.apiStore = store;
     this.apiEnv = extraEnv;
-    const probe = o.temporalDown ? '/healthz' : '/readyz';
-    await waitFor(
-      `the API to answer ${probe}`,
-      async () => {
-        if (!child.alive) throw new Fatal(`the API exited; see ${child.logFile}`);
-        return httpOk(`${this.apiUrl}${probe}`);
-      },
-      120_000,
-    );
-    return child;
+    return this.api;
   }
 
   /** Stops the API and starts it again: on another inbox, with other settings (none: the stack's own). */
@@ -392,7 +266,7 @@ export class BenchStack {
     store: InboxStore = this.apiStore,
     extraEnv: Record<string, string> = {},
     o: { temporalDown?: boolean } = {},
-  ): Promise<Child> {
+  ): Promise<ManagedProcess> {
     await this.stopApi();
     return this.startApi(extraEnv, this.apiNodeArgs, { store, ...o });
   }
@@ -416,11 +290,6 @@ export class BenchStack {
     });
     this.postgres = server;
     await warmWal(server.url);
-    // The postmaster is not one of proc.ts's children: if the bench dies without stopping it, an immediate
-    // shutdown by pid (its PDEATHSIG covers a crash of this process too).
-    this.#forgetPostgres = onKillAll(() => {
-      if (server.pid !== undefined) process.kill(server.pid, 'SIGQUIT');
-    });
     return performance.now() - t0;
   }
 
@@ -429,11 +298,10 @@ export class BenchStack {
     this.postgres = undefined;
     if (!server) return;
     await server.stop();
-    this.#forgetPostgres?.();
   }
 
   async stopApi(): Promise<void> {
-    if (this.api?.alive) {
+    if (this.api?.running) {
       // Its counters go with it: keep what it accepted and forwarded for the run's totals.
       const f = await apiFigures(this.apiUrl).catch(() => undefined);
       if (f) {
@@ -441,13 +309,13 @@ export class BenchStack {
         this.#retired.forwarded += f.forwarded;
       }
     }
-    if (this.api) await stopChild(this.api, 30_000);
+    await this.api?.stop(30_000);
     this.api = undefined;
   }
 
   /** Callbacks accepted and signals forwarded by every API process of this run (the running one included). */
   async apiTotals(): Promise<{ accepted: number; forwarded: number }> {
-    const f = this.api?.alive ? await apiFigures(this.apiUrl).catch(() => undefined) : undefined;
+    const f = this.api?.running ? await apiFigures(this.apiUrl).catch(() => undefined) : undefined;
     return {
       accepted: this.#retired.accepted + (f?.accepted ?? 0),
       forwarded: this.#retired.forwarded + (f?.forwarded ?? 0),
@@ -463,11 +331,10 @@ export class BenchStack {
       ['api', this.api],
       ['sandbox', this.sandbox],
     ] as const) {
-      const v = child ? await cpuSeconds(child.pid) : undefined;
+      const v = await cpuSeconds(child?.pid);
       if (v !== undefined) out[name] = v;
     }
-    const pg = this.postgres?.pid;
-    const v = pg !== undefined ? await treeCpuSeconds(pg) : undefined;
+    const v = await treeCpuSeconds(this.postgres?.pid);
     if (v !== undefined) out.postgres = v;
     return out;
   }
@@ -483,7 +350,7 @@ export class BenchStack {
     await timed('the API', () => this.stopApi());
     await timed('the worker', () => this.stopWorker());
     await timed('the sandbox', async () => {
-      if (this.sandbox) await stopChild(this.sandbox);
+      await this.sandbox?.stop();
       this.sandbox = undefined;
     });
     await timed('the Temporal dev server', () => this.stopTemporal());

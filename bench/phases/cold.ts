@@ -6,8 +6,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Options } from '../lib/context';
 import { loadAverage } from '../lib/machine';
-import { ROOT, sleep, spawnChild, spawnTs, stopChild } from '../lib/proc';
-import { benchPorts, httpOk } from '../lib/stack';
+import { httpOk, ROOT, sleep, startProcess, tsx } from '../../scripts/lib/processes';
+import { benchPorts } from '../lib/stack';
 
 export interface ColdStartResults {
   /** Spawn of scripts/local-stack.ts to the first 200 of /readyz. */
@@ -44,7 +44,9 @@ export async function coldStartPhase(
   await mkdir(dataDir, { recursive: true });
   log('cold start: scripts/local-stack.ts on the bench ports, fresh data folder...');
   const t0 = performance.now();
-  const stack = spawnTs('cold-local-stack', 'scripts/local-stack.ts', [], {
+  const stack = startProcess({
+    name: 'cold-local-stack',
+    ...tsx('scripts/local-stack.ts'),
     logDir,
     env: {
       TEMPORAL_PORT: String(p.coldTemporal),
@@ -63,7 +65,7 @@ export async function coldStartPhase(
   let stopMs = NaN;
   try {
     for (;;) {
-      if (!stack.alive) throw new Error(`the local stack exited; see ${stack.logFile}`);
+      if (!stack.running) throw new Error(`the local stack exited; see ${stack.logFile}`);
       if (performance.now() - t0 > 180_000) throw new Error('the local stack was not ready in 180 s');
       if (Number.isNaN(apiUpMs) && (await httpOk(`${api}/healthz`, 1_000))) apiUpMs = performance.now() - t0;
       if (await httpOk(`${api}/readyz`, 1_000)) {
@@ -75,7 +77,7 @@ export async function coldStartPhase(
   } finally {
     // SIGTERM: the stack stops its parts in order (API and worker first), then exits.
     const s0 = performance.now();
-    await stopChild(stack, 90_000);
+    await stack.stop(90_000);
     stopMs = performance.now() - s0;
     if (!Number.isNaN(readyMs)) {
       log(
@@ -98,13 +100,19 @@ export async function npmTestPhase(
   const loadBefore = loadAverage();
   log(`npm test (${mode === 'first' ? 'to the first test result' : 'the whole run'})...`);
   const t0 = performance.now();
-  const child = spawnChild('npm-test', 'npm', ['test', '--', '--ci'], { logDir, env: { FORCE_COLOR: '0' } });
+  const child = startProcess({
+    name: 'npm-test',
+    command: 'npm',
+    args: ['test', '--', '--ci'],
+    logDir,
+    env: { FORCE_COLOR: '0' },
+  });
   let firstResultMs = NaN;
   let firstResult = '';
   const limit = mode === 'first' ? 300_000 : 1_800_000;
-  while (child.alive && performance.now() - t0 < limit) {
+  while (child.running && performance.now() - t0 < limit) {
     if (!firstResult) {
-      const text = await readFile(child.logFile, 'utf8').catch(() => '');
+      const text = child.output();
       const m = /^(PASS|FAIL) (\S+)/m.exec(text);
       if (m) {
         firstResultMs = performance.now() - t0;
@@ -117,22 +125,13 @@ export async function npmTestPhase(
   }
   let fullMs: number | undefined;
   let exitCode: number | null | undefined;
-  if (mode === 'full' && !child.alive) {
+  if (mode === 'full' && !child.running) {
     fullMs = performance.now() - t0;
     exitCode = (await child.exited).code;
   }
-  if (child.alive) {
-    // The whole group: npm, jest, its workers and every server a test started.
-    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        break;
-      }
-      await Promise.race([child.exited, sleep(5_000)]);
-    }
-  }
-  const text = await readFile(child.logFile, 'utf8').catch(() => '');
+  // The whole group (npm, jest, its workers and every server a test started): SIGTERM, then SIGKILL after 5 s.
+  await child.stop(5_000, 'SIGTERM', true);
+  const text = child.output();
   const summary = text.split('\n').filter((l) => /^(Test Suites|Tests|Snapshots|Time):/.test(l));
   const failed = [...new Set([...text.matchAll(/^FAIL (\S+)/gm)].map((m) => m[1]!))];
   if (fullMs !== undefined)

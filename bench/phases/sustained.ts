@@ -19,7 +19,7 @@ import type { AppliedSummary } from '../lib/deliveries';
 import { overlappingStall, startDiskProbe, type ProbeWrite } from '../lib/disk-probe';
 import { runLoad } from '../lib/load';
 import { cpuBusySampler } from '../lib/machine';
-import { sleep } from '../lib/proc';
+import { sleep } from '../../scripts/lib/processes';
 import type { InboxStore } from '../lib/stack';
 import type { LevelResult, LoadSpec } from '../loadgen';
 import { cpuShare, fmtCpu, keepDeliveries, waitInboxEmpty, waitQuiet, type HookState } from './webhook';
@@ -331,7 +331,7 @@ export async function sustainedPhase(ctx: Ctx, hooks: HookState, into: Sustained
       const label = `${store}${policy !== undefined ? `, policy ${policy}` : ''}`;
       const env: Record<string, string> = policy !== undefined ? { FORWARDER_POLICY: policy } : {};
       const sameEnv = JSON.stringify(stack.apiEnv) === JSON.stringify(env);
-      if (stack.apiStore !== store || !stack.api?.alive || !sameEnv) {
+      if (stack.apiStore !== store || !stack.api?.running || !sameEnv) {
         ctx.log(
           `sustained: the API restarted on the ${store} inbox${policy !== undefined ? ` with FORWARDER_POLICY=${policy}` : ''}`,
         );

@@ -5,12 +5,11 @@
 import { Client, Connection } from '@temporalio/client';
 import type { Ctx } from '../lib/context';
 import { listWorkflows, pool } from '../lib/journeys';
-import { cpuSeconds, Fatal, spawnTs, stopChild, waitFor, type Child } from '../lib/proc';
+import { cpuSeconds, ManagedProcess, outputProbe, tsx } from '../../scripts/lib/processes';
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
 import { RAW_TASK_QUEUE } from '../raw-workflows';
 import { SearchAttr } from '../../src/workflows/definitions';
-import { readFile } from 'node:fs/promises';
 
 export interface ThroughputRun {
   label: string;
@@ -47,7 +46,7 @@ export interface ThroughputResults {
 }
 
 /** CPU seconds of each process now (the stack's, and the raw worker's as `worker` when it runs). */
-async function cpuNow(ctx: Ctx, rawWorker?: Child): Promise<Record<string, number>> {
+async function cpuNow(ctx: Ctx, rawWorker?: ManagedProcess): Promise<Record<string, number>> {
   const all = await ctx.stack.cpu();
   if (!rawWorker) return all;
   const { worker: _engineWorker, ...rest } = all;
@@ -198,7 +197,7 @@ export async function rawThroughput(
     return { ...measure(label, sends, closed), cpuPerJourney };
   } finally {
     await connection.close();
-    await stopChild(worker, 30_000);
+    await worker.stop(30_000);
   }
 }
 
@@ -227,23 +226,17 @@ async function waitForClosed(ctx: Ctx, client: Client, query: string, ids: strin
   }
 }
 
-async function startRawWorker(ctx: Ctx, tag: string, address: string): Promise<Child> {
+function startRawWorker(ctx: Ctx, tag: string, address: string): Promise<ManagedProcess> {
   // The journeys' worker's CPU weight: the raw ceiling is measured on the same terms as the journeys.
-  const child = spawnTs(`raw-worker-${tag}`, 'bench/raw-worker.ts', [], {
+  return new ManagedProcess({
+    name: `raw-worker-${tag}`,
+    ...tsx('bench/raw-worker.ts'),
     logDir: ctx.logDir,
     env: { TEMPORAL_ADDRESS: address },
     nice: ctx.o.backgroundNice,
-    ...(ctx.o.backgroundGroup ? { cpuGroup: ctx.o.backgroundGroup } : {}),
-  });
-  await waitFor(
-    'the raw worker to poll',
-    async () => {
-      if (!child.alive) throw new Fatal(`the raw worker exited; see ${child.logFile}`);
-      return (await readFile(child.logFile, 'utf8')).includes('raw worker polling');
-    },
-    120_000,
-  );
-  return child;
+    cpuGroup: ctx.o.backgroundGroup,
+    ready: outputProbe('raw worker polling'),
+  }).up();
 }
 
 /** `temporal 31 ms, worker 12 ms, ...` (CPU milliseconds per journey, largest first). */

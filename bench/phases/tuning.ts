@@ -12,8 +12,7 @@ import path from 'node:path';
 import { apiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
 import { runLoad } from '../lib/load';
-import { stopChild } from '../lib/proc';
-import { TEMPORAL_DEFAULT_PRAGMAS } from '../lib/stack';
+import { TEMPORAL_DEFAULT_PRAGMAS } from '../../scripts/lib/stack/parts';
 import type { LevelResult } from '../loadgen';
 import { rawThroughput } from './throughput';
 import type { HookState } from './webhook';
@@ -155,7 +154,7 @@ async function pragmaAb(ctx: Ctx): Promise<AbResult> {
         (variant === 'stack' ? a : b).push(run.perSecond);
         ctx.log(`tuning: SQLite ${variant} pragmas, round ${round + 1}: ${run.perSecond.toFixed(1)} raw workflows/s`);
       } finally {
-        await stopChild(server, 20_000);
+        await server.stop(20_000);
       }
     }
   }

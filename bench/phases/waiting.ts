@@ -7,7 +7,7 @@
 import { apiFigures, diff, type ApiFigures } from '../lib/api-metrics';
 import type { Ctx } from '../lib/context';
 import { countWorkflows, gfeInput, pool, postEvent1s, startJourney, waitForCount } from '../lib/journeys';
-import { heapLimitIn, memoryGroupStats, rssBytes, sleep } from '../lib/proc';
+import { heapLimitIn, memoryGroupStats, rssBytes, sleep } from '../../scripts/lib/processes';
 import { CLINICS } from '../lib/stack';
 import { journeyWorkflowId, snapshotQuery } from '../../src/workflows/definitions';
 import { cpuShare, fmtCpu } from './webhook';

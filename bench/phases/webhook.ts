@@ -36,8 +36,17 @@ import {
 import { event1Body, gfeInput, pool, startJourney, waitForCount, webhookPath } from '../lib/journeys';
 import { burstSpec, runLoad } from '../lib/load';
 import { durableWriteProbe, type WriteProbe } from '../lib/probe';
-import { runQueueWaitSeconds, sleep, spawnTs, stopChild, threadCpuSeconds, waitFor, type Child } from '../lib/proc';
-import { CLINICS, httpOk, type InboxStore } from '../lib/stack';
+import {
+  httpOk,
+  httpProbe,
+  ManagedProcess,
+  runQueueWaitSeconds,
+  sleep,
+  threadCpuSeconds,
+  tsx,
+  waitFor,
+} from '../../scripts/lib/processes';
+import { CLINICS, type InboxStore } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
 import type { LevelResult, LoadSpec } from '../loadgen';
 
@@ -136,7 +145,7 @@ export interface HookState {
   journeyIds: string[];
   parkSeconds: number;
   targets: { path: string; body: string }[];
-  bare: Child | undefined;
+  bare: ManagedProcess | undefined;
   /** Every 200 the API gave these journeys' callbacks: deliveryId -> wall-clock ms of the answer. */
   acked: Map<string, number>;
   /** The journey each acknowledged delivery went to. */
@@ -191,11 +200,14 @@ export async function prepareHooks(ctx: Ctx): Promise<HookState> {
   const targets = journeyIds.flatMap((id, i) =>
     [0, 1].map((k) => ({ path: webhookPath(id, secret), body: event1Body(5_000_000 + i * 2 + k) })),
   );
-  const bare = spawnTs('bare-server', 'bench/bare-server.ts', [], {
+  const bare = await new ManagedProcess({
+    name: 'bare-server',
+    ...tsx('bench/bare-server.ts'),
     logDir: ctx.logDir,
     env: { BARE_PORT: String(o.portBase + 1) },
-  });
-  await waitFor('the bare server', () => httpOk(`http://127.0.0.1:${o.portBase + 1}/healthz`), 60_000);
+    ready: httpProbe(`http://127.0.0.1:${o.portBase + 1}/healthz`),
+    readyTimeoutMs: 60_000,
+  }).up();
   return {
     journeyIds,
     targets,
@@ -599,5 +611,5 @@ export async function finalCheck(
 }
 
 export async function stopBare(hooks: HookState | undefined): Promise<void> {
-  if (hooks?.bare) await stopChild(hooks.bare);
+  await hooks?.bare?.stop();
 }

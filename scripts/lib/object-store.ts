@@ -1,20 +1,18 @@
 // MinIO (an S3-compatible object server) as a child process, for the production-shaped stack and its tests.
 // Installed by scripts/install-object-store.sh into .tools/minio. The root credentials go by environment.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { partCommand } from './stack-guard';
+import { httpProbe, ManagedProcess } from './processes';
 
 const ROOT = path.resolve(__dirname, '../..');
 const MINIO = path.join(process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools'), 'minio', 'bin', 'minio');
 
 export interface ObjectStoreServer {
+  readonly name: string;
   readonly endpoint: string;
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
   stop(): Promise<void>;
-  /** SIGKILL without waiting: the last resort of a process that is exiting. */
-  killNow(): void;
 }
 
 export function objectStoreInstalled(): boolean {
@@ -30,59 +28,27 @@ export async function startObjectStore(o: {
 }): Promise<ObjectStoreServer> {
   if (!objectStoreInstalled()) throw new Error('MinIO is not installed: run `bash scripts/install-object-store.sh`');
   mkdirSync(o.dataDir, { recursive: true });
-  const log = createWriteStream(path.join(path.dirname(o.dataDir), 'minio.log'), { flags: 'a' });
-  // Own process group (a terminal's signals reach the stack alone); the parent-death signal stops it if this process
-  // dies without stopping it.
-  const part = partCommand(MINIO, [
-    'server',
-    o.dataDir,
-    '--address',
-    `127.0.0.1:${o.port}`,
-    '--console-address',
-    `127.0.0.1:${o.consolePort}`,
-  ]);
-  const child: ChildProcess = spawn(part.command, part.args, {
-    detached: true,
+  const endpoint = `http://127.0.0.1:${o.port}`;
+  const proc = await new ManagedProcess({
+    name: 'minio',
+    command: MINIO,
+    args: ['server', o.dataDir, '--address', `127.0.0.1:${o.port}`, '--console-address', `127.0.0.1:${o.consolePort}`],
     env: {
-      ...process.env,
       MINIO_ROOT_USER: o.accessKeyId,
       MINIO_ROOT_PASSWORD: o.secretAccessKey,
       MINIO_BROWSER: 'off',
       MINIO_UPDATE: 'off',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.pipe(log);
-  child.stderr!.pipe(log);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const endpoint = `http://127.0.0.1:${o.port}`;
-  const until = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`MinIO exited at start (${child.exitCode})`);
-    const ready = await fetch(`${endpoint}/minio/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > until) {
-      child.kill('SIGKILL');
-      throw new Error('MinIO did not become ready within 30 s');
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+    logDir: path.dirname(o.dataDir),
+    ready: httpProbe(`${endpoint}/minio/health/ready`),
+    readyTimeoutMs: 30_000,
+    stopGraceMs: 10_000,
+  }).up();
   return {
+    name: 'object store',
     endpoint,
     accessKeyId: o.accessKeyId,
     secretAccessKey: o.secretAccessKey,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-    killNow() {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
+    stop: () => proc.stop(),
   };
 }

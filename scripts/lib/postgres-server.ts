@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { onKillAll } from './processes';
 
 const execFileAsync = promisify(execFile);
 
@@ -329,15 +330,16 @@ class PostgresProcess implements PostgresServer {
       await logFd.close();
     }
     this.#child = child;
+    // Not one of processes.ts's own: if this process exits without stopping it, an immediate shutdown by pid.
+    const forget = onKillAll(() => child.kill('SIGQUIT'));
     this.#exited = new Promise<void>((resolve) => {
-      child.once('exit', () => {
+      const exited = () => {
         if (this.#child === child) this.#child = undefined;
+        forget();
         resolve();
-      });
-      child.once('error', () => {
-        if (this.#child === child) this.#child = undefined;
-        resolve();
-      });
+      };
+      child.once('exit', exited);
+      child.once('error', exited);
     });
     child.unref();
     try {

@@ -6,10 +6,9 @@
 // Started in dependency order and stopped in the reverse one. Each part can be killed and started again on its own
 // (the fault drills do), and with `supervise` a worker or API replica that dies is started again, as an
 // orchestrator would.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { makeCurrentVersion } from '../../src/temporal';
 import { S3AttachmentStore } from '../../src/attachments/s3';
@@ -19,14 +18,13 @@ import { prepareAuditStore } from '../../src/audit/postgres';
 import { stackBuildId } from './build-id';
 import type { StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
-import { ManagedProcess, waitForHttp, waitForPort } from './managed-process';
+import { ROOT, type ManagedProcess } from './processes';
 import {
   AUDIENCE,
   CLIENTS,
   ensureDatabase,
   issuerOf,
   jwksUrlOf,
-  keycloakCommand,
   keycloakInstalled,
   prepareKeycloakHome,
   tokenUrlOf,
@@ -43,11 +41,10 @@ import {
   writeDemoClinics,
 } from './stack-secrets';
 import { inboxRoleUrl, prepareInboxRole, type InboxRole } from './inbox-role';
+import { api, codec, keycloak, loadBalancer, sandbox, temporalUi, TOOLS, worker, type PartSpec } from './stack/parts';
+import { Stack } from './stack/stack';
 import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
 
-const ROOT = path.resolve(__dirname, '../..');
-const TOOLS = process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools');
-const UI_SERVER = path.join(TOOLS, 'temporal-ui', 'bin', 'temporal-ui-server');
 const BUCKET = 'journey-attachments';
 const INBOX_DATABASE = 'journeys';
 /** The API replicas' role in PostgreSQL: owns the inbox database, nothing else, no superuser (scripts/lib/inbox-role.ts). */
@@ -210,23 +207,18 @@ export class ProductionStack {
   postgres: PostgresServer | undefined;
   temporal: TemporalServer | undefined;
   objectStore: ObjectStoreServer | undefined;
-  #apps: ManagedProcess[] = [];
-  /** Codec, UI, sandbox, load balancer. */
-  #infra: ManagedProcess[] = [];
-  #stopping = false;
+  readonly #stack: Stack;
   #clinicsFile: string | undefined;
   #secrets: ReturnType<typeof stackSecrets> | undefined;
-  #started: { name: string; stop: () => Promise<void> }[] = [];
   /** The audit trail's table, as its insert-only writer role reaches it (carries the password: never log it). */
   #auditUrl: string | undefined;
   /** The automation service account's tokens (the stack's own calls to a Temporal server with the authorizer). */
   #automation: ServiceAccountTokens | undefined;
   readonly #log: (line: string) => void;
-  readonly #logDir: string;
 
   constructor(readonly o: ProductionStackOptions) {
     this.#log = o.log ?? (() => undefined);
-    this.#logDir = path.join(o.dataDir, 'logs');
+    this.#stack = new Stack({ logDir: path.join(o.dataDir, 'logs'), echo: o.echo, log: this.#log, onFatal: o.onFatal });
   }
 
   get apiUrl(): string {
@@ -299,36 +291,31 @@ export class ProductionStack {
     return this.postgres;
   }
 
-  #fatal(why: string) {
-    if (this.#stopping) return;
-    this.#log(why);
-    this.o.onFatal?.(why);
-  }
-
   async start(): Promise<void> {
     const { dataDir, ports } = this.o;
+    const stack = this.#stack;
     if (ports.temporalMembership + 3 >= 32_768) throw new Error('TEMPORAL_MEMBERSHIP_PORT: must stay below 32765');
-    if (!existsSync(UI_SERVER))
+    if (!existsSync(path.join(TOOLS, 'temporal-ui', 'bin', 'temporal-ui-server')))
       throw new Error('the Temporal UI server is missing: run `bash scripts/install-production.sh`');
     if (this.o.identity && !keycloakInstalled())
       throw new Error('Keycloak is missing: run `bash scripts/install-production.sh`');
-    mkdirSync(this.#logDir, { recursive: true });
     const secrets = (this.#secrets = stackSecrets(dataDir));
 
     // 1. PostgreSQL: Temporal's two databases and the callback inbox.
-    this.postgres = await startPostgres({
+    const postgres = await startPostgres({
       dataDir: path.join(dataDir, 'postgres'),
       port: ports.postgres,
       database: INBOX_DATABASE,
       user: 'journeys',
       log: (l) => this.#log(l),
     });
-    this.#started.push({ name: 'postgres', stop: () => this.#pg().stop() });
+    this.postgres = postgres;
+    stack.add({ name: 'postgres', stop: () => postgres.stop() });
     const pgAccess = {
       host: '127.0.0.1',
-      port: this.postgres.port,
-      user: this.postgres.user,
-      password: decodeURIComponent(new URL(this.postgres.url).password),
+      port: postgres.port,
+      user: postgres.user,
+      password: decodeURIComponent(new URL(postgres.url).password),
     };
 
     // 1a. The callback inbox: a database the API replicas' own role owns (not the cluster's superuser).
@@ -337,7 +324,7 @@ export class ProductionStack {
     // 1b. One audit trail for every process: a table in a database of its own, which the processes' role can only
     // read and append to.
     await ensureDatabase(pgAccess, AUDIT_DATABASE);
-    const auditOwner = new URL(this.postgres.url);
+    const auditOwner = new URL(postgres.url);
     auditOwner.pathname = `/${AUDIT_DATABASE}`;
     const audit = await prepareAuditStore({
       ownerUrl: auditOwner.toString(),
@@ -366,13 +353,14 @@ export class ProductionStack {
         internalFrontend: ports.temporalInternalFrontend,
         internalFrontendHttp: ports.temporalInternalFrontendHttp,
       },
-      logDir: this.#logDir,
+      logDir: path.join(dataDir, 'logs'),
       ...(this.o.temporalDynamicConfig ? { dynamicConfigFile: this.o.temporalDynamicConfig } : {}),
       ...(this.o.identity ? { auth: { jwksUrl: jwksUrlOf(this.#identityPorts().keycloak), audience: AUDIENCE } } : {}),
       log: (l) => this.#log(l),
     });
-    await this.temporal.start();
-    this.#started.push({ name: 'temporal', stop: () => this.temporal!.stop() });
+    const temporal = this.temporal;
+    stack.add({ name: 'temporal', stop: () => temporal.stop() });
+    await temporal.start();
     await prepareNamespace(
       this.temporalAddress,
       'default',
@@ -382,14 +370,15 @@ export class ProductionStack {
     );
 
     // 3. The object store and its bucket.
-    this.objectStore = await startObjectStore({
-      dataDir: path.join(dataDir, 'objects', 'data'),
-      port: ports.objectStore,
-      consolePort: ports.objectStoreConsole,
-      accessKeyId: secrets.objectStoreAccessKey!,
-      secretAccessKey: secrets.objectStoreSecretKey!,
-    });
-    this.#started.push({ name: 'object store', stop: () => this.objectStore!.stop() });
+    this.objectStore = stack.add(
+      await startObjectStore({
+        dataDir: path.join(dataDir, 'objects', 'data'),
+        port: ports.objectStore,
+        consolePort: ports.objectStoreConsole,
+        accessKeyId: secrets.objectStoreAccessKey!,
+        secretAccessKey: secrets.objectStoreSecretKey!,
+      }),
+    );
     await new S3AttachmentStore({
       bucket: BUCKET,
       endpoint: this.objectStore.endpoint,
@@ -398,37 +387,31 @@ export class ProductionStack {
     this.#log(`object store ready at ${this.objectStore.endpoint} (bucket ${BUCKET})`);
 
     // 4. Codec server, Web UI, sandbox.
-    // Node itself with tsx's loader (not tsx's CLI, which runs the program in a second process): the pid a fault
-    // drill kills is the program's.
-    const tsx = ['--import', 'tsx'];
-    const codec = this.#process('codec', process.execPath, [...tsx, 'src/codec/main.ts'], {
-      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
-      CODEC_PORT: String(ports.codec),
-      CODEC_HOST: '127.0.0.1',
-      // Even on loopback: any local process could otherwise decrypt every payload. With the identity provider, the
-      // static token stays for automation (header only); people come with the Web UI's access token.
-      CODEC_SERVER_TOKEN: secrets.codecServerToken!,
-      ...this.#oidcEnv(),
-      ...(this.o.identity
-        ? { CODEC_TLS_CERT_FILE: this.#codecTls().certFile, CODEC_TLS_KEY_FILE: this.#codecTls().keyFile }
-        : {}),
-      CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
-      // Every decode on the record, in the trail every process shares (npm run audit-trail:verify -- --database-url).
-      ...this.#auditEnv(),
-      LOG_LEVEL: 'warn',
-    });
-    const ui = this.#process('temporal-ui', UI_SERVER, ['-r', this.#uiConfig(), '-e', 'production', 'start'], {});
-    const sandbox = this.#process('sandbox', process.execPath, [...tsx, 'src/sandbox/main.ts'], {
-      SANDBOX_PORT: String(ports.sandbox),
-      SANDBOX_LOG_LEVEL: 'warn',
-      ...this.o.sandboxEnv,
-    });
-    for (const p of [codec, ui, sandbox]) this.#startInfra(p);
-    await Promise.all([
-      waitForPort(ports.codec, 'codec', { gaveUp: () => this.#died(codec) }),
-      waitForPort(ports.ui, 'temporal-ui', { gaveUp: () => this.#died(ui) }),
-      waitForPort(ports.sandbox, 'sandbox', { gaveUp: () => this.#died(sandbox) }),
-    ]);
+    await stack.up(
+      codec(ports.codec, {
+        PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
+        CODEC_HOST: '127.0.0.1',
+        // Even on loopback: any local process could otherwise decrypt every payload. With the identity provider, the
+        // static token stays for automation (header only); people come with the Web UI's access token.
+        CODEC_SERVER_TOKEN: secrets.codecServerToken!,
+        ...this.#oidcEnv(),
+        ...(this.o.identity
+          ? { CODEC_TLS_CERT_FILE: this.#codecTls().certFile, CODEC_TLS_KEY_FILE: this.#codecTls().keyFile }
+          : {}),
+        CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
+        // Every decode on the record, in the trail every process shares (npm run audit-trail:verify -- --database-url).
+        ...this.#auditEnv(),
+        LOG_LEVEL: 'warn',
+      }),
+      temporalUi({
+        dir: path.join(dataDir, 'temporal-ui'),
+        port: ports.ui,
+        temporal: this.temporalAddress,
+        codec: this.codecUrl,
+        ...(this.o.identity ? { auth: { issuer: this.issuer, secrets: this.identitySecrets } } : {}),
+      }),
+      sandbox(ports.sandbox, this.o.sandboxEnv),
+    );
 
     // 5. Workers and API replicas, each with a data folder of its own; then the load balancer.
     this.#clinicsFile = writeDemoClinics(dataDir, secrets);
@@ -436,32 +419,19 @@ export class ProductionStack {
     for (let i = 1; i <= (this.o.workers ?? 2); i++) {
       this.#startWorker(`worker-${i}`, this.o.ports.workerMetrics?.[i - 1], workerVersion);
     }
+    stack.add({ name: 'workers and API replicas', stop: () => this.#stopApps() });
     ports.apiReplicas.forEach((port, i) => {
       const name = `api-${i + 1}`;
-      const a = this.#process(
-        name,
-        process.execPath,
-        [...API_NODE_FLAGS, ...tsx, 'src/api/server.ts'],
-        {
-          ...this.#engineEnv(name),
-          API_PORT: String(port),
-        },
-        true,
-      );
-      this.apis.push(a);
-      this.#apps.push(a);
-      a.start();
+      this.apis.push(this.#app(api(port, this.#engineEnv(name), { name })));
     });
-    await Promise.all(
-      this.apis.map((a, i) =>
-        waitForHttp(`http://127.0.0.1:${ports.apiReplicas[i]}/healthz`, a.name, { gaveUp: () => this.#died(a) }),
-      ),
-    );
-    this.#started.push({ name: 'workers and API replicas', stop: () => this.#stopApps() });
+    await Promise.all(this.apis.map((a) => a.ready()));
     if (workerVersion.WORKER_BUILD_ID) await this.#makeCurrent(workerVersion.WORKER_BUILD_ID);
-    const lb = this.#process('load-balancer', haproxyBin(), ['-db', '-f', this.#haproxyConfig()], {});
-    this.#startInfra(lb);
-    await waitForHttp(`${this.apiUrl}/healthz`, 'load-balancer', { gaveUp: () => this.#died(lb) });
+    await stack.up(loadBalancer(path.join(dataDir, 'load-balancer'), ports.api, ports.apiReplicas));
+  }
+
+  /** A worker or an API replica, started: supervised when the stack is, stopped with the others (#stopApps). */
+  #app(spec: PartSpec): ManagedProcess {
+    return this.#stack.process(spec, this.o.supervise ? 'supervise' : 'ignore').start();
   }
 
   /** Every engine process's environment (workers and API replicas); `name` is its data folder. */
@@ -527,20 +497,17 @@ export class ProductionStack {
     const ports = this.#identityPorts();
     await ensureDatabase(pg);
     const identity = this.identitySecrets;
-    const kc = keycloakCommand({
-      home: prepareKeycloakHome(path.join(this.o.dataDir, 'keycloak')),
-      port: ports.keycloak,
-      managementPort: ports.keycloakManagement,
-      pg,
-      secrets: identity,
-      uiUrl: this.uiUrl,
-    });
-    const keycloak = this.#process('keycloak', kc.command, kc.args, kc.env);
-    this.#startInfra(keycloak);
-    await waitForHttp(`${this.issuer}/.well-known/openid-configuration`, 'keycloak', {
-      timeoutMs: 180_000,
-      gaveUp: () => this.#died(keycloak),
-    });
+    await this.#stack.up(
+      keycloak({
+        home: prepareKeycloakHome(path.join(this.o.dataDir, 'keycloak')),
+        port: ports.keycloak,
+        managementPort: ports.keycloakManagement,
+        pg,
+        secrets: identity,
+        uiUrl: this.uiUrl,
+        issuer: this.issuer,
+      }),
+    );
     this.#automation = new ServiceAccountTokens({
       clientId: CLIENTS.automation,
       clientSecret: identity.automationClientSecret,
@@ -550,27 +517,20 @@ export class ProductionStack {
   }
 
   #startWorker(name: string, metricsPort: number | undefined, version: Record<string, string>): ManagedProcess {
-    const w = this.#process(
-      name,
-      process.execPath,
-      ['--import', 'tsx', 'src/worker.ts'],
-      {
-        WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off',
-        ...this.#engineEnv(name),
-        ...version,
-      },
-      true,
-    );
+    const env = {
+      WORKER_METRICS_ADDRESS: metricsPort ? `127.0.0.1:${metricsPort}` : 'off',
+      ...this.#engineEnv(name),
+      ...version,
+    };
+    const w = this.#app(worker(env, { name }));
     this.workers.push(w);
-    this.#apps.push(w);
-    w.start();
     return w;
   }
 
   /**
    * More workers beside the running ones, as a deploy starts a new version's: each polls as `buildId` with the
    * workflow bundle at `bundlePath` and its Prometheus page on one of `metricsPorts`. Nothing is made current: a ramp
-   * or set-current does that. They stop with the stack, or earlier by their own close().
+   * or set-current does that. They stop with the stack, or earlier by their own stop().
    */
   startWorkerVersion(o: { buildId: string; bundlePath: string; metricsPorts: number[]; label?: string }) {
     if (!this.#clinicsFile) throw new Error('the stack is not started');
@@ -606,26 +566,8 @@ export class ProductionStack {
   }
 
   /** Stops everything in the reverse order of the start. */
-  async stop(): Promise<void> {
-    this.#stopping = true;
-    for (const part of [...this.#started].reverse()) {
-      try {
-        await part.stop();
-        this.#log(`${part.name} stopped`);
-      } catch (err) {
-        this.#log(`${part.name} did not stop cleanly: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }
-    this.#started = [];
-  }
-
-  /** Kills every part at once, apps and infrastructure (the stack's own process is exiting). */
-  killNow(): void {
-    this.#stopping = true;
-    for (const p of [...this.#apps, ...this.#infra]) p.killNow();
-    this.objectStore?.killNow();
-    this.temporal?.killNow();
-    this.postgres?.killNow();
+  stop(): Promise<void> {
+    return this.#stack.stop();
   }
 
   /** The demo clinic's bearer token and the admin routes' token of this stack (local only). */
@@ -633,138 +575,7 @@ export class ProductionStack {
 
   async #stopApps() {
     // API replicas first (nothing new comes in), then the workers.
-    await Promise.all(this.apis.map((a) => a.close()));
-    await Promise.all(this.workers.map((w) => w.close()));
+    await Promise.all(this.apis.map((a) => a.stop()));
+    await Promise.all(this.workers.map((w) => w.stop()));
   }
-
-  #process(name: string, command: string, args: string[], env: Record<string, string>, app = false) {
-    const p: ManagedProcess = new ManagedProcess({
-      name,
-      command,
-      args,
-      env,
-      cwd: ROOT,
-      logDir: this.#logDir,
-      echo: this.o.echo,
-      onUnexpectedExit: (code, signal) => {
-        if (this.#stopping) return;
-        const how = `${name} exited (${signal ?? code})`;
-        if (app && this.o.supervise) {
-          this.#log(`${how}; starting it again`);
-          setTimeout(() => !this.#stopping && p.start(), 1_000);
-        } else if (!app) {
-          this.#fatal(`${how}; see ${p.logFile}`);
-        }
-      },
-    });
-    return p;
-  }
-
-  #startInfra(p: ManagedProcess) {
-    this.#infra.push(p);
-    p.start();
-    this.#started.push({ name: p.name, stop: () => p.close() });
-  }
-
-  #died(p: ManagedProcess): string | undefined {
-    if (p.running) return undefined;
-    // The end of its log in the message: a test's folder (and the log in it) may be gone by the time anyone looks.
-    let tail = '';
-    try {
-      tail = readFileSync(p.logFile, 'utf8').trim().split('\n').slice(-8).join('\n');
-    } catch {
-      // no log yet
-    }
-    return `exited at start; see ${p.logFile}${tail ? `; its last lines:\n${tail}` : ''}`;
-  }
-
-  #uiConfig(): string {
-    const dir = path.join(this.o.dataDir, 'temporal-ui');
-    mkdirSync(path.join(dir, 'config'), { recursive: true });
-    const { ports } = this.o;
-    const yaml = [
-      `temporalGrpcAddress: 127.0.0.1:${ports.temporal}`,
-      'host: 127.0.0.1',
-      `port: ${ports.ui}`,
-      'enableUi: true',
-      'defaultNamespace: default',
-      'notifyOnNewVersion: false',
-      'refreshInterval: 1m',
-      'cors:',
-      '  allowOrigins:',
-      `    - http://127.0.0.1:${ports.ui}`,
-      `    - http://localhost:${ports.ui}`,
-      // The operator's browser asks the codec server to decrypt payloads; they never pass through the UI server.
-      // With the identity provider, it sends the signed-in person's access token (header), which the codec server
-      // checks for a decode role; without it, nothing is decoded (no token ever goes into a URL).
-      'codec:',
-      `  endpoint: ${this.codecUrl}`,
-      ...(this.o.identity ? ['  passAccessToken: true'] : []),
-      ...this.#uiAuth(),
-      '',
-    ].join('\n');
-    writeFileSync(path.join(dir, 'config', 'production.yaml'), yaml, { mode: 0o600 });
-    return dir;
-  }
-
-  /** The Web UI's sign-in through the identity provider (auth code flow, confidential client temporal-ui). */
-  #uiAuth(): string[] {
-    if (!this.o.identity) return [];
-    return [
-      'auth:',
-      '  enabled: true',
-      '  providers:',
-      '    - label: Clinic sign-in',
-      '      type: oidc',
-      `      providerUrl: ${this.issuer}`,
-      `      issuerUrl: ${this.issuer}`,
-      `      clientId: ${CLIENTS.ui}`,
-      `      clientSecret: ${this.identitySecrets.uiClientSecret}`,
-      '      scopes:',
-      '        - openid',
-      '        - profile',
-      '        - email',
-      `      callbackUrl: ${this.uiUrl}/auth/sso/callback`,
-      '      options: {}',
-    ];
-  }
-
-  #haproxyConfig(): string {
-    const dir = path.join(this.o.dataDir, 'load-balancer');
-    mkdirSync(dir, { recursive: true });
-    const { ports } = this.o;
-    const cfg = [
-      'global',
-      '  maxconn 4096',
-      'defaults',
-      '  mode http',
-      '  timeout connect 2s',
-      '  timeout client 60s',
-      '  timeout server 60s',
-      // A request that could not be sent (the replica is gone) goes to another one; nothing sent is sent twice.
-      '  retries 2',
-      '  option redispatch',
-      '  option forwardfor',
-      'frontend api',
-      `  bind 127.0.0.1:${ports.api}`,
-      '  default_backend replicas',
-      'backend replicas',
-      '  balance roundrobin',
-      // Liveness, not readiness: a replica takes callbacks into the inbox while Temporal is away.
-      '  option httpchk GET /healthz',
-      '  http-check expect status 200',
-      '  default-server inter 1s fall 2 rise 1',
-      ...ports.apiReplicas.map((p, i) => `  server api-${i + 1} 127.0.0.1:${p} check`),
-      '',
-    ].join('\n');
-    const file = path.join(dir, 'haproxy.cfg');
-    writeFileSync(file, cfg);
-    return file;
-  }
-}
-
-function haproxyBin(): string {
-  if (process.env.HAPROXY_BIN) return process.env.HAPROXY_BIN;
-  for (const p of ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy', '/usr/bin/haproxy']) if (existsSync(p)) return p;
-  throw new Error('HAProxy is missing: run `bash scripts/install-production.sh` (Debian package haproxy)');
 }

@@ -2,14 +2,15 @@
 // module's versioned files, the server started from deploy/temporal/production.yaml, the namespace registered and the
 // project's search attributes added. Installed by scripts/install-temporal-server.sh into .tools/temporal-server.
 // Callers must call stop(); secrets (the database password) go to the children by environment, never by argument.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { Client as PgClient } from 'pg';
-import { partCommand } from './stack-guard';
+import { ManagedProcess } from './processes';
+import { temporalProbe } from './stack/parts';
 
 const ROOT = path.resolve(__dirname, '../..');
 export const TEMPORAL_SERVER_DIR = path.join(
@@ -72,8 +73,6 @@ export interface TemporalServer {
   stop(): Promise<void>;
   /** SIGKILL: a crash. */
   kill(): Promise<void>;
-  /** SIGKILL without waiting: the last resort of a process that is exiting. */
-  killNow(): void;
 }
 
 /** The production server's dynamic configuration (a drill may start from it and change a few settings). */
@@ -149,12 +148,7 @@ function authEnv(o: TemporalServerOptions): Record<string, string> {
 
 export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
   const address = `127.0.0.1:${o.ports.frontend}`;
-  mkdirSync(o.logDir, { recursive: true });
-  const logFile = path.join(o.logDir, 'temporal-server.log');
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
   const env = {
-    ...process.env,
     POSTGRES_HOST: o.postgres.host,
     POSTGRES_PORT: String(o.postgres.port),
     POSTGRES_USER: o.postgres.user,
@@ -181,66 +175,26 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     ? ['frontend', 'internal-frontend', 'history', 'matching', 'worker'].flatMap((s) => ['--service', s])
     : [];
 
-  const server: TemporalServer = {
+  const proc = new ManagedProcess({
+    name: 'temporal-server',
+    command: SERVER_BIN,
+    args: ['-r', path.join(ROOT, 'deploy'), '-c', 'temporal', '-e', 'production', 'start', ...services],
+    env,
+    logDir: o.logDir,
+    ready: temporalProbe(address),
+    readyTimeoutMs: 60_000,
+  });
+  return {
     address,
     metricsUrl: `http://127.0.0.1:${o.ports.metrics}/metrics`,
-    logFile,
+    logFile: proc.logFile!,
     async start() {
-      const out = createWriteStream(logFile, { flags: 'a' });
-      // Own process group (a terminal's signals reach the stack alone, which stops the parts in order); the
-      // parent-death signal stops it if this process dies without stopping it.
-      const part = partCommand(SERVER_BIN, [
-        '-r',
-        path.join(ROOT, 'deploy'),
-        '-c',
-        'temporal',
-        '-e',
-        'production',
-        'start',
-        ...services,
-      ]);
-      child = spawn(part.command, part.args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-      child.stdout!.pipe(out);
-      child.stderr!.pipe(out);
-      const c = child;
-      exited = new Promise((resolve) => c.once('exit', () => resolve()));
-      const until = Date.now() + 60_000;
-      for (;;) {
-        if (c.exitCode !== null) throw new Error(`the Temporal server exited at start (${c.exitCode}); see ${logFile}`);
-        try {
-          const conn = await Connection.connect({ address, connectTimeout: 1_000 });
-          try {
-            await conn.workflowService.getSystemInfo({});
-            break;
-          } finally {
-            await conn.close();
-          }
-        } catch (err) {
-          if (Date.now() > until)
-            throw new Error(`the Temporal server did not answer within 60 s; see ${logFile}`, { cause: err });
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      }
+      await proc.up();
       o.log?.(`temporal server ready at ${address}`);
     },
-    async stop() {
-      if (!child || child.exitCode !== null) return;
-      const c = child;
-      c.kill('SIGTERM');
-      const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-    async kill() {
-      if (!child || child.exitCode !== null) return;
-      child.kill('SIGKILL');
-      await exited;
-    },
-    killNow() {
-      if (child && child.exitCode === null) child.kill('SIGKILL');
-    },
+    stop: () => proc.stop(),
+    kill: () => proc.kill(),
   };
-  return server;
 }
 
 const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = {

@@ -68,6 +68,8 @@ const ON_DEMAND = ['temporal-cli'];
 const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
 /** The production stack's own choices (scripts/lib/production-stack.ts), which the compose file repeats. */
 const productionStack = read('scripts/lib/production-stack.ts');
+/** The parts the native stacks start (scripts/lib/stack/parts.ts): the load balancer's configuration among them. */
+const stackParts = read('scripts/lib/stack/parts.ts');
 const NATIVE_BUCKET = /^const BUCKET = '([^']+)';$/m.exec(productionStack)?.[1];
 const NATIVE_INBOX_DATABASE = /^const INBOX_DATABASE = '([^']+)';$/m.exec(productionStack)?.[1];
 const NATIVE_AUDIT_WRITER = /\bwriterRole: '([^']+)'/.exec(productionStack)?.[1];
@@ -234,7 +236,7 @@ describe('docker-compose.yml', () => {
     expect(cfg).toMatch(/^\s*bind :3000$/m);
     expect(lb.depends_on).toEqual(Object.fromEntries(API_REPLICAS.map((n) => [n, { condition: 'service_started' }])));
 
-    // The same balancing, retries and health check as the load balancer `npm run start:production` writes.
+    // The same balancing, retries and health check as the load balancer `npm run start:production` starts.
     for (const line of [
       'balance roundrobin',
       'option httpchk GET /healthz',
@@ -243,7 +245,7 @@ describe('docker-compose.yml', () => {
       'option redispatch',
       'option forwardfor',
     ]) {
-      expect([line, cfg.includes(`  ${line}\n`), productionStack.includes(`'  ${line}'`)]).toEqual([line, true, true]);
+      expect([line, cfg.includes(`  ${line}\n`), stackParts.includes(`'  ${line}'`)]).toEqual([line, true, true]);
     }
     expect(read('src/api/routes/health-and-metrics.ts')).toContain("'/healthz'");
     // A webhook URL carries the journey's credential: HAProxy logs no request.

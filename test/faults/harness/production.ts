@@ -6,7 +6,7 @@
 // then a crash) and started again on the same data dir and port (Temporal and the inbox reconnect by themselves); the
 // Temporal server stopped (SIGTERM, then SIGKILL) and started again. Every process is started by this module or the
 // stack, and stopped by its PID; nothing is looked up or killed by name.
-import { existsSync, mkdirSync, openSync, readSync, closeSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
@@ -167,7 +167,7 @@ export class ProductionFaultStack implements FaultTopology {
   async start(): Promise<void> {
     await this.stack.start();
     this.#temporalUp = true;
-    await Promise.all(this.stack.workers.map((_, i) => this.#workerPolling(i, 0)));
+    await Promise.all(this.stack.workers.map((_, i) => this.#workerPolling(i)));
     this.#inbox = new Pool({
       connectionString: this.stack.inboxDatabaseUrl,
       max: 1,
@@ -235,9 +235,8 @@ export class ProductionFaultStack implements FaultTopology {
   }
   async startWorker(i: number): Promise<void> {
     const w = this.stack.workers[i]!;
-    const from = existsSync(w.logFile) ? statSync(w.logFile).size : 0;
     w.start();
-    await this.#workerPolling(i, from);
+    await this.#workerPolling(i);
   }
   async killApi(i: number): Promise<void> {
     await this.stack.apis[i]!.kill();
@@ -279,14 +278,14 @@ export class ProductionFaultStack implements FaultTopology {
 
   /**
    * Waits until the worker polls: Temporal lists its pid among the task queue's pollers, or (earlier, when its log
-   * level shows it) its log says so after byte `from` (its start).
+   * level shows it) its log since its start says so.
    */
-  async #workerPolling(i: number, from: number, timeoutMs = 180_000): Promise<void> {
+  async #workerPolling(i: number, timeoutMs = 180_000): Promise<void> {
     const w = this.stack.workers[i]!;
     let polling = false;
     const fromLog = (async () => {
       while (!polling && w.running) {
-        if (readFrom(w.logFile, from).includes('worker polling task queue')) return;
+        if (w.output().includes('worker polling task queue')) return;
         await sleep(250);
       }
       throw new Error(`${w.name}: no polling line in its log`);
@@ -321,19 +320,6 @@ export class ProductionFaultStack implements FaultTopology {
       if (Date.now() > until) throw new Error(`${name} not ready at ${url}`);
       await sleep(200);
     }
-  }
-}
-
-function readFrom(file: string, from: number): string {
-  if (!existsSync(file)) return '';
-  const fd = openSync(file, 'r');
-  try {
-    const size = statSync(file).size;
-    const buf = Buffer.alloc(Math.max(0, size - from));
-    readSync(fd, buf, 0, buf.length, from);
-    return buf.toString();
-  } finally {
-    closeSync(fd);
   }
 }
 
