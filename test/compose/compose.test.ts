@@ -168,14 +168,19 @@ describe('docker-compose.yml', () => {
     const images = new Set<string | undefined>();
     for (const [name, entry] of Object.entries(commands)) {
       const s = svc(name);
-      // The build id comes in as a build argument (the image's WORKER_BUILD_ID).
-      expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile', args: { BUILD_ID: '' } });
+      // The product image (the build id comes in as a build argument: its WORKER_BUILD_ID); the sandbox its own.
+      expect(s.build).toEqual(
+        name === 'sandbox'
+          ? { context: '.', dockerfile: 'Dockerfile', target: 'sandbox' }
+          : { context: '.', dockerfile: 'Dockerfile', target: 'product', args: { BUILD_ID: '' } },
+      );
       expect(s.command).toEqual(['node', ...(name.startsWith('api-') ? API_NODE_FLAGS : []), entry]);
-      images.add(s.image);
+      if (name !== 'sandbox') images.add(s.image);
       // tsconfig.build.json compiles src/ into dist/: the entry point has its source.
       expect(existsSync(path.join(ROOT, entry.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
     }
     expect(images.size).toBe(1);
+    expect(svc('sandbox').image).not.toBe(svc('api-1').image);
     const build = JSON.parse(read('tsconfig.build.json')) as { compilerOptions: Record<string, unknown> };
     expect(build.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist', noEmit: false });
   });
@@ -975,6 +980,26 @@ describe('the image', () => {
     expect(minor).toBeGreaterThanOrEqual(11);
     // The lowest supported release is the one CI's smoke run installs.
     expect(read('.ci/run')).toContain('scripts/install-node.sh 24.11.0');
+  });
+
+  test('leaves the sandbox out of the product image: the sandbox is a target and an image of its own', () => {
+    const stages = dockerfile.split(/^(?=FROM )/m);
+    const stage = (name: string) => stages.find((s) => new RegExp(`^FROM \\S+ AS ${name}$`, 'm').test(s)) ?? '';
+    // The build compiles everything, then keeps the sandbox's files apart and takes them out of the product's dist/.
+    expect(stage('build')).toMatch(/^RUN mkdir \/sandbox && cp -a dist \/sandbox\/dist && rm -rf dist\/sandbox$/m);
+    const product = stages.at(-1)!;
+    expect(product).toMatch(/^FROM runtime AS product$/m);
+    expect([...product.matchAll(/^COPY --from=(\S+) (\S+)/gm)].map((m) => `${m[1]} ${m[2]}`)).toEqual([
+      'build /app/dist',
+    ]);
+    expect(product).toContain('CMD ["node", "--v8-pool-size=1", "dist/api/server.js"]');
+    const sandbox = stage('sandbox');
+    expect(sandbox).toMatch(/^FROM runtime AS sandbox$/m);
+    expect(sandbox).toMatch(/^COPY --from=build \/sandbox\/dist \.\/dist$/m);
+    expect(sandbox).toMatch(/^USER node$/m);
+    expect(sandbox).toContain('CMD ["node", "dist/sandbox/main.js"]');
+    // What both share: the production dependencies, no source and no dist/.
+    expect(stage('runtime')).not.toMatch(/dist/);
   });
 
   test('finds in the build context what it copies from it', () => {

@@ -392,6 +392,8 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
       expect(c.command).toEqual(['node', ...(name === 'api' ? API_NODE_FLAGS : []), entry]);
       expect(existsSync(path.join(ROOT, entry.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
     }
+    // The product image (the Dockerfile's default target) holds no sandbox, and nothing in the chart runs one.
+    expect(JSON.stringify(objects)).not.toMatch(/sandbox/i);
     // The image's default command and `npm run api` start the API with the same flags.
     const flags = API_NODE_FLAGS.map((f) => `"${f}", `).join('');
     expect(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')).toContain(`CMD ["node", ${flags}"dist/api/server.js"]`);
