@@ -74,7 +74,8 @@ function localConfig(): Record<string, string> {
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS ?? secrets.payloadEncryptionKeys,
     CODEC_PORT: String(ports.codec),
     CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
-    // The audit trails: the API's operator actions and retention, the codec server's decodes.
+    // The audit trails, one per process: the API's operator actions and retention, the codec server's decodes (the
+    // worker's retention deletions go to audit/worker.jsonl).
     AUDIT_FILE: path.join(dataDir, 'audit', 'api.jsonl'),
     CODEC_AUDIT_FILE: path.join(dataDir, 'audit', 'codec.jsonl'),
     WORKER_METRICS_ADDRESS: workerMetricsAddress,
@@ -139,7 +140,9 @@ async function up(stack: Stack) {
     codec(ports.codec, env),
     ...(external ? [] : [sandbox(ports.sandbox, env)]),
   );
-  await stack.up(worker({ ...env, ...workerVersion }), api(ports.api, env));
+  // Each process its own audit trail (one writer per trail): the worker's beside the API's.
+  const workerTrail = { AUDIT_FILE: path.join(dataDir, 'audit', 'worker.jsonl') };
+  await stack.up(worker({ ...env, ...workerVersion, ...workerTrail }), api(ports.api, env));
   if (workerVersion.WORKER_BUILD_ID) await makeWorkerVersionCurrent(workerVersion.WORKER_BUILD_ID);
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);

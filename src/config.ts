@@ -17,6 +17,28 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** One clinic the engine acts for: its key at the exam service and its own credentials with us. */
+/**
+ * Where the head of the audit trail is checkpointed, at least every minute and at stop (audit/checkpoints.ts):
+ * `file` beside a trail file, `s3` a bucket with Object Lock (the production shapes), `off`.
+ */
+export const AuditCheckpoints = z
+  .discriminatedUnion('store', [
+    z.object({ store: z.literal('file') }),
+    z.object({
+      store: z.literal('s3'),
+      bucket: z.string().min(1, 'AUDIT_CHECKPOINT_BUCKET is required when AUDIT_CHECKPOINTS is s3'),
+      prefix: z.string(),
+      endpoint: z.string().url('AUDIT_CHECKPOINT_S3_ENDPOINT must be a URL such as http://objects:9000').optional(),
+      region: z.string().min(1),
+      /** How long each checkpoint is locked (compliance mode): at least as long as the trail is kept. */
+      retentionDays: z.number().int().min(1, 'AUDIT_CHECKPOINT_RETENTION_DAYS: at least 1').max(36_500),
+    }),
+    z.object({ store: z.literal('off') }),
+  ])
+  .and(
+    z.object({ intervalMs: z.number().int().min(1_000).max(60_000, 'AUDIT_CHECKPOINT_INTERVAL_MS: at most 60000') }),
+  );
+
 export const ClinicConfig = z.object({
   clinicId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/),
   name: z.string().min(1).optional(),
@@ -225,7 +247,7 @@ const ConfigSchema = z.object({
   logFormat: z.enum(['json', 'pretty'], { message: 'LOG_FORMAT: json or pretty' }).optional(),
   /** The audit trail (AUDIT_STORE): the file AUDIT_FILE names (one process), or the table every process shares. */
   audit: z.discriminatedUnion('store', [
-    z.object({ store: z.literal('file'), file: z.string().min(1).optional() }),
+    z.object({ store: z.literal('file'), file: z.string().min(1).optional(), checkpoints: AuditCheckpoints }),
     z.object({
       store: z.literal('postgres'),
       /** postgres://writer:password@host:port/database: a secret (AUDIT_DATABASE_URL or AUDIT_DATABASE_URL_FILE). */
@@ -233,6 +255,7 @@ const ConfigSchema = z.object({
         .string()
         .min(1, 'AUDIT_DATABASE_URL (or AUDIT_DATABASE_URL_FILE) is required when AUDIT_STORE is postgres')
         .regex(/^postgres(ql)?:\/\//, 'AUDIT_DATABASE_URL: a postgres:// URL'),
+      checkpoints: AuditCheckpoints,
     }),
   ]),
 });
@@ -516,6 +539,13 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'AUDIT_STORE',
   'AUDIT_DATABASE_URL',
   'AUDIT_DATABASE_URL_FILE',
+  'AUDIT_CHECKPOINTS',
+  'AUDIT_CHECKPOINT_BUCKET',
+  'AUDIT_CHECKPOINT_PREFIX',
+  'AUDIT_CHECKPOINT_S3_ENDPOINT',
+  'AUDIT_CHECKPOINT_S3_REGION',
+  'AUDIT_CHECKPOINT_RETENTION_DAYS',
+  'AUDIT_CHECKPOINT_INTERVAL_MS',
 ];
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
@@ -611,11 +641,33 @@ export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
 }
 
 /** AUDIT_STORE: `file` (AUDIT_FILE, as before; none: no trail) or `postgres` (AUDIT_DATABASE_URL, a secret). */
-function auditSettings(env: Env) {
+function auditSettings(env: Env, file = env.AUDIT_FILE) {
   const store = env.AUDIT_STORE?.trim() || 'file';
-  if (store === 'postgres') return { store, databaseUrl: secret(env, 'AUDIT_DATABASE_URL') ?? '' };
-  if (store !== 'file') throw new ConfigError(['AUDIT_STORE: must be file or postgres']);
-  return { store, ...(env.AUDIT_FILE ? { file: path.resolve(env.AUDIT_FILE) } : {}) };
+  if (store !== 'file' && store !== 'postgres') throw new ConfigError(['AUDIT_STORE: must be file or postgres']);
+  const checkpoints = checkpointSettings(env, store);
+  if (store === 'postgres') return { store, databaseUrl: secret(env, 'AUDIT_DATABASE_URL') ?? '', checkpoints };
+  return { store, ...(file ? { file: path.resolve(file) } : {}), checkpoints };
+}
+
+/** AUDIT_CHECKPOINTS: s3 when AUDIT_CHECKPOINT_BUCKET is set, a file beside a trail file, else off. */
+function checkpointSettings(env: Env, store: 'file' | 'postgres') {
+  const chosen =
+    env.AUDIT_CHECKPOINTS?.trim() || (env.AUDIT_CHECKPOINT_BUCKET ? 's3' : store === 'file' ? 'file' : 'off');
+  if (!['file', 's3', 'off'].includes(chosen)) throw new ConfigError(['AUDIT_CHECKPOINTS: must be file, s3 or off']);
+  if (chosen === 'file' && store === 'postgres') {
+    throw new ConfigError(['AUDIT_CHECKPOINTS: file goes beside a trail file; the table is checkpointed to s3']);
+  }
+  const intervalMs = num(wholeNumber, 'AUDIT_CHECKPOINT_INTERVAL_MS', env.AUDIT_CHECKPOINT_INTERVAL_MS, 60_000);
+  if (chosen !== 's3') return { store: chosen, intervalMs };
+  return {
+    store: chosen,
+    intervalMs,
+    bucket: env.AUDIT_CHECKPOINT_BUCKET ?? '',
+    prefix: env.AUDIT_CHECKPOINT_PREFIX ?? 'audit-checkpoints/',
+    endpoint: env.AUDIT_CHECKPOINT_S3_ENDPOINT || env.ATTACHMENTS_S3_ENDPOINT || undefined,
+    region: env.AUDIT_CHECKPOINT_S3_REGION || env.ATTACHMENTS_S3_REGION || 'us-east-1',
+    retentionDays: num(wholeNumber, 'AUDIT_CHECKPOINT_RETENTION_DAYS', env.AUDIT_CHECKPOINT_RETENTION_DAYS, 2190),
+  };
 }
 
 /** The audit store's settings alone, for a process that needs nothing else of the configuration (the codec server). */

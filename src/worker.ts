@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Runtime, Worker, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from './activities';
-import { auditLogFrom, type AuditEvent } from './audit';
+import { auditLogFrom, checkpointerFor, type AuditEvent } from './audit';
 import { createAttachmentStore } from './attachments';
 import { sealerKeys } from './inbox';
 import { RecordSealer } from './codec/at-rest';
@@ -32,6 +32,11 @@ export function activityDeps(
   const clients = examServiceClients(config);
   // The same trail as the API's (AUDIT_STORE): the attachments' deletions go on it.
   const audit = auditLogFrom(config.audit, { applicationName: 'journey-worker audit' });
+  const checkpointer = audit
+    ? checkpointerFor(audit, config.audit, {
+        warn: (message, meta) => console.warn(JSON.stringify({ level: 'warn', msg: message, ...meta })),
+      })
+    : undefined;
   return {
     ...(audit ? { audit: (event: AuditEvent) => audit.append(event) } : {}),
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
@@ -44,9 +49,11 @@ export function activityDeps(
     listWorkflowIds: workflowIdLister(connection, config.temporal.namespace),
     init: async () => {
       await audit?.init();
+      await checkpointer?.start();
     },
     close: async () => {
       await clients.close();
+      await checkpointer?.stop();
       await audit?.close();
     },
   };

@@ -1,5 +1,6 @@
 // The audit trail's hash chain checked: each record follows from the one before it (seq, prev hash) and still has
 // the hash it was written with. Lines of a file or rows of the table alike: both stores write the same records.
+import type { Checkpoint } from './checkpoints';
 import { GENESIS, hashOf, type AuditRecord } from './types';
 
 export type ChainCheck = { ok: true; records: number } | { ok: false; records: number; at: number; problem: string };
@@ -10,6 +11,11 @@ export interface ChainStart {
    * of part of the trail), checked from its first record's seq and prev on.
    */
   from?: 'genesis' | 'first';
+  /**
+   * The trail's checkpoints (checkpoints.ts): each record a checkpoint saw must still be there with the hash it had,
+   * so a tail cut off or a chain rewritten from some record on (which verifies as whole on its own) is found.
+   */
+  checkpoints?: readonly Checkpoint[];
 }
 
 /**
@@ -21,8 +27,13 @@ export class ChainVerifier {
   #seq: number | undefined;
   #records = 0;
   #failure: { at: number; problem: string } | undefined;
+  /** The checkpoints of each seq a checkpoint saw (several when taken by several processes, or forged). */
+  readonly #anchors = new Map<number, Checkpoint[]>();
 
   constructor(start: ChainStart = {}) {
+    for (const c of start.checkpoints ?? []) {
+      if (c.seq > 0) this.#anchors.set(c.seq, [...(this.#anchors.get(c.seq) ?? []), c]);
+    }
     if ((start.from ?? 'genesis') === 'genesis') {
       this.#prev = GENESIS;
       this.#seq = 0;
@@ -51,6 +62,13 @@ export class ChainVerifier {
       return this.#fail(at, `record ${r.seq} does not follow the one before it (its prev hash differs)`);
     if (hashOf(body) !== hash)
       return this.#fail(at, `record ${r.seq} was changed after it was written (its hash differs)`);
+    const anchor = this.#anchors.get(r.seq)?.find((c) => c.hash !== hash);
+    if (anchor)
+      return this.#fail(
+        at,
+        `record ${r.seq} is not the one the checkpoint of ${anchor.at} saw (its hash differs): the chain was ` +
+          `rewritten at or before record ${r.seq}`,
+      );
     this.#prev = hash;
     this.#seq = r.seq;
     return true;
@@ -62,9 +80,24 @@ export class ChainVerifier {
   }
 
   result(): ChainCheck {
-    return this.#failure
-      ? { ok: false, records: this.#records, ...this.#failure }
-      : { ok: true, records: this.#records };
+    if (this.#failure) return { ok: false, records: this.#records, ...this.#failure };
+    // A checkpoint saw records past the last one here: the tail was cut.
+    const last = this.#seq ?? 0;
+    const beyond = [...this.#anchors.values()]
+      .flat()
+      .filter((c) => c.seq > last)
+      .sort((a, b) => b.seq - a.seq)[0];
+    if (beyond) {
+      return {
+        ok: false,
+        records: this.#records,
+        at: this.#records,
+        problem:
+          `the trail ends at record ${last}, but the checkpoint of ${beyond.at} saw record ${beyond.seq}: ` +
+          `records ${last + 1} to ${beyond.seq} were cut off`,
+      };
+    }
+    return { ok: true, records: this.#records };
   }
 }
 

@@ -8,6 +8,7 @@
 // even to the owner until it disables them on purpose; an edit made anyway breaks the chain (verifyAuditTable).
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
+import type { Checkpoint } from './checkpoints';
 import { ChainVerifier, type ChainCheck } from './chain';
 import {
   chainRecord,
@@ -406,6 +407,20 @@ export class PostgresAuditLog implements AuditTrail {
     }
   }
 
+  /** The table's last record (seq 0 and the genesis hash when empty): what a checkpoint anchors. */
+  async head(): Promise<{ seq: number; hash: string }> {
+    await this.#writing;
+    try {
+      const r = await this.pool.query<{ seq: string; hash: string }>(
+        `SELECT seq, hash FROM ${AUDIT_TABLE} ORDER BY seq DESC LIMIT 1`,
+      );
+      const row = r.rows[0];
+      return row ? { seq: Number(row.seq), hash: row.hash } : { seq: 0, hash: GENESIS };
+    } catch (err) {
+      throw failed('the audit trail could not be read', err);
+    }
+  }
+
   async close(): Promise<void> {
     await this.#writing;
     await this.pool.end();
@@ -418,11 +433,11 @@ export class PostgresAuditLog implements AuditTrail {
  */
 export async function verifyAuditTable(
   connectionString: string,
-  o: { onRecord?: (line: string) => void | Promise<void> } = {},
+  o: { onRecord?: (line: string) => void | Promise<void>; checkpoints?: readonly Checkpoint[] } = {},
 ): Promise<ChainCheck> {
   const client = new Client({ connectionString, application_name: 'journey audit verify' });
   await client.connect();
-  const verifier = new ChainVerifier();
+  const verifier = new ChainVerifier(o.checkpoints ? { checkpoints: o.checkpoints } : {});
   let columnProblem: { at: number; problem: string } | undefined;
   let n = 0;
   try {

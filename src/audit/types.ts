@@ -96,6 +96,8 @@ export interface AuditTrail extends AuditLog {
   read(query: AuditQuery, limit: number): Promise<AuditPage>;
   /** Every record of the query, in seq order, read a page at a time. */
   records(query: AuditQuery): AsyncIterable<AuditRecord>;
+  /** The last record's seq and hash (0 and GENESIS when empty): what a checkpoint anchors. */
+  head(): Promise<{ seq: number; hash: string }>;
   /** Waits for the appends under way, then lets go of the store. */
   close(): Promise<void>;
 }

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { loadAuditConfig, loadCodecConfig } from '../config';
 import { EncryptionCodec } from './encryption-codec';
 import { asStackPart } from '../part-lifecycle';
-import { auditLogFrom, type AuditEvent } from '../audit';
+import { auditLogFrom, checkpointerFor, type AuditEvent } from '../audit';
 import { tokenVerifier } from '../auth/tokens';
 import { codecAllowedHosts } from './host-check';
 import { buildCodecServer } from './server';
@@ -14,10 +14,17 @@ async function main() {
   const { oidc, auditFile } = config.codec;
   // The shared trail (AUDIT_STORE=postgres) when there is one, else its own file (CODEC_AUDIT_FILE).
   const { audit: store } = loadAuditConfig();
-  const audit = auditLogFrom(store.store === 'postgres' ? store : { store: 'file', file: auditFile }, {
-    applicationName: 'journey-codec audit',
-  });
+  const settings =
+    store.store === 'postgres' ? store : { store: 'file' as const, file: auditFile, checkpoints: store.checkpoints };
+  const audit = auditLogFrom(settings, { applicationName: 'journey-codec audit' });
   await audit?.init();
+  // Its head checkpointed every minute and at stop (AUDIT_CHECKPOINTS), where its writers cannot rewrite it.
+  const checkpointer = audit
+    ? checkpointerFor(audit, settings, {
+        warn: (message, meta) => console.warn(JSON.stringify({ level: 'warn', msg: message, ...meta })),
+      })
+    : undefined;
+  await checkpointer?.start();
   const { tls } = config.codec;
   const allowedHosts = codecAllowedHosts(config.codec);
   const app = buildCodecServer({
@@ -56,7 +63,12 @@ async function main() {
           : 'anyone on this host'
     }${store.store === 'postgres' ? '; audit trail: the shared table' : auditFile ? `; audit trail ${auditFile}` : ''})`,
   );
-  const stop = () => void app.close().then(() => process.exit(0));
+  const stop = () =>
+    void app
+      .close()
+      .then(() => checkpointer?.stop())
+      .then(() => audit?.close())
+      .then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   asStackPart(5_000, (message) => console.log(message));

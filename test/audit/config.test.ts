@@ -24,26 +24,59 @@ describe('the audit store settings', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('is the file of AUDIT_FILE by default, or none', () => {
-    expect(loadConfig(BASE).audit).toEqual({ store: 'file' });
+    const beside = { store: 'file', intervalMs: 60_000 };
+    expect(loadConfig(BASE).audit).toEqual({ store: 'file', checkpoints: beside });
     expect(auditLogFrom(loadConfig(BASE).audit)).toBeUndefined();
     const file = path.join(dir, 'audit.jsonl');
     const config = loadConfig({ ...BASE, AUDIT_FILE: file });
-    expect(config.audit).toEqual({ store: 'file', file });
+    expect(config.audit).toEqual({ store: 'file', file, checkpoints: beside });
     expect(auditLogFrom(config.audit)).toBeInstanceOf(FileAuditLog);
   });
 
   it('is the PostgreSQL table with AUDIT_STORE=postgres, the URL from the variable or a file', async () => {
+    const off = { store: 'off', intervalMs: 60_000 };
     expect(loadConfig({ ...BASE, AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL: URL }).audit).toEqual({
       store: 'postgres',
       databaseUrl: URL,
+      checkpoints: off,
     });
     const secretFile = path.join(dir, 'audit-url');
     writeFileSync(secretFile, `${URL}\n`);
     const { audit } = loadAuditConfig({ AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL_FILE: secretFile });
-    expect(audit).toEqual({ store: 'postgres', databaseUrl: URL });
+    expect(audit).toEqual({ store: 'postgres', databaseUrl: URL, checkpoints: off });
     const store = auditLogFrom(audit);
     expect(store).toBeInstanceOf(PostgresAuditLog);
     await store!.close();
+  });
+
+  it('checkpoints the head beside a trail file, or to a bucket with Object Lock (the shared table), or not at all', () => {
+    const file = path.join(dir, 'api.jsonl');
+    const bucket = { AUDIT_CHECKPOINT_BUCKET: 'journey-audit', AUDIT_CHECKPOINT_S3_ENDPOINT: 'http://objects:9000' };
+    expect(
+      loadConfig({ ...BASE, AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL: URL, ...bucket }).audit.checkpoints,
+    ).toEqual({
+      store: 's3',
+      intervalMs: 60_000,
+      bucket: 'journey-audit',
+      prefix: 'audit-checkpoints/',
+      endpoint: 'http://objects:9000',
+      region: 'us-east-1',
+      retentionDays: 2190,
+    });
+    expect(loadConfig({ ...BASE, AUDIT_FILE: file, AUDIT_CHECKPOINTS: 'off' }).audit.checkpoints).toEqual({
+      store: 'off',
+      intervalMs: 60_000,
+    });
+    expect(refusal({ AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL: URL, AUDIT_CHECKPOINTS: 'file' })).toContain(
+      'AUDIT_CHECKPOINTS: file goes beside a trail file; the table is checkpointed to s3',
+    );
+    expect(refusal({ AUDIT_CHECKPOINTS: 's3' })).toContain(
+      'AUDIT_CHECKPOINT_BUCKET is required when AUDIT_CHECKPOINTS is s3',
+    );
+    expect(refusal({ AUDIT_CHECKPOINTS: 'somewhere' })).toContain('AUDIT_CHECKPOINTS: must be file, s3 or off');
+    expect(refusal({ AUDIT_CHECKPOINT_INTERVAL_MS: '600000' })).toContain(
+      'AUDIT_CHECKPOINT_INTERVAL_MS: at most 60000',
+    );
   });
 
   it('names the variable at fault, never its value', () => {
