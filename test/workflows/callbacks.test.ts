@@ -2,16 +2,9 @@
 // and for patient exams that are not this journey's.
 import { retryUpdate } from '../../src/workflows/definitions';
 import type { JourneyCallback, JourneySnapshot, UnreadCallback } from '../../src/workflows/journey-state';
-import { FakeExamService } from '../support/fake-exam-service';
-import { journeyInput, startHarness, withJourney, type Harness } from './harness';
+import { examService, GFE_EXAM, journeyInput, useHarness, withJourney } from './harness';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.env.teardown();
-});
+const h = useHarness();
 
 const dispositions = (s: JourneySnapshot) => Object.fromEntries(s.events.map((e) => [e.deliveryId, e.disposition]));
 
@@ -75,15 +68,15 @@ describe('callbacks', () => {
   });
 
   it('buffers event 1 that arrives while the invite call is still on the wire, and applies it after', async () => {
-    const fake = new FakeExamService();
-    const release = fake.hold('exam_invite');
-    await withJourney(h, { fake }, async (j) => {
-      await j.waitForCalls('exam_invite', 1);
-      const id = j.fake.nextPatientExamId;
+    const service = examService(h);
+    const release = service.hold('exam_invite');
+    await withJourney(h, { service }, async (j) => {
+      // The service created the patient exam; its answer has not arrived.
+      const [id] = (await j.examsAtService(1)) as [number];
       const early = await j.deliver({
         event: 1,
         patientExamId: id,
-        examId: 101,
+        examId: GFE_EXAM.id,
         examStatus: 'Approved',
         rxStatus: null,
         examUrl: null,
@@ -101,7 +94,7 @@ describe('callbacks', () => {
         expect.objectContaining({ patientExamId: id, status: 'Approved', providerName: 'Dr. Quick' }),
       ]);
       expect(result.eventsApplied).toBe(1);
-      expect(j.fake.count('exam_invite_resend')).toBe(0);
+      expect(j.service.count('exam_invite_resend')).toBe(0);
     });
   });
 

@@ -1,32 +1,28 @@
 // The clinic's cancel in every state of the journey: what the service is asked, what the update answers and how the
 // journey ends (or goes on).
 import { cancelUpdate } from '../../src/workflows/definitions';
-import { FakeExamService, GFE_EXAM, GFE_EXAM_2, serviceError } from '../support/fake-exam-service';
+import { serviceError } from '../support/scripted-exam-service';
 import {
   DAY,
+  examService,
+  GFE_EXAM,
+  GFE_EXAM_2,
   HOUR,
   journeyInput,
   refusal,
   searchAttributesOf,
-  startHarness,
+  useHarness,
   waitForSearchAttributes,
   withJourney,
-  type Harness,
 } from './harness';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.env.teardown();
-});
+const h = useHarness();
 
 describe('cancel', () => {
   it('right after the start (catalog check running): ends the journey, no invite is ever sent', async () => {
-    const fake = new FakeExamService();
-    const release = fake.hold('exam_list');
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h);
+    const release = service.hold('exam_list');
+    await withJourney(h, { service }, async (j) => {
       await j.waitForCalls('exam_list', 1);
       await expect(j.handle.executeUpdate(cancelUpdate, { args: [{}] })).resolves.toEqual({
         cancelled: [],
@@ -35,20 +31,19 @@ describe('cancel', () => {
       release();
       const result = await j.handle.result();
       expect(result.stage).toBe('cancelled');
-      expect(j.fake.count('exam_invite')).toBe(0);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite')).toBe(0);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
     });
   });
 
   it('while the invite is on the wire: waits for it, then cancels the patient exam it created', async () => {
-    const fake = new FakeExamService();
-    const release = fake.hold('exam_invite');
-    await withJourney(h, { fake }, async (j) => {
-      await j.waitForCalls('exam_invite', 1);
-      const id = j.fake.nextPatientExamId;
+    const service = examService(h);
+    const release = service.hold('exam_invite');
+    await withJourney(h, { service }, async (j) => {
+      const [id] = (await j.examsAtService(1)) as [number];
       const cancelling = j.handle.executeUpdate(cancelUpdate, { args: [{ reason: 'patient called' }] });
       await j.waitFor('inviting', (s) => s.stage === 'inviting');
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
 
       release();
       await expect(cancelling).resolves.toEqual({ cancelled: [id], alreadyFinal: [] });
@@ -64,9 +59,9 @@ describe('cancel', () => {
           detail: `cancelled patient exams: ${id}; already final: none`,
         }),
       ]);
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
-      expect(j.fake.exams.get(id)!.state).toBe('cancelled');
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
+      expect(j.atService(id).status).toBe('cancelled');
+      expect(j.service.count('exam_invite')).toBe(1);
     });
   });
 
@@ -82,7 +77,7 @@ describe('cancel', () => {
       expect(result.stage).toBe('cancelled');
       expect(result.exams[0]).toMatchObject({ status: 'cancelled' });
       expect(result.exams[0]!.cancelledAt).not.toBeNull();
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
       expect(await searchAttributesOf(j.handle)).toMatchObject({
         JourneyStage: 'cancelled',
         ExamStatus: ['cancelled'],
@@ -93,7 +88,7 @@ describe('cancel', () => {
   it('of an exam already cancelled in the service portal: counts it as cancelled', async () => {
     await withJourney(h, {}, async (j) => {
       const id = await j.firstPatientExamId();
-      j.fake.setExamState(id, 'cancelled');
+      await j.cancelElsewhere(id);
       await expect(j.handle.executeUpdate(cancelUpdate, { args: [{}] })).resolves.toEqual({
         cancelled: [id],
         alreadyFinal: [],
@@ -114,7 +109,7 @@ describe('cancel', () => {
       expect(await refusal(j.handle.executeUpdate(cancelUpdate, { args: [{ patientExamId: 424242 }] }))).toBe(
         'patient exam 424242 is not part of this journey',
       );
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
       expect((await j.snapshot()).stage).toBe('awaiting_prescription');
 
       await j.prescription(id);
@@ -125,7 +120,7 @@ describe('cancel', () => {
   it('when the provider acted a moment ago: reports the verdict, keeps the exam, and waits for its callback', async () => {
     await withJourney(h, {}, async (j) => {
       const id = await j.firstPatientExamId();
-      j.fake.setExamState(id, 'Rejected');
+      await j.verdictNotDelivered(id, 'Rejected');
       await expect(j.handle.executeUpdate(cancelUpdate, { args: [{}] })).resolves.toEqual({
         cancelled: [],
         alreadyFinal: [{ patientExamId: id, status: 'Rejected' }],
@@ -157,8 +152,8 @@ describe('cancel', () => {
       expect(result.exams).toEqual([
         expect.objectContaining({ patientExamId: id, status: 'Missed', reinvitedAs: null }),
       ]);
-      expect(j.fake.count('exam_invite')).toBe(1);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
     });
   });
 
@@ -175,7 +170,7 @@ describe('cancel', () => {
       const partly = await j.snapshot();
       expect(partly.stage).toBe('awaiting_consultation');
       expect(partly.exams.map((e) => e.status)).toEqual(['pending', 'cancelled']);
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([drop]);
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([drop]);
       expect(await waitForSearchAttributes(j.handle, 'awaiting_consultation')).toMatchObject({
         ExamStatus: ['cancelled', 'pending'],
       });
@@ -187,13 +182,14 @@ describe('cancel', () => {
         [keep, 'Approved'],
         [drop, 'cancelled'],
       ]);
-      expect(j.fake.exams.get(keep)!.state).toBe('pending');
+      expect(j.atService(keep).status).toBe('pending');
+      expect(j.atService(drop).status).toBe('cancelled');
     });
   });
 
   it('while the journey needs attention over an uncertain invite: ends it as cancelled without calling the service', async () => {
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    await withJourney(h, { service }, async (j) => {
       await j.waitFor('needs attention', (s) => s.stage === 'needs_attention');
       await expect(j.handle.executeUpdate(cancelUpdate, { args: [{}] })).resolves.toEqual({
         cancelled: [],
@@ -202,15 +198,15 @@ describe('cancel', () => {
       const result = await j.handle.result();
       expect(result.stage).toBe('cancelled');
       expect(result.attention).toEqual([]);
-      expect(j.fake.count('exam_invite')).toBe(1);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
       expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'cancelled', NeedsAttention: false });
     });
   });
 
   it('while the deadline cancel failed and needs attention: cancels the exam and ends the journey as cancelled', async () => {
-    const fake = new FakeExamService().failNext('exam_invite_cancel', serviceError('validation', 'exam_invite_cancel'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite_cancel', serviceError('validation', 'exam_invite_cancel'));
+    await withJourney(h, { service }, async (j) => {
       const id = await j.firstPatientExamId();
       await j.env.sleep(7 * DAY + HOUR);
       const parked = await j.waitFor('needs attention', (s) => s.stage === 'needs_attention');
@@ -225,7 +221,7 @@ describe('cancel', () => {
       expect(result.stage).toBe('cancelled');
       expect(result.attention).toEqual([]);
       expect(result.exams[0]!.status).toBe('cancelled');
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id, id]);
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id, id]);
       expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'cancelled', NeedsAttention: false });
     });
   });
@@ -233,7 +229,7 @@ describe('cancel', () => {
   it('while a lost verdict needs attention: is refused, the journey stays parked for the operator', async () => {
     await withJourney(h, { input: journeyInput('urgent_care') }, async (j) => {
       const id = await j.firstPatientExamId();
-      j.fake.setExamState(id, 'Approved');
+      await j.verdictNotDelivered(id, 'Approved');
       await j.env.sleep(8 * DAY);
       await j.waitFor('needs attention', (s) => s.stage === 'needs_attention');
       expect(await refusal(j.handle.executeUpdate(cancelUpdate, { args: [{}] }))).toBe(

@@ -1,36 +1,27 @@
 // How the journey meets the exam service's failures: what it retries by itself, what it parks for an operator (and
-// what the operator's retry/abandon then does), and what ends it. Every failure is a real ExamServiceError thrown by
-// the fake and classified by the real activities.
+// what the operator's retry/abandon then does), and what ends it. Every failure is a real ExamServiceError, as the
+// client raises it, scripted on the journey's service, and classified by the real activities.
 import { INVITE_SENDING } from '../../src/workflows/activity-contract';
 import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
+import { serviceError } from '../support/scripted-exam-service';
 import {
-  FakeExamService,
+  examService,
   GFE_EXAM,
   GFE_WITH_LAB,
-  RX_EXAM,
-  RX_EXAM_2,
-  serviceError,
-} from '../support/fake-exam-service';
-import {
   journeyInput,
+  OWN_PHARMACY_EXAM,
   PATIENT,
   PRESCRIPTIONS,
   PHI_VALUES,
   refusal,
   searchAttributesOf,
-  startHarness,
+  URGENT_CARE_EXAM,
+  useHarness,
   waitForSearchAttributes,
   withJourney,
-  type Harness,
 } from './harness';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.env.teardown();
-});
+const h = useHarness();
 
 const MINUTE = 60_000;
 
@@ -39,8 +30,8 @@ describe('an invite that may or may not have been created', () => {
     ['a transport failure after sending', serviceError('ambiguous', 'exam_invite'), null],
     ['HTTP 500', serviceError('server', 'exam_invite'), 500],
   ])('(%s) is never sent twice by itself: the journey needs attention', async (_what, error, httpStatus) => {
-    const fake = new FakeExamService().failNext('exam_invite', error);
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite', error);
+    await withJourney(h, { service }, async (j) => {
       const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       expect(s.attention).toEqual([
         expect.objectContaining({
@@ -56,7 +47,7 @@ describe('an invite that may or may not have been created', () => {
 
       // However long nobody looks, nothing is re-sent.
       await j.env.sleep(3 * 24 * 60 * MINUTE);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
       expect((await j.snapshot()).stage).toBe('needs_attention');
     });
   });
@@ -71,19 +62,19 @@ describe('an invite that may or may not have been created', () => {
       await j.env.sleep(10_000);
       const s = await j.waitFor('invited', (x) => x.exams.length === 1);
       expect(recordings).toBe(2);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
       expect(s.attention).toEqual([]);
     });
   });
 
   it('is proven created by a callback on its own URL: the patient exam is adopted, the invite never sent again', async () => {
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
     const queries: string[] = [];
     const listWorkflowIds = (query: string) => {
       queries.push(query);
       return Promise.resolve([]);
     };
-    await withJourney(h, { fake, listWorkflowIds }, async (j) => {
+    await withJourney(h, { service, listWorkflowIds }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       // The service did create it: its provider's verdict, naming the journey's patient, comes to the URL only that
       // invite carried, and no other journey holds the patient exam.
@@ -111,7 +102,7 @@ describe('an invite that may or may not have been created', () => {
           why: expect.stringMatching(/named patient exam 777001 .*no other journey holds it: the invite was created/),
         }),
       ]);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
       expect(queries).toEqual([expect.stringContaining("PatientExamIds = '777001' AND WorkflowId != 'journey-")]);
     });
   });
@@ -122,10 +113,10 @@ describe('an invite that may or may not have been created', () => {
     ['visibility cannot be read', { broken: true }, /no one could tell whether another journey holds it/],
   ])('holds for a person, never adopts, a claim when %s', async (_what, claim, why) => {
     const c: { holders?: string[]; email?: string; broken?: boolean } = claim;
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
     const listWorkflowIds = () =>
       c.broken ? Promise.reject(new Error('visibility unavailable')) : Promise.resolve(c.holders ?? []);
-    await withJourney(h, { fake, listWorkflowIds }, async (j) => {
+    await withJourney(h, { service, listWorkflowIds }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       await j.deliver({
         event: 1,
@@ -144,18 +135,18 @@ describe('an invite that may or may not have been created', () => {
       expect(s.attention.map((a) => a.code)).toEqual(['invite_ambiguous', 'callback_held']);
       expect(s.attention[1]!.message).toMatch(why);
       expect(PHI_VALUES.filter((v) => JSON.stringify(s.attention).includes(v))).toEqual([]);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
     });
   });
 
   it('adopts a prescription exam whose event 2 comes first, then applies its event 1 and 2 in order', async () => {
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
-    await withJourney(h, { fake, input: journeyInput('urgent_care') }, async (j) => {
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    await withJourney(h, { service, input: journeyInput('urgent_care') }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       await j.deliver({
         event: 2,
         patientExamId: 777_002,
-        examId: RX_EXAM.id,
+        examId: URGENT_CARE_EXAM.id,
         rxStatus: 'Pharmacy Confirmed',
         prescribedOrderSetId: null,
         prescriptions: [PRESCRIPTIONS[0]!],
@@ -169,7 +160,7 @@ describe('an invite that may or may not have been created', () => {
       await j.deliver({
         event: 1,
         patientExamId: 777_002,
-        examId: RX_EXAM.id,
+        examId: URGENT_CARE_EXAM.id,
         examStatus: 'Approved',
         rxStatus: null,
         examUrl: 'https://records.example.test/r.pdf',
@@ -179,13 +170,13 @@ describe('an invite that may or may not have been created', () => {
       const result = await j.handle.result();
       expect(result.stage).toBe('completed');
       expect(result.exams[0]).toMatchObject({ status: 'Approved', rxStatus: 'Pharmacy Confirmed' });
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
     });
   });
 
   it('ends as abandoned when the operator abandons it, still with the one invite call', async () => {
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    await withJourney(h, { service }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       await expect(
         j.handle.executeUpdate(abandonUpdate, { args: [{ actor: 'ops-2', note: 'INC-42: service outage' }] }),
@@ -203,18 +194,18 @@ describe('an invite that may or may not have been created', () => {
           detail: 'abandoned while: invite_ambiguous',
         },
       ]);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
       expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'abandoned', NeedsAttention: false });
     });
   });
 
   it('is sent exactly once more when the operator retries, and the journey proceeds', async () => {
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('server', 'exam_invite'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite', serviceError('server', 'exam_invite'));
+    await withJourney(h, { service }, async (j) => {
       await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       await j.handle.executeUpdate(retryUpdate, { args: [{ actor: 'ops-2' }] });
       const s = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
-      expect(j.fake.count('exam_invite')).toBe(2);
+      expect(j.service.count('exam_invite')).toBe(2);
       expect(s.attention).toEqual([]);
       expect(s.actions).toEqual([
         expect.objectContaining({ action: 'retry', actor: 'ops-2', detail: expect.stringMatching(/^retried: \w+/) }),
@@ -222,46 +213,46 @@ describe('an invite that may or may not have been created', () => {
 
       await j.consultation(s.exams[0]!.patientExamId, 'Approved');
       expect((await j.handle.result()).stage).toBe('completed');
-      expect(j.fake.count('exam_invite')).toBe(2);
+      expect(j.service.count('exam_invite')).toBe(2);
     });
   });
 });
 
 describe('an invite that was not sent', () => {
   it('is retried by the workflow until it goes through', async () => {
-    const fake = new FakeExamService().failNext('exam_invite', serviceError('not_sent', 'exam_invite'), 2);
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite', serviceError('not_sent', 'exam_invite'), 2);
+    await withJourney(h, { service }, async (j) => {
       await j.env.sleep(MINUTE);
       const s = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
-      expect(j.fake.count('exam_invite')).toBe(3);
+      expect(j.service.count('exam_invite')).toBe(3);
       expect(s.exams).toHaveLength(1);
       expect(s.attention).toEqual([]);
     });
   });
 
   it('parks as service_unavailable once the retries are used up; retry tries again', async () => {
-    const fake = new FakeExamService().failAlways('exam_invite', serviceError('not_sent', 'exam_invite'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failAlways('exam_invite', serviceError('not_sent', 'exam_invite'));
+    await withJourney(h, { service }, async (j) => {
       await j.env.sleep(10 * MINUTE);
       const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       expect(s.attention).toEqual([expect.objectContaining({ code: 'service_unavailable' })]);
-      expect(j.fake.count('exam_invite')).toBe(7);
+      expect(j.service.count('exam_invite')).toBe(7);
 
-      j.fake.stopFailing('exam_invite');
+      j.service.stopFailing('exam_invite');
       await j.handle.executeUpdate(retryUpdate, { args: [{}] });
       await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
-      expect(j.fake.count('exam_invite')).toBe(8);
+      expect(j.service.count('exam_invite')).toBe(8);
     });
   });
 });
 
 describe('account setup', () => {
   it('parks until the clinic fixed its portal and an operator retries; then the invite is created', async () => {
-    const fake = new FakeExamService().failAlways(
+    const service = examService(h).failAlways(
       'exam_invite',
       serviceError('account_setup', 'exam_invite', { setupCode: 'prescriptive_contract_unsigned' }),
     );
-    await withJourney(h, { fake, input: journeyInput('urgent_care') }, async (j) => {
+    await withJourney(h, { service, input: journeyInput('urgent_care') }, async (j) => {
       const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       expect(s.attention).toEqual([
         expect.objectContaining({
@@ -270,18 +261,18 @@ describe('account setup', () => {
           facts: expect.objectContaining({ setupCode: 'prescriptive_contract_unsigned', httpStatus: 401 }),
         }),
       ]);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
 
       // An impatient retry while the portal is still not fixed parks it again, after one more call.
       await j.handle.executeUpdate(retryUpdate, { args: [{}] });
       await j.waitForCalls('exam_invite', 2);
       await j.waitFor('needs attention again', (x) => x.stage === 'needs_attention');
 
-      j.fake.stopFailing('exam_invite');
+      j.service.stopFailing('exam_invite');
       await j.handle.executeUpdate(retryUpdate, { args: [{ actor: 'ops-3', note: 'contract signed' }] });
       const ok = await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
-      expect(j.fake.count('exam_invite')).toBe(3);
-      expect(ok.exams[0]).toMatchObject({ examId: RX_EXAM.id, status: 'pending' });
+      expect(j.service.count('exam_invite')).toBe(3);
+      expect(ok.exams[0]).toMatchObject({ examId: URGENT_CARE_EXAM.id, status: 'pending' });
       expect(await waitForSearchAttributes(j.handle, 'awaiting_consultation')).toMatchObject({ NeedsAttention: false });
     });
   });
@@ -289,16 +280,16 @@ describe('account setup', () => {
 
 describe('a refused invite', () => {
   it('fails the journey at once, naming the field, without a retry and without PHI', async () => {
-    const fake = new FakeExamService().failNext(
+    const service = examService(h).failNext(
       'exam_invite',
       serviceError('validation', 'exam_invite', { field: 'phone_number' }),
     );
-    await withJourney(h, { fake }, async (j) => {
+    await withJourney(h, { service }, async (j) => {
       const result = await j.handle.result();
       expect(result.stage).toBe('failed');
       expect(result.lastError).toMatchObject({ kind: 'validation', operation: 'exam_invite', field: 'phone_number' });
       expect(result.lastError!.message).toContain('phone_number');
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
       expect(PHI_VALUES.filter((v) => JSON.stringify(result).includes(v))).toEqual([]);
       expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'failed', NeedsAttention: false });
     });
@@ -309,13 +300,13 @@ describe('the catalog check', () => {
   it.each([
     {
       what: 'two prescription exams',
-      input: () => journeyInput('urgent_care', { exams: [RX_EXAM.id, RX_EXAM_2.id] }),
+      input: () => journeyInput('urgent_care', { exams: [URGENT_CARE_EXAM.id, OWN_PHARMACY_EXAM.id] }),
       field: 'exams',
       says: 'only one prescription exam',
     },
     {
       what: 'a gfe journey with a prescription exam',
-      input: () => journeyInput('gfe', { exams: [GFE_EXAM.id, RX_EXAM.id] }),
+      input: () => journeyInput('gfe', { exams: [GFE_EXAM.id, URGENT_CARE_EXAM.id] }),
       field: 'scenario.type',
       says: 'rx_type 1 exams only',
     },
@@ -327,7 +318,7 @@ describe('the catalog check', () => {
     },
     {
       what: 'a missing required attachment',
-      input: () => journeyInput('gfe', { exams: [GFE_WITH_LAB.id] }),
+      input: () => journeyInput('gfe', { exams: [GFE_WITH_LAB.id], attachments: [] }),
       field: 'attachments',
       says: 'missing Lab',
     },
@@ -338,29 +329,28 @@ describe('the catalog check', () => {
       says: 'exam 999 is not in',
     },
   ])('fails $what with the field named, before any invite', async ({ input, field, says }) => {
-    const fake = new FakeExamService();
-    fake.catalog.push(RX_EXAM_2);
-    await withJourney(h, { fake, input: input() }, async (j) => {
+    const service = examService(h);
+    await withJourney(h, { service, input: input() }, async (j) => {
       const result = await j.handle.result();
       expect(result.stage).toBe('failed');
       expect(result.lastError).toMatchObject({ kind: 'validation', operation: 'catalog_check', field });
       expect(result.lastError!.message).toContain(says);
       expect(result.exams).toEqual([]);
-      expect(j.fake.count('exam_list')).toBe(1);
-      expect(j.fake.count('exam_invite')).toBe(0);
+      expect(j.service.count('exam_list')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(0);
     });
   });
 
   it('parks when the exam list cannot be read (bad key), and proceeds on retry once it can', async () => {
-    const fake = new FakeExamService().failNext('exam_list', serviceError('unauthorized', 'exam_list'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_list', serviceError('unauthorized', 'exam_list'));
+    await withJourney(h, { service }, async (j) => {
       const s = await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
       expect(s.attention).toEqual([expect.objectContaining({ code: 'unauthorized' })]);
-      expect(j.fake.count('exam_invite')).toBe(0);
+      expect(j.service.count('exam_invite')).toBe(0);
       await j.handle.executeUpdate(retryUpdate, { args: [{}] });
       await j.waitFor('awaiting consultation', (x) => x.stage === 'awaiting_consultation');
-      expect(j.fake.count('exam_list')).toBe(2);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_list')).toBe(2);
+      expect(j.service.count('exam_invite')).toBe(1);
     });
   });
 });

@@ -1,5 +1,7 @@
-// Runs patient journeys on the time-skipping test server against the real activities and an in-memory exam service.
-// One server and one workflow bundle per test file; one worker, task queue and fake per journey.
+// Runs patient journeys on the time-skipping test server with the real activities and the real exam-service client
+// against the sandbox. One server, workflow bundle and sandbox per test file; one worker, task queue and scripted
+// service (test/support/scripted-exam-service) per journey. Callbacks reach a journey as signals, as the webhook sends
+// them: the sandbox's own callbacks go to an address nobody listens on.
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
@@ -23,7 +25,11 @@ import {
 } from '../../src/contract/journey-request';
 import type { JourneyCallback, JourneySnapshot, PrescriptionFacts } from '../../src/workflows/journey-state';
 import type { patientJourney } from '../../src/workflows/patient-journey';
-import { FakeExamService, GFE_EXAM, RX_EXAM } from '../support/fake-exam-service';
+import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
+import { ExamServiceClient } from '../../src/exam-service/client';
+import { buildSandbox, DEMO_API_KEY, SEED_EXAMS, type PatientExamRecord, type Sandbox } from '../../src/sandbox';
+import type { Verdict } from '../../src/sandbox/store';
+import { ScriptedExamService } from '../support/scripted-exam-service';
 import { startTimeSkippingServer } from '../support/temporal-env';
 
 export const HOUR = 3_600_000;
@@ -43,18 +49,54 @@ export const PATIENT = {
 } as const;
 export const PHI_VALUES = [PATIENT.lastName, PATIENT.email, PATIENT.dob, PATIENT.phoneNumber, '5550142387'];
 
+const seedExam = (id: number) => SEED_EXAMS.find((e) => e.id === id)!;
+/** Exams of the sandbox's catalog (every clinic's) that the journeys here ask for. */
+export const GFE_EXAM = seedExam(101);
+export const GFE_EXAM_2 = seedExam(103);
+/** A GFE that needs a lab result and a face photo uploaded (attachments_required 2). */
+export const GFE_WITH_LAB = seedExam(102);
+export const URGENT_CARE_EXAM = seedExam(301);
+/** Choose your own pharmacy; needs a scalp photo. */
+export const OWN_PHARMACY_EXAM = seedExam(302);
+/** A partner pharmacy package (pharmacy 501, order set 8101); needs a lab result. */
+export const PARTNER_EXAM = seedExam(201);
+
 export interface Harness {
   env: TestWorkflowEnvironment;
   bundle: WorkflowBundleWithSourceMap;
+  sandbox: Sandbox;
+  /** The demo clinic's client of the sandbox: what a journey's scripted service sends through. */
+  client: ExamServiceClient;
 }
 
-export async function startHarness(): Promise<Harness> {
-  const [env, bundle] = await Promise.all([
-    startTimeSkippingServer(),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('ERROR') }),
-  ]);
-  await registerSearchAttributes(env);
-  return { env, bundle };
+/** The harness of a test file: started before its tests, stopped after them. */
+export function useHarness(): Harness {
+  const h = {} as Harness;
+  beforeAll(async () => {
+    const [env, bundle, sandbox] = await Promise.all([
+      startTimeSkippingServer(),
+      bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('ERROR') }),
+      buildSandbox({ callbackRetries: 0 }),
+    ]);
+    await registerSearchAttributes(env);
+    Object.assign(h, {
+      env,
+      bundle,
+      sandbox,
+      client: new ExamServiceClient({ baseUrl: sandbox.baseUrl, apiKey: DEMO_API_KEY }),
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await h.env?.teardown();
+    await h.client?.close();
+    await h.sandbox?.close();
+  });
+  return h;
+}
+
+/** A scripted exam service for one journey (script it before the journey starts). */
+export function examService(h: Harness): ScriptedExamService {
+  return new ScriptedExamService(h.client);
 }
 
 // The test server refuses to upsert a search attribute it does not know ("search attribute X is not defined"), and
@@ -78,34 +120,70 @@ export function journeyInput(
     gfe: { type: 'gfe' as const },
     urgent_care: { type: 'urgent_care' as const, pharmacy },
     custom_pharmacy: { type: 'custom_pharmacy' as const, pharmacy, patientChoice: 1 as const },
-    partner_pharmacy: { type: 'partner_pharmacy' as const, pharmacyId: 7, orderSetId: 'os-semaglutide-1' },
+    partner_pharmacy: { type: 'partner_pharmacy' as const, pharmacyId: 501, orderSetId: '8101' },
+  };
+  const exam = {
+    gfe: GFE_EXAM,
+    urgent_care: URGENT_CARE_EXAM,
+    custom_pharmacy: OWN_PHARMACY_EXAM,
+    partner_pharmacy: PARTNER_EXAM,
   };
   const { timings, ...rest } = overrides;
+  const exams = rest.exams ?? [exam[scenario].id];
   // Checked as the API would check a clinic's request, so every journey here is one a clinic could start.
   const request = JourneyRequest.parse({
     clinicId: 'clinic-7',
     journeyId,
     patient: { ...PATIENT },
-    exams: [scenario === 'gfe' ? GFE_EXAM.id : RX_EXAM.id],
+    exams,
     scenario: scenarios[scenario],
+    ...requiredAttachments(exams),
     ...rest,
     timings,
   });
   return { ...request, timings: resolveTimings(DEFAULT_TIMINGS, request.timings) };
 }
 
+/** The documents the catalog requires of these exams (attachments_required 2), one file each. */
+function requiredAttachments(examIds: number[]): Pick<JourneyInput, 'attachments'> {
+  const attachments = examIds.flatMap((examId) =>
+    SEED_EXAMS.filter((e) => e.id === examId && e.attachments_required === 2).flatMap((e) =>
+      e.attachments.map((kind, i) => ({
+        examId,
+        attachment: {
+          ref: `att_required_${examId}_${i}`,
+          kind,
+          fileName: 'document.pdf',
+          contentType: 'application/pdf',
+          size: 1,
+        },
+      })),
+    ),
+  );
+  return attachments.length > 0 ? { attachments } : {};
+}
+
 export type JourneyHandle = WorkflowHandle<typeof patientJourney>;
 
 export interface Journey {
   handle: JourneyHandle;
-  fake: FakeExamService;
+  /** The journey's calls of the exam service, as its activities made them. */
+  service: ScriptedExamService;
   input: JourneyInput;
   env: TestWorkflowEnvironment;
   snapshot(): Promise<JourneySnapshot>;
   /** Polls the snapshot until the predicate holds (real time; the server's clock does not skip meanwhile). */
   waitFor(what: string, predicate: (s: JourneySnapshot) => boolean, timeoutMs?: number): Promise<JourneySnapshot>;
-  /** Waits until the fake has seen `n` calls of an operation. */
-  waitForCalls(operation: Parameters<FakeExamService['count']>[0], n: number): Promise<void>;
+  /** Waits until the service has been called `n` times for an operation. */
+  waitForCalls(operation: Parameters<ScriptedExamService['count']>[0], n: number): Promise<void>;
+  /** Waits until the sandbox holds `n` patient exams invited for this journey (its webhook URL); their ids. */
+  examsAtService(n: number): Promise<number[]>;
+  /** The patient exam as the sandbox holds it. */
+  atService(patientExamId: number): PatientExamRecord;
+  /** Cancels the patient exam at the service, not through the journey (as in the service portal). */
+  cancelElsewhere(patientExamId: number): Promise<void>;
+  /** The provider's verdict at the sandbox; its event 1 never reaches the journey. */
+  verdictNotDelivered(patientExamId: number, verdict: Verdict): Promise<void>;
   /** Sends a callback as the webhook would; returns the delivery id. */
   deliver(callback: JourneyCallback): Promise<string>;
   consultation(patientExamId: number, examStatus: string, rxStatus?: string | null): Promise<string>;
@@ -116,7 +194,8 @@ export interface Journey {
 }
 
 export interface JourneyOptions {
-  fake?: FakeExamService;
+  /** The journey's exam service, scripted (default: examService(h), unscripted). */
+  service?: ScriptedExamService;
   input?: JourneyInput;
   /** The clinic's notification secret (none: notifications are skipped) and how they are sent. */
   notifications?: Pick<Parameters<typeof createActivities>[0], 'notificationSecretFor' | 'sendNotification'>;
@@ -142,12 +221,13 @@ export async function withJourney(
   options: JourneyOptions,
   body: (j: Journey) => Promise<void>,
 ): Promise<void> {
-  const fake = options.fake ?? new FakeExamService();
+  const service = options.service ?? examService(h);
   const input = options.input ?? journeyInput('gfe');
   const taskQueue = `journeys-${input.journeyId}`;
+  const webhookUrlFor = (id: string) => 'http://127.0.0.1:1/webhooks/' + id;
   const real = createActivities({
-    examServiceFor: () => fake,
-    webhookUrlFor: (id) => 'http://127.0.0.1:1/webhooks/' + id,
+    examServiceFor: () => service,
+    webhookUrlFor,
     attachments: {
       get: (_ref: string) => Promise.resolve({ bytes: Buffer.from('x') }),
       delete: (ref: string) => {
@@ -196,20 +276,48 @@ export async function withJourney(
       });
       return deliveryId;
     };
-    const examIdOf = (patientExamId: number) => fake.exams.get(patientExamId)?.examId ?? 0;
+    const examIdOf = (patientExamId: number) => h.sandbox.store.patientExam(patientExamId)?.exam_id ?? 0;
+    const invited = () =>
+      [...h.sandbox.store.meetings.values()]
+        .filter((m) => m.webhook_url === webhookUrlFor(input.journeyId))
+        .flatMap((m) => m.patient_exam_ids);
     const journey: Journey = {
       handle,
-      fake,
+      service,
       input,
       env: h.env,
       snapshot,
       waitFor,
       async waitForCalls(operation, n) {
         const deadline = Date.now() + 10_000;
-        while (fake.count(operation) < n) {
+        while (service.count(operation) < n) {
           if (Date.now() > deadline) throw new Error(`timed out waiting for ${n} ${operation} calls`);
           await new Promise((r) => setTimeout(r, 20));
         }
+      },
+      async examsAtService(n) {
+        const deadline = Date.now() + 10_000;
+        while (invited().length < n) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${n} patient exams at the sandbox`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        return invited();
+      },
+      atService(patientExamId) {
+        const record = h.sandbox.store.patientExam(patientExamId);
+        if (!record) throw new Error(`the sandbox holds no patient exam ${patientExamId}`);
+        return record;
+      },
+      async cancelElsewhere(patientExamId) {
+        await h.client.cancelInvite({ patient_exam_id: patientExamId });
+      },
+      async verdictNotDelivered(patientExamId, verdict) {
+        const res = await h.sandbox.app.inject({
+          method: 'POST',
+          url: `/_sandbox/patient-exams/${patientExamId}/verdict`,
+          payload: { status: verdict },
+        });
+        if (res.statusCode !== 200) throw new Error(`the sandbox refused the verdict: ${res.body}`);
       },
       deliver,
       consultation: (patientExamId, examStatus, rxStatus = null) =>
@@ -257,8 +365,26 @@ export async function withJourney(
           if (!(err instanceof WorkflowNotFoundError)) throw err;
         });
       }
+      await settleRetention(h, input.journeyId);
     }
   });
+}
+
+/**
+ * Runs the retention a journey with documents started as it ended to its end, while the journey's worker still runs.
+ * The time-skipping server keeps a lock on its clock for each abandoned child that completes after its parent
+ * (temporalio/sdk-java#2392): it is handed back, or the later journeys' timers would wait in real time.
+ */
+async function settleRetention(h: Harness, journeyId: string): Promise<void> {
+  const retention = h.env.client.workflow.getHandle(attachmentRetentionId(journeyId));
+  try {
+    await retention.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return;
+    throw err;
+  }
+  await retention.result();
+  await h.env.connection.testService!.unlockTimeSkipping({});
 }
 
 /** The message of a refused update (the validator's error), for assertions. */

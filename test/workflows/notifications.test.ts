@@ -4,9 +4,9 @@
 // with notifications sent side by side the later ones would arrive before the retry of the first.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { journeyInput, startHarness, withJourney, type Harness } from './harness';
+import { journeyInput, useHarness, withJourney } from './harness';
 
-let h: Harness;
+const h = useHarness();
 let receiver: Server;
 let url: string;
 const arrivals: { sequence: number; stage: string; status: number }[] = [];
@@ -24,10 +24,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-  h = await startHarness();
-}, 60_000);
+});
 afterAll(async () => {
-  await h?.env.teardown();
   await new Promise((resolve) => receiver.close(resolve));
 });
 

@@ -1,35 +1,27 @@
-// The four invite scenarios end to end on the time-skipping server, with the real activities against the fake
-// exam service: what the clinic gets back, what operators can filter on, and that none of it carries PHI.
-import {
-  FakeExamService,
-  GFE_EXAM,
-  GFE_EXAM_2,
-  GFE_WITH_LAB,
-  RX_EXAM,
-  serviceError,
-} from '../support/fake-exam-service';
+// The four invite scenarios end to end on the time-skipping server, with the real activities against the sandbox:
+// what the clinic gets back, what operators can filter on, and that none of it carries PHI.
+import { serviceError } from '../support/scripted-exam-service';
 import {
   DAY,
   deletedAttachments,
+  examService,
+  GFE_EXAM,
+  GFE_EXAM_2,
+  GFE_WITH_LAB,
   journeyInput,
+  OWN_PHARMACY_EXAM,
   PHI_VALUES,
   PRESCRIPTIONS,
   searchAttributesOf,
-  startHarness,
+  URGENT_CARE_EXAM,
+  useHarness,
   waitForSearchAttributes,
   withJourney,
-  type Harness,
 } from './harness';
 import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
 import { defaultPayloadConverter } from '@temporalio/common';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.env.teardown();
-});
+const h = useHarness();
 
 const containsPhi = (text: string) => PHI_VALUES.filter((v) => text.includes(v));
 
@@ -53,7 +45,7 @@ describe('good faith exam', () => {
       expect(containsPhi(waiting.raw)).toEqual([]);
 
       // What the service was asked for: one invite carrying the patient, the exam and the journey's webhook.
-      const [invite] = j.fake.callsOf('exam_invite') as Record<string, unknown>[];
+      const [invite] = j.service.callsOf('exam_invite') as Record<string, unknown>[];
       expect(invite).toMatchObject({
         exams: [GFE_EXAM.id],
         email: input.patient.email,
@@ -87,8 +79,8 @@ describe('good faith exam', () => {
       expect(done).toMatchObject({ JourneyStage: 'completed', ExamStatus: ['Approved'], NeedsAttention: false });
       expect(containsPhi(done.raw)).toEqual([]);
       // No reminder, no cancel: the patient acted in time.
-      expect(j.fake.count('exam_invite_resend')).toBe(0);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite_resend')).toBe(0);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
 
       // What it cost Temporal: one patch marker for today's rules (not one per rule, each with its own upsert of
       // TemporalChangeVersion), the exam list read by a local activity (a marker, no activity task), one activity
@@ -139,13 +131,16 @@ describe('good faith exam', () => {
   });
 });
 
-describe.each(['urgent_care', 'custom_pharmacy'] as const)('%s', (scenario) => {
+describe.each([
+  ['urgent_care', URGENT_CARE_EXAM.id],
+  ['custom_pharmacy', OWN_PHARMACY_EXAM.id],
+] as const)('%s', (scenario, examId) => {
   it('completes after events 1 and 2 without waiting for a tracking event', async () => {
     const input = journeyInput(scenario);
     await withJourney(h, { input }, async (j) => {
       const id = await j.firstPatientExamId();
-      const [invite] = j.fake.callsOf('exam_invite') as Record<string, unknown>[];
-      expect(invite).toMatchObject({ exams: [RX_EXAM.id], custom_pharmacy: 1, ncpdpid: '1234567' });
+      const [invite] = j.service.callsOf('exam_invite') as Record<string, unknown>[];
+      expect(invite).toMatchObject({ exams: [examId], custom_pharmacy: 1, ncpdpid: '1234567' });
 
       await j.consultation(id, 'Approved');
       const approved = await j.waitFor('awaiting prescription', (s) => s.stage === 'awaiting_prescription');
@@ -181,8 +176,8 @@ describe('partner pharmacy', () => {
     const input = journeyInput('partner_pharmacy');
     await withJourney(h, { input }, async (j) => {
       const id = await j.firstPatientExamId();
-      const [invite] = j.fake.callsOf('exam_invite') as Record<string, unknown>[];
-      expect(invite).toMatchObject({ custom_pharmacy: 2, pharmacy_id: 7, order_set_id: 'os-semaglutide-1' });
+      const [invite] = j.service.callsOf('exam_invite') as Record<string, unknown>[];
+      expect(invite).toMatchObject({ custom_pharmacy: 2, pharmacy_id: 501, order_set_id: '8101' });
 
       await j.consultation(id, 'Approved');
       await j.prescription(id);
@@ -225,10 +220,12 @@ describe('preparation', () => {
       contentType: 'application/pdf',
       size: 1,
     });
+    const face = 'Face photo (front, no makeup)';
     const input = journeyInput('gfe', {
       exams: [GFE_EXAM.id, GFE_WITH_LAB.id],
       attachments: [
         { examId: GFE_WITH_LAB.id, attachment: attachment('Lab', 'att_lab_result_01') },
+        { examId: GFE_WITH_LAB.id, attachment: attachment(face, 'att_face_photo_01') },
         { examId: GFE_WITH_LAB.id, attachment: attachment('ID', 'att_id_photo_0001') },
       ],
       answers: [
@@ -236,8 +233,8 @@ describe('preparation', () => {
         {
           examId: GFE_WITH_LAB.id,
           answers: [
-            { no: 1, answer: 'Penicillin' },
-            { no: 2, question: 'Medications?', answer: ['Metformin', 'Lisinopril'] },
+            { no: 1, answer: 'Metformin' },
+            { no: 3, question: 'Conditions?', answer: ['Diabetes', 'High blood pressure'] },
           ],
         },
       ],
@@ -247,40 +244,46 @@ describe('preparation', () => {
       const plain = s.exams.find((e) => e.examId === GFE_EXAM.id)!;
       const lab = s.exams.find((e) => e.examId === GFE_WITH_LAB.id)!;
       expect(plain).toMatchObject({ attachmentsUploaded: [], answersSubmitted: 1 });
-      expect(lab).toMatchObject({ attachmentsUploaded: ['Lab', 'ID'], answersSubmitted: 2 });
+      expect(lab).toMatchObject({ attachmentsUploaded: ['Lab', face, 'ID'], answersSubmitted: 2 });
 
       // Each went to its own patient exam, after the invite created it.
-      expect(j.fake.calls.map((c) => c.operation)[0]).toBe('exam_list');
-      expect(j.fake.calls.map((c) => c.operation)[1]).toBe('exam_invite');
-      expect(j.fake.callsOf('exam_upload_attachment')).toEqual([
+      expect(j.service.calls.map((c) => c.operation)[0]).toBe('exam_list');
+      expect(j.service.calls.map((c) => c.operation)[1]).toBe('exam_invite');
+      expect(j.service.callsOf('exam_upload_attachment')).toEqual([
         expect.objectContaining({ patient_exam_id: lab.patientExamId, kind: 'Lab', content_base64: 'eA==' }),
+        expect.objectContaining({ patient_exam_id: lab.patientExamId, kind: face }),
         expect.objectContaining({ patient_exam_id: lab.patientExamId, kind: 'ID', file_name: 'id.pdf' }),
       ]);
-      expect(j.fake.callsOf('exam_submit_answers')).toEqual([
+      expect(j.service.callsOf('exam_submit_answers')).toEqual([
         {
           patient_exam_id: plain.patientExamId,
-          answers: [{ no: 1, question: 'Do you have any allergies?', answer: 'None' }],
+          answers: [{ no: 1, question: 'Which medications do you currently take?', answer: 'None' }],
         },
         {
           patient_exam_id: lab.patientExamId,
           answers: [
-            { no: 1, question: 'Do you have any allergies?', answer: 'Penicillin' },
-            { no: 2, question: 'Medications?', answer: ['Metformin', 'Lisinopril'] },
+            { no: 1, question: 'Which medications do you currently take?', answer: 'Metformin' },
+            { no: 3, question: 'Conditions?', answer: ['Diabetes', 'High blood pressure'] },
           ],
         },
       ]);
+      // The service holds them.
+      expect(j.atService(lab.patientExamId).attachments.map((a) => a.kind)).toEqual(['Lab', face, 'ID']);
+      expect([...j.atService(lab.patientExamId).answers.keys()]).toEqual([1, 3]);
 
       await j.consultation(plain.patientExamId, 'Approved');
       await j.consultation(lab.patientExamId, 'Approved');
       const result = await j.handle.result();
       expect(result.stage).toBe('completed');
-      expect(result.exams.map((e) => e.attachmentsUploaded)).toEqual([[], ['Lab', 'ID']]);
+      expect(result.exams.map((e) => e.attachmentsUploaded)).toEqual([[], ['Lab', face, 'ID']]);
       expect(containsPhi(JSON.stringify(result))).toEqual([]);
 
       // Once the journey ended, a workflow of their own deletes its documents after the grace (7 days, skipped here).
       const retention = h.env.client.workflow.getHandle(attachmentRetentionId(input.journeyId));
-      expect(await retention.result()).toEqual({ deleted: 2 });
-      expect(deletedAttachments).toEqual(expect.arrayContaining(['att_lab_result_01', 'att_id_photo_0001']));
+      expect(await retention.result()).toEqual({ deleted: 3 });
+      expect(deletedAttachments).toEqual(
+        expect.arrayContaining(['att_lab_result_01', 'att_face_photo_01', 'att_id_photo_0001']),
+      );
       const d = await retention.describe();
       expect(d.closeTime!.getTime() - d.startTime.getTime()).toBeGreaterThanOrEqual(7 * DAY);
     });
@@ -295,11 +298,11 @@ describe('preparation', () => {
         },
       ],
     });
-    const fake = new FakeExamService().failNext(
+    const service = examService(h).failNext(
       'exam_upload_attachment',
       serviceError('validation', 'exam_upload_attachment', { field: 'content_type' }),
     );
-    await withJourney(h, { input, fake }, async (j) => {
+    await withJourney(h, { input, service }, async (j) => {
       const s = await j.waitFor('prepared', (x) => x.stage === 'awaiting_consultation');
       expect(s.exams[0]!.attachmentsUploaded).toEqual([]);
       expect(s.lastError).toMatchObject({
@@ -307,7 +310,7 @@ describe('preparation', () => {
         operation: 'exam_upload_attachment',
         field: 'content_type',
       });
-      expect(j.fake.count('exam_upload_attachment')).toBe(1);
+      expect(j.service.count('exam_upload_attachment')).toBe(1);
     });
   });
 });

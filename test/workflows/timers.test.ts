@@ -1,27 +1,23 @@
 // Every timer of the journey on the time-skipping server: reminders, the consultation deadline (expiry and the lost
 // verdict it uncovers), the re-invite after Missed/NA, and the prescription and tracking deadlines.
 import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
-import { FakeExamService, GFE_EXAM, RX_EXAM, serviceError } from '../support/fake-exam-service';
+import { serviceError } from '../support/scripted-exam-service';
 import {
   DAY,
+  examService,
+  GFE_EXAM,
   HOUR,
   journeyInput,
+  PARTNER_EXAM,
   searchAttributesOf,
-  startHarness,
+  useHarness,
   waitForSearchAttributes,
   withJourney,
-  type Harness,
 } from './harness';
 
 const MINUTE = 60_000;
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.env.teardown();
-});
+const h = useHarness();
 
 describe('reminders', () => {
   it('resends the invite at 24 h and 72 h while no consultation happened', async () => {
@@ -37,28 +33,28 @@ describe('reminders', () => {
       });
 
       await j.env.sleep(23 * HOUR);
-      expect(j.fake.count('exam_invite_resend')).toBe(0);
+      expect(j.service.count('exam_invite_resend')).toBe(0);
 
       await j.env.sleep(2 * HOUR);
       await j.waitForCalls('exam_invite_resend', 1);
       const s1 = await j.waitFor('first reminder', (s) => s.meetings[0]!.remindersSent === 1);
-      expect(j.fake.patientExamIdsOf('exam_invite_resend')).toEqual([id]);
+      expect(j.service.patientExamIdsOf('exam_invite_resend')).toEqual([id]);
       expect(s1.deadlines[0]).toMatchObject({
         action: 'send_reminder',
         at: new Date(invitedAt + 72 * HOUR).toISOString(),
       });
 
       await j.env.sleep(46 * HOUR);
-      expect(j.fake.count('exam_invite_resend')).toBe(1);
+      expect(j.service.count('exam_invite_resend')).toBe(1);
       await j.env.sleep(2 * HOUR);
       await j.waitFor('second reminder', (s) => s.meetings[0]!.remindersSent === 2);
-      expect(j.fake.patientExamIdsOf('exam_invite_resend')).toEqual([id, id]);
+      expect(j.service.patientExamIdsOf('exam_invite_resend')).toEqual([id, id]);
 
       await j.consultation(id, 'Approved');
       const result = await j.handle.result();
       expect(result.stage).toBe('completed');
-      expect(j.fake.count('exam_invite_resend')).toBe(2);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite_resend')).toBe(2);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
     });
   });
 
@@ -73,8 +69,8 @@ describe('reminders', () => {
       expect(s.deadlines.map((d) => d.action)).not.toContain('send_reminder');
       await j.env.sleep(72 * HOUR);
       await j.waitFor('prescription overdue', (x) => x.exams[0]!.prescriptionOverdue);
-      expect(j.fake.count('exam_invite_resend')).toBe(1);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite_resend')).toBe(1);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
     });
   });
 });
@@ -84,23 +80,23 @@ describe('consultation deadline', () => {
     await withJourney(h, { input: journeyInput('gfe') }, async (j) => {
       const id = await j.firstPatientExamId();
       await j.env.sleep(7 * DAY - HOUR);
-      expect(j.fake.count('exam_invite_cancel')).toBe(0);
+      expect(j.service.count('exam_invite_cancel')).toBe(0);
 
       await j.env.sleep(2 * HOUR);
       const result = await j.handle.result();
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
-      expect(j.fake.exams.get(id)!.state).toBe('cancelled');
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
+      expect(j.atService(id).status).toBe('cancelled');
       expect(result.stage).toBe('completed');
       expect(result.exams[0]).toMatchObject({ status: 'expired', verdictSource: null });
       expect(result.exams[0]!.cancelledAt).not.toBeNull();
-      expect(j.fake.count('exam_invite_resend')).toBe(2);
+      expect(j.service.count('exam_invite_resend')).toBe(2);
       expect(await searchAttributesOf(j.handle)).toMatchObject({ JourneyStage: 'completed', ExamStatus: ['expired'] });
     });
   });
 
   it('parks when the cancel at the deadline fails, and cancels again on the operator retry', async () => {
-    const fake = new FakeExamService().failNext('exam_invite_cancel', serviceError('validation', 'exam_invite_cancel'));
-    await withJourney(h, { fake }, async (j) => {
+    const service = examService(h).failNext('exam_invite_cancel', serviceError('validation', 'exam_invite_cancel'));
+    await withJourney(h, { service }, async (j) => {
       const id = await j.firstPatientExamId();
       await j.env.sleep(7 * DAY + HOUR);
       const parked = await j.waitFor('needs attention', (s) => s.stage === 'needs_attention');
@@ -118,7 +114,7 @@ describe('consultation deadline', () => {
       const result = await j.handle.result();
       expect(result.stage).toBe('completed');
       expect(result.exams[0]!.status).toBe('expired');
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id, id]);
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id, id]);
     });
   });
 
@@ -126,11 +122,11 @@ describe('consultation deadline', () => {
     await withJourney(h, { input: journeyInput('urgent_care') }, async (j) => {
       const id = await j.firstPatientExamId();
       // The provider approved, but event 1 never reached us.
-      j.fake.setExamState(id, 'Approved');
+      await j.verdictNotDelivered(id, 'Approved');
       await j.env.sleep(7 * DAY + HOUR);
 
       const parked = await j.waitFor('needs attention', (s) => s.stage === 'needs_attention');
-      expect(j.fake.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
+      expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
       expect(parked.attention).toEqual([
         expect.objectContaining({
           code: 'verdict_lost',
@@ -148,7 +144,7 @@ describe('consultation deadline', () => {
       // Parked means parked: nothing happens while nobody looks.
       await j.env.sleep(DAY);
       expect((await j.snapshot()).stage).toBe('needs_attention');
-      expect(j.fake.count('exam_invite_cancel')).toBe(1);
+      expect(j.service.count('exam_invite_cancel')).toBe(1);
 
       await expect(j.handle.executeUpdate(retryUpdate, { args: [{ actor: 'ops-1' }] })).resolves.toEqual({
         stage: 'awaiting_prescription',
@@ -180,15 +176,15 @@ describe('re-invite after Missed or NA', () => {
       expect(await waitForSearchAttributes(j.handle, 'awaiting_reinvite')).toMatchObject({ ExamStatus: [verdict] });
 
       await j.env.sleep(29 * MINUTE);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
       await j.env.sleep(2 * MINUTE);
 
       const s = await j.waitFor(
         'the second invite',
         (x) => x.exams.length === 2 && x.stage === 'awaiting_consultation',
       );
-      expect(j.fake.count('exam_invite')).toBe(2);
-      expect(j.fake.callsOf('exam_invite')[1]).toMatchObject({ exams: [GFE_EXAM.id] });
+      expect(j.service.count('exam_invite')).toBe(2);
+      expect(j.service.callsOf('exam_invite')[1]).toMatchObject({ exams: [GFE_EXAM.id] });
       const second = s.exams[1]!.patientExamId;
       expect(second).not.toBe(first);
       expect(s.exams[0]).toMatchObject({ patientExamId: first, status: verdict, reinvitedAs: second });
@@ -199,7 +195,7 @@ describe('re-invite after Missed or NA', () => {
       await j.consultation(second, 'Missed');
       const result = await j.handle.result();
       expect(result.stage).toBe('completed');
-      expect(j.fake.count('exam_invite')).toBe(2);
+      expect(j.service.count('exam_invite')).toBe(2);
       expect(result.exams.map((e) => e.status)).toEqual([verdict, 'Missed']);
     });
   });
@@ -212,7 +208,7 @@ describe('re-invite after Missed or NA', () => {
       await j.waitFor('completed', (s) => s.stage === 'completed');
       const result = await j.handle.result();
       expect(result.exams).toEqual([expect.objectContaining({ status: 'Missed', reinvitedAs: null })]);
-      expect(j.fake.count('exam_invite')).toBe(1);
+      expect(j.service.count('exam_invite')).toBe(1);
     });
   });
 });
@@ -265,7 +261,7 @@ describe('tracking deadline', () => {
   it('marks event 3 overdue 10 days after event 2, keeps waiting, and gives up at the hard limit', async () => {
     await withJourney(h, { input: journeyInput('partner_pharmacy') }, async (j) => {
       const id = await j.firstPatientExamId();
-      expect(j.fake.exams.get(id)!.examId).toBe(RX_EXAM.id);
+      expect(j.atService(id).exam_id).toBe(PARTNER_EXAM.id);
       await j.consultation(id, 'Approved');
       await j.prescription(id);
       await j.waitFor('awaiting tracking', (s) => s.stage === 'awaiting_tracking');

@@ -2,23 +2,17 @@
 // the patient exam is still waiting for its consultation, and are refused with the reason when they cannot help.
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { addAttachmentUpdate, resendUpdate, submitAnswersUpdate } from '../../src/workflows/definitions';
-import { GFE_EXAM, GFE_EXAM_2 } from '../support/fake-exam-service';
 import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
-import { deletedAttachments, journeyInput, refusal, startHarness, withJourney, type Harness } from './harness';
+import { deletedAttachments, GFE_EXAM, GFE_EXAM_2, journeyInput, refusal, useHarness, withJourney } from './harness';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.env.teardown();
-});
+const h = useHarness();
 
-const lab = {
-  ref: 'att_lab_result_02',
-  kind: 'Lab',
-  fileName: 'lab.pdf',
-  contentType: 'application/pdf',
+/** A document every exam takes (the standard ID upload). */
+const idPhoto = {
+  ref: 'att_id_photo_0002',
+  kind: 'ID',
+  fileName: 'id.jpg',
+  contentType: 'image/jpeg',
   size: 1,
 };
 
@@ -45,7 +39,7 @@ describe('while the patient has not been seen', () => {
       await expect(
         j.handle.executeUpdate(resendUpdate, { args: [{ patientExamId: b, actor: 'ops-5', note: 'patient asked' }] }),
       ).resolves.toEqual({ resent: [b] });
-      expect(j.fake.patientExamIdsOf('exam_invite_resend')).toEqual([a, b]);
+      expect(j.service.patientExamIdsOf('exam_invite_resend')).toEqual([a, b]);
       expect((await j.snapshot()).actions).toEqual([
         {
           at: expect.any(String),
@@ -69,23 +63,27 @@ describe('while the patient has not been seen', () => {
       const id = await j.firstPatientExamId();
       await j.waitFor('invited', (x) => x.stage === 'awaiting_consultation');
       const answers = [
-        { no: 1, answer: 'None known' },
-        { no: 2, answer: ['Metformin'] },
+        { no: 1, answer: 'Metformin' },
+        { no: 2, answer: 'Yes: penicillin' },
       ];
       await expect(
         j.handle.executeUpdate(submitAnswersUpdate, { args: [{ patientExamId: id, answers }] }),
       ).resolves.toEqual({ answered: 2 });
-      expect(j.fake.callsOf('exam_submit_answers')).toEqual([
+      expect(j.service.callsOf('exam_submit_answers')).toEqual([
         {
           patient_exam_id: id,
           answers: [
-            { no: 1, question: 'Do you have any allergies?', answer: 'None known' },
-            { no: 2, question: 'Which medications do you take?', answer: ['Metformin'] },
+            { no: 1, question: 'Which medications do you currently take?', answer: 'Metformin' },
+            { no: 2, question: 'Do you have any known drug allergies?', answer: 'Yes: penicillin' },
           ],
         },
       ]);
-      expect(j.fake.callsOf('exam_questions')).toEqual([{ meeting_uuid: 'meeting-1', patient_exam_id: id }]);
-      expect((await j.snapshot()).exams[0]!.answersSubmitted).toBe(2);
+      const s = await j.snapshot();
+      expect(j.service.callsOf('exam_questions')).toEqual([
+        { meeting_uuid: s.meetings[0]!.meetingUuid, patient_exam_id: id },
+      ]);
+      expect(s.exams[0]!.answersSubmitted).toBe(2);
+      expect([...j.atService(id).answers.values()].map((a) => a.answer)).toEqual(['Metformin', 'Yes: penicillin']);
     });
   });
 
@@ -97,7 +95,7 @@ describe('while the patient has not been seen', () => {
         args: [{ patientExamId: id, answers: [{ no: 99, answer: 'x' }] }],
       });
       expect(await failureOf(update)).toBe("question no 99 is not one of the exam's questions");
-      expect(j.fake.count('exam_submit_answers')).toBe(0);
+      expect(j.service.count('exam_submit_answers')).toBe(0);
       const s = await j.snapshot();
       expect(s.stage).toBe('awaiting_consultation');
       expect(s.exams[0]!.answersSubmitted).toBe(0);
@@ -108,26 +106,29 @@ describe('while the patient has not been seen', () => {
     await withJourney(h, {}, async (j) => {
       const id = await j.firstPatientExamId();
       await j.waitFor('invited', (x) => x.stage === 'awaiting_consultation');
-      await expect(
-        j.handle.executeUpdate(addAttachmentUpdate, { args: [{ patientExamId: id, attachment: lab }] }),
-      ).resolves.toEqual({ attachmentId: 'attachment-1' });
-      expect(j.fake.callsOf('exam_upload_attachment')).toEqual([
+      const added = await j.handle.executeUpdate(addAttachmentUpdate, {
+        args: [{ patientExamId: id, attachment: idPhoto }],
+      });
+      const [stored] = j.atService(id).attachments;
+      expect(added).toEqual({ attachmentId: stored!.attachment_id });
+      expect(stored).toMatchObject({ kind: 'ID', file_name: 'id.jpg', size_bytes: 1 });
+      expect(j.service.callsOf('exam_upload_attachment')).toEqual([
         {
           patient_exam_id: id,
-          kind: 'Lab',
-          file_name: 'lab.pdf',
-          content_type: 'application/pdf',
+          kind: 'ID',
+          file_name: 'id.jpg',
+          content_type: 'image/jpeg',
           content_base64: Buffer.from('x').toString('base64'),
         },
       ]);
-      expect((await j.snapshot()).exams[0]!.attachmentsUploaded).toEqual(['Lab']);
+      expect((await j.snapshot()).exams[0]!.attachmentsUploaded).toEqual(['ID']);
 
       // Once the journey ends, retention deletes the document added while it ran, as it does the start request's.
       await j.consultation(id, 'Approved');
       expect((await j.handle.result()).stage).toBe('completed');
       const retention = h.env.client.workflow.getHandle(attachmentRetentionId(j.input.journeyId));
       expect(await retention.result()).toEqual({ deleted: 1 });
-      expect(deletedAttachments).toContain(lab.ref);
+      expect(deletedAttachments).toContain(idPhoto.ref);
     });
   });
 
@@ -143,13 +144,13 @@ describe('while the patient has not been seen', () => {
       ).toBe(`patient exam ${stranger} is not part of this journey`);
       expect(
         await refusal(
-          j.handle.executeUpdate(addAttachmentUpdate, { args: [{ patientExamId: stranger, attachment: lab }] }),
+          j.handle.executeUpdate(addAttachmentUpdate, { args: [{ patientExamId: stranger, attachment: idPhoto }] }),
         ),
       ).toBe(`patient exam ${stranger} is not part of this journey`);
       expect(await refusal(j.handle.executeUpdate(resendUpdate, { args: [{ patientExamId: stranger }] }))).toBe(
         `patient exam ${stranger} is not part of this journey`,
       );
-      expect(j.fake.calls.map((c) => c.operation)).toEqual(['exam_list', 'exam_invite']);
+      expect(j.service.calls.map((c) => c.operation)).toEqual(['exam_list', 'exam_invite']);
     });
   });
 });
@@ -175,9 +176,11 @@ describe('after the verdict', () => {
         ),
       ).toBe(`cannot submit answers: patient exam ${id} is Approved`);
       expect(
-        await refusal(j.handle.executeUpdate(addAttachmentUpdate, { args: [{ patientExamId: id, attachment: lab }] })),
+        await refusal(
+          j.handle.executeUpdate(addAttachmentUpdate, { args: [{ patientExamId: id, attachment: idPhoto }] }),
+        ),
       ).toBe(`cannot add an attachment: patient exam ${id} is Approved`);
-      expect(j.fake.calls.map((c) => c.operation)).toEqual(['exam_list', 'exam_invite']);
+      expect(j.service.calls.map((c) => c.operation)).toEqual(['exam_list', 'exam_invite']);
 
       await j.prescription(id);
       expect((await j.handle.result()).stage).toBe('completed');
