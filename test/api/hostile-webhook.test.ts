@@ -1,31 +1,25 @@
 // The webhook against hostile input, with a real Temporal dev server and the real journey workflow: one sender's bad
 // bodies never cost another's callback, a stream of large callbacks on one journey's URL leaves it running with a
 // bounded history, and a journey Temporal ended never reads as waiting.
-import { ApplicationFailure } from '@temporalio/common';
-import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { useApiHarness } from '../support/api-harness';
-import { auth, event1, eventually, fakeActivities, gfeBody, startJourney, TOKENS, webhookPath } from './support';
+import {
+  auth,
+  event1,
+  eventually,
+  fakeActivities,
+  gfeBody,
+  startJourney,
+  TOKENS,
+  webhookPath,
+  withInviteInDoubt,
+} from './support';
 
 const TASK_QUEUE = 'api-hostile-webhook';
 
 describe('webhook against hostile input', () => {
   const fakes = fakeActivities(70_000);
-  const invite = fakes.activities.sendInvite;
   // A patient named "Doubt" gets an invite in doubt: sent, and no answer came.
-  const activities: JourneyActivities = {
-    ...fakes.activities,
-    sendInvite: (req) =>
-      req.input.patient.lastName === 'Doubt'
-        ? Promise.reject(
-            ApplicationFailure.create({
-              type: FailureType.ambiguous,
-              message: 'no answer to the invite',
-              nonRetryable: true,
-              details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
-            }),
-          )
-        : invite(req),
-  };
+  const activities = withInviteInDoubt(fakes.activities, (req) => req.input.patient.lastName === 'Doubt');
   const stack = useApiHarness({
     taskQueue: TASK_QUEUE,
     worker: activities,

@@ -4,34 +4,30 @@
 // (scripts/ops.ts) driving them over HTTP: dry run, real run, interrupted run, re-run, dead-letter replays.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
-import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { restrictToJourneys } from '../../src/api/journey-query';
 import { SearchAttr } from '../../src/workflows/definitions';
 import { exitCode, formatSummary, parseOptions, runOps, UsageError, type Io, type Options } from '../../scripts/ops';
 import { useApiHarness } from '../support/api-harness';
-import { auth, event1, eventually, expectProblem, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
+import {
+  auth,
+  event1,
+  eventually,
+  expectProblem,
+  fakeActivities,
+  gfeBody,
+  startJourney,
+  TOKENS,
+  withInviteInDoubt,
+} from './support';
 
 const TASK_QUEUE = 'api-operations';
 const root = path.resolve(__dirname, '../..');
 
 describe('incident operations in bulk', () => {
-  const fakes = fakeActivities(80_000);
-  const invite = fakes.activities.sendInvite;
-  const activities: JourneyActivities = {
-    ...fakes.activities,
-    sendInvite: (req) =>
-      req.input.patient.lastName === 'Park'
-        ? Promise.reject(
-            ApplicationFailure.create({
-              type: FailureType.ambiguous,
-              message: 'no answer to the invite',
-              nonRetryable: true,
-              details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
-            }),
-          )
-        : invite(req),
-  };
+  const activities = withInviteInDoubt(
+    fakeActivities(80_000).activities,
+    (req) => req.input.patient.lastName === 'Park',
+  );
   const stack = useApiHarness({
     taskQueue: TASK_QUEUE,
     worker: activities,

@@ -5,14 +5,12 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
 import { verifyAuditChain } from '../../src/audit/chain';
 import type { AuditRecord } from '../../src/audit/types';
 import { tokenVerifier, type TokenVerifier } from '../../src/auth/tokens';
-import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { useApiHarness } from '../support/api-harness';
 import { startIssuer, token, type Issuer } from '../support/oidc-issuer';
-import { auth, eventually, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
+import { auth, eventually, fakeActivities, gfeBody, startJourney, TOKENS, withInviteInDoubt } from './support';
 
 describe('operators known by their access token', () => {
   let issuer: Issuer;
@@ -29,20 +27,8 @@ describe('operators known by their access token', () => {
     rmSync(auditDir, { recursive: true, force: true });
   });
 
-  const fakes = fakeActivities(80_000);
-  const activities: JourneyActivities = {
-    ...fakes.activities,
-    // Every invite is in doubt: the journey parks for an operator.
-    sendInvite: () =>
-      Promise.reject(
-        ApplicationFailure.create({
-          type: FailureType.ambiguous,
-          message: 'no answer to the invite',
-          nonRetryable: true,
-          details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
-        }),
-      ),
-  };
+  // Every invite is in doubt: the journey parks for an operator.
+  const activities = withInviteInDoubt(fakeActivities(80_000).activities);
   const stack = useApiHarness({
     taskQueue: 'api-operator-identity',
     worker: activities,

@@ -9,13 +9,11 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { tokenVerifier } from '../../src/auth/tokens';
 import { SignInRequired } from '../../src/auth/token-cache';
-import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { parseCommand, parseOptions, runOps, signInProblem, UsageError, type Io } from '../../scripts/ops';
 import {
@@ -35,6 +33,7 @@ import {
   tempDataDir,
   testConfig,
   TOKENS,
+  withInviteInDoubt,
 } from './support';
 
 const root = path.resolve(__dirname, '../..');
@@ -65,20 +64,8 @@ describe('npm run ops signed in with the identity provider', () => {
   const dirs = tempDataDir();
   const caches: string[] = [];
 
-  const fakes = fakeActivities(81_000);
-  const activities: JourneyActivities = {
-    ...fakes.activities,
-    // Every invite is in doubt: the journey parks for an operator.
-    sendInvite: () =>
-      Promise.reject(
-        ApplicationFailure.create({
-          type: FailureType.ambiguous,
-          message: 'no answer to the invite',
-          nonRetryable: true,
-          details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
-        }),
-      ),
-  };
+  // Every invite is in doubt: the journey parks for an operator.
+  const activities = withInviteInDoubt(fakeActivities(81_000).activities);
 
   beforeAll(async () => {
     provider = await startDeviceProvider({ ports: [23120, 23129] });

@@ -5,12 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config } from '../../src/config';
 import type { ExamServiceApi } from '../../src/exam-service/client';
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { Exam } from '../../src/exam-service/schemas';
-import type { JourneyActivities } from '../../src/workflows/activity-contract';
+import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { holdersQuery } from '../../src/activities';
 import { webhookToken } from '../../src/webhook-url';
 import { closedPortUrl } from '../support/stub-exam-service';
@@ -155,6 +156,30 @@ export function fakeActivities(firstPatientExamId = 90_000) {
     },
   };
   return { activities, calls, visibility };
+}
+
+/**
+ * The activities with an invite in doubt (sent, and no answer came: src/activities' failure for it) for every journey,
+ * or for those `inDoubt` picks; the others are sent as `activities` send them. Such a journey parks for an operator.
+ */
+export function withInviteInDoubt(
+  activities: JourneyActivities,
+  inDoubt: (req: Parameters<JourneyActivities['sendInvite']>[0]) => boolean = () => true,
+): JourneyActivities {
+  return {
+    ...activities,
+    sendInvite: (req) =>
+      inDoubt(req)
+        ? Promise.reject(
+            ApplicationFailure.create({
+              type: FailureType.ambiguous,
+              message: 'no answer to the invite',
+              nonRetryable: true,
+              details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
+            }),
+          )
+        : activities.sendInvite(req),
+  };
 }
 
 export const auth = (token: string) => ({ authorization: `Bearer ${token}` });
