@@ -2,13 +2,12 @@
 // the field in the clinic's own words, on every route that can meet it, whether the API called the service itself (the catalog, the start's
 // exam check) or a journey did through its activity (cancel, resend, answers, attachments). The statuses come from
 // one table (src/workflows/failures.ts) that the API, the activities and the workflow all read.
-import { ApplicationFailure } from '@temporalio/common';
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { ExamServiceOperation } from '../../src/exam-service/schemas';
-import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
+import type { JourneyActivities } from '../../src/workflows/activity-contract';
 import { FAILURES } from '../../src/workflows/failures';
 import { useApiHarness } from '../support/api-harness';
-import { auth, eventually, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
+import { activityFailure, auth, eventually, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
 
 /** Operations the fake exam service refuses as invalid at the moment (the others answer as usual). */
 const refusing = new Set<ExamServiceOperation>();
@@ -17,12 +16,7 @@ const refusal = (operation: ExamServiceOperation, field: string) =>
 
 /** The activity's failure for a refused request, as src/activities raises it. */
 const activityRefusal = (operation: string, field: string) =>
-  ApplicationFailure.create({
-    type: FailureType.validation,
-    message: `exam service ${operation}: validation`,
-    nonRetryable: true,
-    details: [{ kind: 'validation', operation, httpStatus: 400, field }],
-  });
+  activityFailure({ kind: 'validation', operation, httpStatus: 400, field });
 
 describe('a validation failure of the exam service, on every route that can meet it', () => {
   const fakes = fakeActivities(95_000);

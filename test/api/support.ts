@@ -11,7 +11,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { ExamServiceApi } from '../../src/exam-service/client';
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { Exam } from '../../src/exam-service/schemas';
-import { FailureType, type JourneyActivities } from '../../src/workflows/activity-contract';
+import { FailureType, type FailureFacts, type JourneyActivities } from '../../src/workflows/activity-contract';
 import { holdersQuery } from '../../src/activities';
 import { webhookToken } from '../../src/webhook-url';
 import { closedPortUrl } from '../support/stub-exam-service';
@@ -158,6 +158,14 @@ export function fakeActivities(firstPatientExamId = 90_000) {
   return { activities, calls, visibility };
 }
 
+/** An activity's failure for a classified exam-service error, as src/activities raises it (not to be retried). */
+export function activityFailure(
+  facts: FailureFacts & { kind: keyof typeof FailureType },
+  message = `exam service ${facts.operation}: ${facts.kind}`,
+): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType[facts.kind], message, nonRetryable: true, details: [facts] });
+}
+
 /**
  * The activities with an invite in doubt (sent, and no answer came: src/activities' failure for it) for every journey,
  * or for those `inDoubt` picks; the others are sent as `activities` send them. Such a journey parks for an operator.
@@ -170,14 +178,7 @@ export function withInviteInDoubt(
     ...activities,
     sendInvite: (req) =>
       inDoubt(req)
-        ? Promise.reject(
-            ApplicationFailure.create({
-              type: FailureType.ambiguous,
-              message: 'no answer to the invite',
-              nonRetryable: true,
-              details: [{ kind: 'ambiguous', operation: 'exam_invite' }],
-            }),
-          )
+        ? Promise.reject(activityFailure({ kind: 'ambiguous', operation: 'exam_invite' }, 'no answer to the invite'))
         : activities.sendInvite(req),
   };
 }
