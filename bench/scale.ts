@@ -18,7 +18,6 @@
 //            --provider-delay-ms 1000  --port-base 23000  --out docs/performance.md  --keep-data
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,7 +25,7 @@ import type { Client } from '@temporalio/client';
 import { loadConfig, type Config } from '../src/config';
 import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
-import { ProductionStack, type ProductionPorts } from '../scripts/lib/production-stack';
+import { freeProductionPorts, ProductionStack } from '../scripts/lib/production-stack';
 import { stackSecrets } from '../scripts/lib/stack-secrets';
 import { benchClient, benchConfig, countWorkflows, gfeInput, pool, postEvent1s, startJourney } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
@@ -101,53 +100,6 @@ interface Shape {
   stop(): Promise<void>;
 }
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-}
-
-/** Every port of the topology from `base` upwards, free ones only (membership: four in a row, below 32768). */
-async function productionPortsFrom(base: number, replicas: number): Promise<ProductionPorts> {
-  let next = base;
-  const run = async (length: number) => {
-    for (; next + length <= base + 900; next++) {
-      let free = true;
-      for (let p = next; p < next + length && free; p++) free = await portFree(p);
-      if (free) {
-        next += length;
-        return next - length;
-      }
-    }
-    throw new Error(`no ${length} free port(s) in a row from ${base}`);
-  };
-  const some = async (n: number) => {
-    const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push(await run(1));
-    return out;
-  };
-  return {
-    api: await run(1),
-    apiReplicas: await some(replicas),
-    temporal: await run(1),
-    temporalHttp: await run(1),
-    temporalHistory: await run(1),
-    temporalMatching: await run(1),
-    temporalWorker: await run(1),
-    temporalMembership: await run(4),
-    temporalMetrics: await run(1),
-    ui: await run(1),
-    codec: await run(1),
-    sandbox: await run(1),
-    postgres: await run(1),
-    objectStore: await run(1),
-    objectStoreConsole: await run(1),
-    workerMetrics: await some(replicas),
-  };
-}
-
 /** The worker's start times (dev shape): the bundle's build, then three starts each way. */
 let workerStart: { bundleMs: number; bundleBytes: number; fromSource: number[]; prebuilt: number[] } | undefined;
 
@@ -199,7 +151,8 @@ async function devShape(o: Options, dir: string, log: (l: string) => void): Prom
 }
 
 async function productionShape(o: Options, dir: string, n: number, log: (l: string) => void): Promise<Shape> {
-  const ports = await productionPortsFrom(o.portBase + 100 * n, n);
+  const base = o.portBase + 100 * n;
+  const ports = await freeProductionPorts(base, base + 900, { replicas: n, workerMetrics: true });
   const dataDir = path.join(dir, 'stack');
   mkdirSync(dataDir, { recursive: true });
   const clinicsFile = path.join(dir, 'clinics.json');

@@ -1,14 +1,10 @@
 // The whole engine on one machine: Temporal dev server (file-persisted, with its Web UI), the exam-service sandbox,
 // the worker and the API. Ctrl-C stops everything; started again, it resumes the journeys that were running.
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import { DEFAULT_DEPLOYMENT_NAME } from '../src/config';
-import { makeCurrentVersion } from '../src/temporal';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { loopbackHosts } from '../src/codec/host-check';
 import { freeLoopbackPort, startHostFront } from './lib/host-front';
-import { stackBuildId } from './lib/build-id';
-import { api, codec, sandbox, temporalDevServer, worker } from './lib/stack/parts';
+import { api, codec, makeVersionCurrent, sandbox, temporalDevServer, worker, workerVersion } from './lib/stack/parts';
 import { runStack, Stack } from './lib/stack/stack';
 import type { StackPort } from './lib/stack-guard';
 import { openStackLog } from './lib/stack-log';
@@ -82,26 +78,7 @@ function localConfig(): Record<string, string> {
   };
 }
 
-/**
- * The worker's version: the commit (and a hash of the changes to src/), so a restart with other workflow code is a new
- * version of the deployment; WORKER_VERSIONING=off runs it unversioned.
- */
-const workerVersion: Record<string, string> =
-  process.env.WORKER_VERSIONING?.trim().toLowerCase() === 'off'
-    ? {}
-    : { WORKER_BUILD_ID: stackBuildId(root), WORKER_BOOTSTRAP_CURRENT: 'false' };
-
-/** The stack's worker version becomes current: new journeys and every running one's next task go to it. */
-async function makeWorkerVersionCurrent(buildId: string) {
-  const deploymentName = process.env.WORKER_DEPLOYMENT_NAME?.trim() || DEFAULT_DEPLOYMENT_NAME;
-  const connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
-  try {
-    const { changed } = await makeCurrentVersion(connection.workflowService, 'default', { deploymentName, buildId });
-    say(`worker deployment ${deploymentName}: version ${buildId} ${changed ? 'made current' : 'is current'}`);
-  } finally {
-    await connection.close();
-  }
-}
+const version = workerVersion();
 
 /** The ports this stack listens on, each with the part that needs it and the variable that moves it. */
 function stackPorts(): StackPort[] {
@@ -142,8 +119,10 @@ async function up(stack: Stack) {
   );
   // Each process its own audit trail (one writer per trail): the worker's beside the API's.
   const workerTrail = { AUDIT_FILE: path.join(dataDir, 'audit', 'worker.jsonl') };
-  await stack.up(worker({ ...env, ...workerVersion, ...workerTrail }), api(ports.api, env));
-  if (workerVersion.WORKER_BUILD_ID) await makeWorkerVersionCurrent(workerVersion.WORKER_BUILD_ID);
+  await stack.up(worker({ ...env, ...version, ...workerTrail }), api(ports.api, env));
+  const address = `127.0.0.1:${ports.temporal}`;
+  if (version.WORKER_BUILD_ID)
+    await makeVersionCurrent(address, version.WORKER_BUILD_ID, { env: process.env, log: say });
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
   say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);

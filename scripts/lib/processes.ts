@@ -9,6 +9,7 @@
 // exits is killed by its pid.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
+  appendFileSync,
   closeSync,
   createWriteStream,
   existsSync,
@@ -94,6 +95,8 @@ export class ManagedProcess {
   readonly logFile: string | undefined;
   /** How many times it was started. */
   starts = 0;
+  /** Each exit nobody asked for (a crash, a kill from outside): when, and its code or signal. */
+  readonly unexpectedExits: string[] = [];
   #child: ChildProcess | undefined;
   #exited: Promise<Exit> = Promise.resolve({ code: null, signal: null });
   /** Asked to run: an exit now is unexpected. */
@@ -154,6 +157,10 @@ export class ManagedProcess {
     this.#child = child;
     live.add(this);
     killAtExit();
+    // Each start and exit noted in the log, so a log that spans restarts reads as such.
+    const note = (line: string) =>
+      this.logFile && appendFileSync(this.logFile, `=== ${new Date().toISOString()} ${line}\n`);
+    note(`start #${this.starts}, pid ${child.pid}`);
     if (child.pid !== undefined && (o.nice ?? 0) > 0) setAutogroupNice(child.pid, o.nice!);
     if (child.pid !== undefined && o.cpuGroup) writeFileSync(path.join(o.cpuGroup, 'cgroup.procs'), String(child.pid));
     this.#exited = new Promise((resolve) => {
@@ -161,8 +168,10 @@ export class ManagedProcess {
         if (this.#child !== child) return;
         this.#child = undefined;
         live.delete(this);
+        note(`exit of pid ${child.pid} (${signal ?? code})`);
         resolve({ code, signal });
         if (!this.#wanted) return;
+        this.unexpectedExits.push(`${new Date().toISOString()} ${signal ?? code}`);
         o.onUnexpectedExit?.(`${this.name} exited (${signal ?? code})${this.logFile ? `; see ${this.logFile}` : ''}`);
         const after = o.restartAfterMs;
         if (after !== undefined) setTimeout(() => this.#wanted && this.start(), after);

@@ -8,17 +8,13 @@
 // orchestrator would.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
-import { makeCurrentVersion } from '../../src/temporal';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
 import { ServiceAccountTokens } from '../../src/auth/service-account';
 import { prepareAuditStore } from '../../src/audit/postgres';
-import { stackBuildId } from './build-id';
-import type { StackPort } from './stack-guard';
+import { portFree, type StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
-import { ROOT, type ManagedProcess } from './processes';
+import type { ManagedProcess } from './processes';
 import {
   AUDIENCE,
   CLIENTS,
@@ -41,7 +37,19 @@ import {
   writeDemoClinics,
 } from './stack-secrets';
 import { inboxRoleUrl, prepareInboxRole, type InboxRole } from './inbox-role';
-import { api, codec, keycloak, loadBalancer, sandbox, temporalUi, TOOLS, worker, type PartSpec } from './stack/parts';
+import {
+  api,
+  codec,
+  keycloak,
+  loadBalancer,
+  makeVersionCurrent,
+  sandbox,
+  temporalUi,
+  TOOLS,
+  worker,
+  workerVersion,
+  type PartSpec,
+} from './stack/parts';
 import { Stack } from './stack/stack';
 import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
 
@@ -123,6 +131,57 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
     temporalInternalFrontend: n('TEMPORAL_INTERNAL_FRONTEND_PORT', temporal + 3),
     temporalInternalFrontendHttp: n('TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT', temporal + 11),
     workerMetrics: list('WORKER_METRICS_PORTS', 9464, workersAndReplicas),
+  };
+}
+
+/**
+ * Free ports for every part, from `base` up to `max` (the cluster membership's four, five with `identity`, in a row):
+ * a stack beside others (the bench's shapes, the tests'). Workers get a metrics port each only with `workerMetrics`.
+ */
+export async function freeProductionPorts(
+  base: number,
+  max: number,
+  o: { replicas?: number; identity?: boolean; workerMetrics?: boolean } = {},
+): Promise<ProductionPorts> {
+  let next = base;
+  const run = async (length = 1): Promise<number> => {
+    for (; next + length - 1 <= max; next++) {
+      let free = true;
+      for (let p = next; p < next + length && free; p++) free = await portFree(p);
+      if (free) return (next += length) - length;
+    }
+    throw new Error(`no ${length} free port(s) in a row between ${base} and ${max}`);
+  };
+  const some = async (n = o.replicas ?? 2) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push(await run());
+    return out;
+  };
+  return {
+    api: await run(),
+    apiReplicas: await some(),
+    temporal: await run(),
+    temporalHttp: await run(),
+    temporalHistory: await run(),
+    temporalMatching: await run(),
+    temporalWorker: await run(),
+    temporalMembership: await run(o.identity ? 5 : 4),
+    temporalMetrics: await run(),
+    ui: await run(),
+    codec: await run(),
+    sandbox: await run(),
+    postgres: await run(),
+    objectStore: await run(),
+    objectStoreConsole: await run(),
+    ...(o.identity
+      ? {
+          keycloak: await run(),
+          keycloakManagement: await run(),
+          temporalInternalFrontend: await run(),
+          temporalInternalFrontendHttp: await run(),
+        }
+      : {}),
+    ...(o.workerMetrics ? { workerMetrics: await some() } : {}),
   };
 }
 
@@ -415,9 +474,10 @@ export class ProductionStack {
 
     // 5. Workers and API replicas, each with a data folder of its own; then the load balancer.
     this.#clinicsFile = writeDemoClinics(dataDir, secrets);
-    const workerVersion = this.#workerVersionEnv();
+    const env = { ...process.env, ...this.o.engineEnv };
+    const version = workerVersion(env);
     for (let i = 1; i <= (this.o.workers ?? 2); i++) {
-      this.#startWorker(`worker-${i}`, this.o.ports.workerMetrics?.[i - 1], workerVersion);
+      this.#startWorker(`worker-${i}`, this.o.ports.workerMetrics?.[i - 1], version);
     }
     stack.add({ name: 'workers and API replicas', stop: () => this.#stopApps() });
     ports.apiReplicas.forEach((port, i) => {
@@ -425,7 +485,10 @@ export class ProductionStack {
       this.apis.push(this.#app(api(port, this.#engineEnv(name), { name })));
     });
     await Promise.all(this.apis.map((a) => a.ready()));
-    if (workerVersion.WORKER_BUILD_ID) await this.#makeCurrent(workerVersion.WORKER_BUILD_ID);
+    if (version.WORKER_BUILD_ID) {
+      const apiKey = await this.#automation?.token();
+      await makeVersionCurrent(this.temporalAddress, version.WORKER_BUILD_ID, { env, apiKey, log: this.#log });
+    }
     await stack.up(loadBalancer(path.join(dataDir, 'load-balancer'), ports.api, ports.apiReplicas));
   }
 
@@ -540,29 +603,6 @@ export class ProductionStack {
       WORKFLOW_BUNDLE_PATH: o.bundlePath,
     };
     return o.metricsPorts.map((port, i) => this.#startWorker(`worker-${o.label ?? o.buildId}-${i + 1}`, port, version));
-  }
-
-  /** The workers' version: the commit (see build-id.ts) or WORKER_BUILD_ID; none with WORKER_VERSIONING=off. */
-  #workerVersionEnv(): Record<string, string> {
-    const env = { ...process.env, ...this.o.engineEnv };
-    if (env.WORKER_VERSIONING?.trim().toLowerCase() === 'off') return {};
-    return { WORKER_BUILD_ID: stackBuildId(ROOT, env), WORKER_BOOTSTRAP_CURRENT: 'false' };
-  }
-
-  /** The workers' version becomes the deployment's current one (as a deploy would make it, once they poll). */
-  async #makeCurrent(buildId: string) {
-    const deploymentName = this.o.engineEnv?.WORKER_DEPLOYMENT_NAME ?? DEFAULT_DEPLOYMENT_NAME;
-    const token = this.#automation ? await this.#automation.token() : undefined;
-    const connection = await Connection.connect({
-      address: this.temporalAddress,
-      ...(token ? { apiKey: token, tls: false } : {}),
-    });
-    try {
-      const { changed } = await makeCurrentVersion(connection.workflowService, 'default', { deploymentName, buildId });
-      this.#log(`worker deployment ${deploymentName}: version ${buildId} ${changed ? 'made current' : 'is current'}`);
-    } finally {
-      await connection.close();
-    }
   }
 
   /** Stops everything in the reverse order of the start. */

@@ -101,7 +101,8 @@ function readPid(file: string): number | undefined {
   }
 }
 
-function portFree(port: number): Promise<boolean> {
+/** Whether a server could listen on 127.0.0.1:port now. */
+export function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));

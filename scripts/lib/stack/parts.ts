@@ -6,7 +6,10 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../../../src/api/node-flags';
+import { DEFAULT_DEPLOYMENT_NAME } from '../../../src/config';
+import { makeCurrentVersion } from '../../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../../src/workflows/definitions';
+import { stackBuildId } from '../build-id';
 import { CLIENTS, keycloakCommand, type IdentitySecrets } from '../keycloak';
 import { httpProbe, outputProbe, portProbe, ROOT, tsx, type Env, type ProcessOptions, type Probe } from '../processes';
 import { searchAttributeTypeName } from '../stack-secrets';
@@ -100,6 +103,31 @@ export function worker(env: Env, o: { name?: string; nodeArgs?: string[]; waitPo
     env,
     ...(o.waitPolling ? { ready: outputProbe('worker polling task queue') } : {}),
   });
+}
+
+/**
+ * The workers' version: the commit and a hash of the changes to src/ (build-id.ts), so a restart with other workflow
+ * code is a new version of the deployment; none with WORKER_VERSIONING=off (unversioned).
+ */
+export function workerVersion(env: Env = process.env): Record<string, string> {
+  if (env.WORKER_VERSIONING?.trim().toLowerCase() === 'off') return {};
+  return { WORKER_BUILD_ID: stackBuildId(ROOT, env), WORKER_BOOTSTRAP_CURRENT: 'false' };
+}
+
+/** The workers' version becomes the deployment's current one: new journeys and every running one's next task go to it. */
+export async function makeVersionCurrent(
+  address: string,
+  buildId: string,
+  o: { env?: Env; apiKey?: string; log: (line: string) => void },
+): Promise<void> {
+  const deploymentName = o.env?.WORKER_DEPLOYMENT_NAME?.trim() || DEFAULT_DEPLOYMENT_NAME;
+  const connection = await Connection.connect({ address, ...(o.apiKey ? { apiKey: o.apiKey, tls: false } : {}) });
+  try {
+    const { changed } = await makeCurrentVersion(connection.workflowService, 'default', { deploymentName, buildId });
+    o.log(`worker deployment ${deploymentName}: version ${buildId} ${changed ? 'made current' : 'is current'}`);
+  } finally {
+    await connection.close();
+  }
 }
 
 /** The clinic API (src/api/server.ts) with its node flags; ready once `probe` (default /healthz) answers 200. */

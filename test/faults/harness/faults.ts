@@ -178,7 +178,7 @@ export class ProcessFaults {
     this.down.add(proc);
     try {
       this.log(`fault: ${kind} (${signal}, pid ${proc.pid})${note ? ` ${note}` : ''}`);
-      await proc.stop(signal);
+      await proc.stop(20_000, signal);
       const downMs = this.rng.between(min, max);
       await Promise.all([sleep(downMs), typeof meanwhile === 'function' ? meanwhile(downMs) : undefined]);
       await restart();

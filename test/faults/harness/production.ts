@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { Pool } from 'pg';
-import { ProductionStack, type ProductionPorts } from '../../../scripts/lib/production-stack';
+import { freeProductionPorts, ProductionStack, type ProductionPorts } from '../../../scripts/lib/production-stack';
 import { sha256, stackSecrets } from '../../../scripts/lib/stack-secrets';
 import { loadConfig } from '../../../src/config';
 import { DEMO_API_KEY } from '../../../src/sandbox/seed';
@@ -20,7 +20,6 @@ import type { Rng } from './journeys';
 import { waitForPoller } from './pollers';
 import { ADMIN_TOKEN, CLINIC_ID, CLINIC_TOKEN } from './stack';
 import type { FaultInjector, FaultTopology } from './topology';
-import { portFree } from '../../support/local-stack-ports';
 
 export interface ProductionFaultPlan {
   /** One worker at a time, SIGKILL, the workers in turn. */
@@ -57,47 +56,8 @@ const message = (err: unknown) => (err instanceof Error ? err.message : String(e
  * identity provider, whose ports come too). Below the kernel's ephemeral range, so no outgoing connection takes one
  * between the pick and the part's start.
  */
-export async function pickProductionPorts(base: number, o: { identity?: boolean } = {}): Promise<ProductionPorts> {
-  let next = base;
-  const run = async (length: number): Promise<number> => {
-    for (; next + length - 1 <= PORT_MAX; next++) {
-      let free = true;
-      for (let p = next; p < next + length && free; p++) free = await portFree(p);
-      if (free) {
-        const first = next;
-        next += length;
-        return first;
-      }
-    }
-    throw new Error(`no ${length} free port(s) in a row between ${base} and ${PORT_MAX}`);
-  };
-  const one = () => run(1);
-  return {
-    api: await one(),
-    apiReplicas: [await one(), await one()],
-    temporal: await one(),
-    temporalHttp: await one(),
-    temporalHistory: await one(),
-    temporalMatching: await one(),
-    temporalWorker: await one(),
-    temporalMembership: await run(o.identity ? 5 : 4),
-    temporalMetrics: await one(),
-    ui: await one(),
-    codec: await one(),
-    sandbox: await one(),
-    postgres: await one(),
-    objectStore: await one(),
-    objectStoreConsole: await one(),
-    ...(o.identity
-      ? {
-          keycloak: await one(),
-          keycloakManagement: await one(),
-          temporalInternalFrontend: await one(),
-          temporalInternalFrontendHttp: await one(),
-        }
-      : {}),
-  };
-}
+export const pickProductionPorts = (base: number, o: { identity?: boolean } = {}): Promise<ProductionPorts> =>
+  freeProductionPorts(base, PORT_MAX, o);
 
 export class ProductionFaultStack implements FaultTopology {
   readonly kind = 'production';
