@@ -28,7 +28,7 @@ export const AuditCheckpoints = z
       store: z.literal('s3'),
       bucket: z.string().min(1, 'AUDIT_CHECKPOINT_BUCKET is required when AUDIT_CHECKPOINTS is s3'),
       prefix: z.string(),
-      endpoint: z.string().url('AUDIT_CHECKPOINT_S3_ENDPOINT must be a URL such as http://objects:9000').optional(),
+      endpoint: z.string().url('AUDIT_CHECKPOINT_ENDPOINT must be a URL such as http://objects:9000').optional(),
       region: z.string().min(1),
       /** How long each checkpoint is locked (compliance mode): at least as long as the trail is kept. */
       retentionDays: z.number().int().min(1, 'AUDIT_CHECKPOINT_RETENTION_DAYS: at least 1').max(36_500),
@@ -542,8 +542,8 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'AUDIT_CHECKPOINTS',
   'AUDIT_CHECKPOINT_BUCKET',
   'AUDIT_CHECKPOINT_PREFIX',
-  'AUDIT_CHECKPOINT_S3_ENDPOINT',
-  'AUDIT_CHECKPOINT_S3_REGION',
+  'AUDIT_CHECKPOINT_ENDPOINT',
+  'AUDIT_CHECKPOINT_REGION',
   'AUDIT_CHECKPOINT_RETENTION_DAYS',
   'AUDIT_CHECKPOINT_INTERVAL_MS',
 ];
@@ -664,8 +664,8 @@ function checkpointSettings(env: Env, store: 'file' | 'postgres') {
     intervalMs,
     bucket: env.AUDIT_CHECKPOINT_BUCKET ?? '',
     prefix: env.AUDIT_CHECKPOINT_PREFIX ?? 'audit-checkpoints/',
-    endpoint: env.AUDIT_CHECKPOINT_S3_ENDPOINT || env.ATTACHMENTS_S3_ENDPOINT || undefined,
-    region: env.AUDIT_CHECKPOINT_S3_REGION || env.ATTACHMENTS_S3_REGION || 'us-east-1',
+    endpoint: env.AUDIT_CHECKPOINT_ENDPOINT || env.ATTACHMENTS_S3_ENDPOINT || undefined,
+    region: env.AUDIT_CHECKPOINT_REGION || env.ATTACHMENTS_S3_REGION || 'us-east-1',
     retentionDays: num(wholeNumber, 'AUDIT_CHECKPOINT_RETENTION_DAYS', env.AUDIT_CHECKPOINT_RETENTION_DAYS, 2190),
   };
 }

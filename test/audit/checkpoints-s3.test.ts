@@ -57,7 +57,7 @@ describe('audit checkpoints in a bucket with Object Lock', () => {
     AWS_ACCESS_KEY_ID: minio.accessKeyId,
     AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
     AUDIT_CHECKPOINT_BUCKET: BUCKET,
-    AUDIT_CHECKPOINT_S3_ENDPOINT: minio.endpoint,
+    AUDIT_CHECKPOINT_ENDPOINT: minio.endpoint,
   });
 
   it('refuses a bucket without Object Lock, naming it', async () => {

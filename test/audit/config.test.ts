@@ -51,7 +51,7 @@ describe('the audit store settings', () => {
 
   it('checkpoints the head beside a trail file, or to a bucket with Object Lock (the shared table), or not at all', () => {
     const file = path.join(dir, 'api.jsonl');
-    const bucket = { AUDIT_CHECKPOINT_BUCKET: 'journey-audit', AUDIT_CHECKPOINT_S3_ENDPOINT: 'http://objects:9000' };
+    const bucket = { AUDIT_CHECKPOINT_BUCKET: 'journey-audit', AUDIT_CHECKPOINT_ENDPOINT: 'http://objects:9000' };
     expect(
       loadConfig({ ...BASE, AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL: URL, ...bucket }).audit.checkpoints,
     ).toEqual({

@@ -514,7 +514,7 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
         .volumes!.flatMap((v) => v.secret?.items ?? [])
         .map((i) => i.key)
         .sort(),
-    ).toEqual(['codec-server-token', 'payload-encryption-keys']);
+    ).toEqual(['audit-database-url', 'codec-server-token', 'payload-encryption-keys']);
   });
 
   test('Temporal Cloud, mTLS and static S3 credentials come from Secrets too', () => {
@@ -655,7 +655,10 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     const tokenless = render({ ...OIDC_VALUES, 'secrets.keys.codecServerToken': '' });
     const pod = deployment(tokenless, 'codec').spec.template.spec;
     expect(envNames(pod.containers[0]!)).not.toContain('CODEC_SERVER_TOKEN_FILE');
-    expect(pod.volumes!.flatMap((v) => v.secret?.items ?? []).map((i) => i.key)).toEqual(['payload-encryption-keys']);
+    expect(pod.volumes!.flatMap((v) => v.secret?.items ?? []).map((i) => i.key)).toEqual([
+      'payload-encryption-keys',
+      'audit-database-url',
+    ]);
     expect(loadCodecConfig(processEnv(tokenless, pod, pod.containers[0]!, dir)).codec.serverToken).toBeUndefined();
   });
 
@@ -702,31 +705,25 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     expect(notes(OIDC_VALUES)).toContain('WARNING: codec.corsOrigins is empty');
   });
 
-  const AUDIT_VALUES = { 'audit.store': 'postgres', 'audit.databaseUrlSecret.name': 'journeys-audit' };
+  const AUDIT_VALUES = { 'audit.databaseUrlSecret.name': 'journeys-audit' };
+  const CHECKPOINTS = {
+    store: 's3',
+    intervalMs: 60_000,
+    bucket: 'journey-audit-checkpoints',
+    prefix: 'audit-checkpoints/',
+    endpoint: undefined,
+    region: 'us-east-1',
+    retentionDays: 2190,
+  };
 
-  test('keeps no shared audit trail by default (audit.store=file): renders as before', () => {
-    for (const d of byKind(objects, 'Deployment')) {
-      const pod = d.spec!.template!.spec;
-      for (const c of pod.containers) {
-        expect([c.name, envNames(c).filter((n) => n.startsWith('AUDIT_'))]).toEqual([c.name, []]);
-        expect(c.volumeMounts?.map((m) => m.name)).not.toContain('audit-database');
-      }
-      expect(pod.volumes?.map((v) => v.name)).not.toContain('audit-database');
-    }
-    const apiPod = deployment(objects, 'api').spec.template.spec;
-    expect(loadConfig(processEnv(objects, apiPod, apiPod.containers[0]!, dir)).audit).toEqual({ store: 'file' });
-    // The Secret's name changes nothing while the store is `file`.
-    expect(render({ 'audit.databaseUrlSecret.name': 'journeys-audit' })).toEqual(objects);
-  });
-
-  test('with audit.store=postgres: the API, every worker version and the codec server append to one table', () => {
+  test('records by default: the API, every worker version and the codec server append to one table, anchored', () => {
     const objs = render({
       ...AUDIT_VALUES,
       'image.tag': '0.3.0',
       'worker.versioning.previous[0].buildId': '0.2.0',
       'worker.versioning.previous[0].tag': '0.2.0',
     });
-    const expected = { store: 'postgres', databaseUrl: SECRET_DATA['audit-database-url'] };
+    const expected = { store: 'postgres', databaseUrl: SECRET_DATA['audit-database-url'], checkpoints: CHECKPOINTS };
     const deployments = byKind(objs, 'Deployment');
     expect(deployments.map((d) => component(d)).sort()).toEqual(['api', 'codec', 'worker', 'worker']);
     for (const d of deployments) {
@@ -747,30 +744,45 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
       const { audit } = c.name === 'codec' ? loadAuditConfig(env) : loadConfig(env);
       expect([d.metadata.name, audit]).toEqual([d.metadata.name, expected]);
     }
-    // The engine's Secret may hold it too.
-    const shared = render({
-      'audit.store': 'postgres',
-      'audit.databaseUrlSecret.name': 'patient-journey-engine',
-      'audit.databaseUrlSecret.key': 'audit-database-url',
+    // By default the engine's own Secret holds it.
+    const codecPod = deployment(objects, 'codec').spec.template.spec;
+    expect(loadAuditConfig(processEnv(objects, codecPod, codecPod.containers[0]!, dir)).audit).toEqual(expected);
+    expect(codecPod.volumes!.find((v) => v.name === 'audit-database')!.secret!.secretName).toBe(
+      'patient-journey-engine',
+    );
+    // The checkpoints reach the object store as the attachments do: its endpoint, region and credentials.
+    const minio = render({
+      'attachments.s3.endpoint': 'http://objects:9000',
+      'attachments.s3.region': 'eu-west-1',
+      'attachments.s3.credentialsSecret': 'objects',
     });
-    const codecPod = deployment(shared, 'codec').spec.template.spec;
-    expect(loadAuditConfig(processEnv(shared, codecPod, codecPod.containers[0]!, dir)).audit).toEqual(expected);
+    const pod = deployment(minio, 'codec').spec.template.spec;
+    expect(loadAuditConfig(processEnv(minio, pod, pod.containers[0]!, dir)).audit.checkpoints).toMatchObject({
+      endpoint: 'http://objects:9000',
+      region: 'eu-west-1',
+    });
+    expect(envNames(pod.containers[0]!)).toEqual(
+      expect.arrayContaining(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']),
+    );
     expect(() =>
       helm(['lint', '--strict', CHART, ...Object.entries(AUDIT_VALUES).flatMap(([k, v]) => ['--set', `${k}=${v}`])]),
     ).not.toThrow();
   });
 
-  test('refuses audit.store=postgres without the Secret of the writer, and a store it does not know', () => {
-    expect(() => render({ 'audit.store': 'postgres' })).toThrow(/audit\.databaseUrlSecret\.name/);
+  test('refuses to render without an audit store, naming the value: no writer Secret, no checkpoint bucket, a file', () => {
+    expect(() => render({ 'audit.databaseUrlSecret.name': '' })).toThrow(/audit\.databaseUrlSecret\.name/);
     expect(() => render({ ...AUDIT_VALUES, 'audit.databaseUrlSecret.key': '' })).toThrow(
       /audit\.databaseUrlSecret\.key/,
     );
+    expect(() => render({ 'audit.checkpoints.bucket': '' })).toThrow(/audit\.checkpoints\.bucket/);
+    expect(() => render({ 'audit.store': 'file' })).toThrow(/audit\.store/);
     expect(() => render({ 'audit.store': 's3' })).toThrow(/audit\.store/);
   });
 
   test("NOTES.txt tells the deployer to prepare the audit table once, with the engine's own SQL", () => {
-    expect(notes({})).toContain('audit.store=postgres');
+    expect(notes({})).toContain('Secret "patient-journey-engine" (key audit-database-url)');
     const text = notes(AUDIT_VALUES);
+    expect(text).toContain('in the bucket "journey-audit-checkpoints", which must exist with Object Lock enabled');
     expect(text).toContain('Secret "journeys-audit" (key audit-database-url)');
     expect(text).toContain('npm run audit-trail:verify -- --sql --writer-role journey_audit_writer');
     expect(text).toContain('GET /admin/audit/export');

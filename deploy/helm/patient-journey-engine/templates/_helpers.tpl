@@ -102,18 +102,7 @@ topologySpreadConstraints:
 - name: TEMPORAL_TLS_KEY
   value: /run/secrets/temporal-tls/tls.key
 {{- end }}
-{{- with .Values.attachments.s3.credentialsSecret }}
-- name: AWS_ACCESS_KEY_ID
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: {{ $.Values.attachments.s3.accessKeyIdKey }}
-- name: AWS_SECRET_ACCESS_KEY
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: {{ $.Values.attachments.s3.secretAccessKeyKey }}
-{{- end }}
+{{- include "pje.s3CredentialsEnv" . }}
 {{- end -}}
 
 {{/* The engine Secret's items a component mounts: `.items` lists the names (webhookSecret, ...). */}}
@@ -253,38 +242,65 @@ renders; values.schema.json says the same.
 */}}
 {{- define "pje.validateAudit" -}}
 {{- $a := .Values.audit -}}
-{{- if not (has $a.store (list "file" "postgres")) -}}
-{{- fail (printf "audit.store: file or postgres, not %v" $a.store) -}}
+{{- if ne $a.store "postgres" -}}
+{{- fail (printf "audit.store: postgres, not %v (the engine records who reads patient data; a file in a pod is lost with it)" $a.store) -}}
 {{- end -}}
-{{- if and (eq $a.store "postgres") (not $a.databaseUrlSecret.name) -}}
-{{- fail "audit.databaseUrlSecret.name: required with audit.store=postgres (an existing Secret with the writer role's postgres:// URL)" -}}
+{{- if not $a.databaseUrlSecret.name -}}
+{{- fail "audit.databaseUrlSecret.name: required (an existing Secret with the audit writer role's postgres:// URL)" -}}
+{{- end -}}
+{{- if not $a.checkpoints.bucket -}}
+{{- fail "audit.checkpoints.bucket: required (a bucket with Object Lock for the audit trail's checkpoints)" -}}
 {{- end -}}
 {{- end -}}
 
 {{/* Where the audit trail's URL is mounted. */}}
 {{- define "pje.auditDir" -}}/run/secrets/audit{{- end -}}
 
-{{/* The audit trail's settings (nothing with audit.store=file: as before). */}}
+{{/* The audit trail's settings: the shared table, its head checkpointed to the locked bucket. */}}
 {{- define "pje.auditEnv" -}}
-{{- if eq .Values.audit.store "postgres" }}
+{{- $c := .Values.audit.checkpoints -}}
 - name: AUDIT_STORE
   value: postgres
 - name: AUDIT_DATABASE_URL_FILE
   value: {{ include "pje.auditDir" . }}/database_url
+- name: AUDIT_CHECKPOINT_BUCKET
+  value: {{ $c.bucket | quote }}
+- name: AUDIT_CHECKPOINT_PREFIX
+  value: {{ $c.prefix | quote }}
+- name: AUDIT_CHECKPOINT_RETENTION_DAYS
+  value: {{ $c.retentionDays | quote }}
+- name: AUDIT_CHECKPOINT_REGION
+  value: {{ .Values.attachments.s3.region | quote }}
+{{- with .Values.attachments.s3.endpoint }}
+- name: AUDIT_CHECKPOINT_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The object store's credentials (attachments, audit checkpoints): a Secret, or the pod's identity when none. */}}
+{{- define "pje.s3CredentialsEnv" -}}
+{{- with .Values.attachments.s3.credentialsSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.attachments.s3.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.attachments.s3.secretAccessKeyKey }}
 {{- end }}
 {{- end -}}
 
 {{- define "pje.auditMount" -}}
-{{- if eq .Values.audit.store "postgres" }}
 - name: audit-database
   mountPath: {{ include "pje.auditDir" . }}
   readOnly: true
-{{- end }}
 {{- end -}}
 
 {{- define "pje.auditVolume" -}}
 {{- $a := .Values.audit -}}
-{{- if eq $a.store "postgres" }}
 - name: audit-database
   secret:
     secretName: {{ $a.databaseUrlSecret.name }}
@@ -292,5 +308,4 @@ renders; values.schema.json says the same.
     items:
       - key: {{ $a.databaseUrlSecret.key }}
         path: database_url
-{{- end }}
 {{- end -}}
