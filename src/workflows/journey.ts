@@ -67,13 +67,18 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
   const inviteActivity = sendingRecorded ? invite.sendInvite : invite.createInvite;
   let lastNotification: Promise<unknown> = Promise.resolve();
 
-  const dispatch = (ev: JourneyEvent) => {
+  /**
+   * Every change of the journey's state: the event reduced, then published. `notify: false` for a notification's own
+   * final failure: the clinic is not told, through the channel that just failed, that it failed (the next notification
+   * carries it as lastError).
+   */
+  const dispatch = (ev: JourneyEvent, o: { notify?: boolean } = {}) => {
     state = reduce(state, ev);
-    publish();
+    publish(o.notify ?? true);
   };
 
   /** Keeps search attributes, the UI's details line and the clinic's notifications in step with the state. */
-  function publish() {
+  function publish(notifyClinic = true) {
     const attrs = searchAttributesOf(state);
     const attrsKey = JSON.stringify(attrs);
     if (attrsKey !== publishedAttrs) {
@@ -87,7 +92,7 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
         }`,
       );
     }
-    if (!input.notificationUrl) return;
+    if (!notifyClinic || !input.notificationUrl) return;
     const notification = notificationOf(state);
     const digest = JSON.stringify({ ...notification, sequence: 0, occurredAt: '' });
     if (digest === publishedDigest) return;
@@ -101,11 +106,10 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
         ])
         .catch((err: unknown) => {
           log.warn('clinic notification not delivered', { sequence: notification.sequence });
-          state = reduce(state, {
-            type: 'error_recorded',
-            at: nowIso(),
-            error: errorFacts(classify(err, 'notify_clinic'), nowIso()),
-          });
+          dispatch(
+            { type: 'error_recorded', at: nowIso(), error: errorFacts(classify(err, 'notify_clinic'), nowIso()) },
+            { notify: false },
+          );
         });
     // `send` never rejects: a notification that finally failed lets the next one go.
     lastNotification = inSequence ? lastNotification.then(send) : send();
