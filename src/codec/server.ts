@@ -187,7 +187,9 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
     const oidc = options.oidc!;
     const token = bearerOf(request.headers.authorization);
     const refuse = async (status: 401 | 403, outcome: string, caller?: Caller) => {
-      if (refusals.failed(request.ip)) {
+      // An anonymous refusal counts against its source (recorded alone up to ten a minute, then in one record); a
+      // signed-in person without a decode role is named, and recorded each time.
+      if (status === 403 || refusals.failed(request.ip)) {
         options.warn?.(`codec ${operationOf(request)}: ${outcome}`, {
           status,
           subject: caller?.subject,
