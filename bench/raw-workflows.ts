@@ -19,7 +19,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { SearchAttr } from '../src/workflows/definitions';
+import { SearchAttr } from '../src/contract/definitions';
 
 export const RAW_TASK_QUEUE = 'bench-raw';
 

@@ -24,7 +24,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DEFAULT_DEPLOYMENT_NAME } from '../src/config';
 import { buildWorkflowBundle } from '../src/workflow-bundle';
-import { journeyWorkflowId } from '../src/workflows/definitions';
+import { journeyWorkflowId } from '../src/contract/definitions';
 import { captureHistories, replayFolder, WAIT_STATES, type ReplayResult, type WaitState } from './histories';
 import { ApiClient, type JourneyView } from './demo/api';
 import { machineDescription } from '../test/faults/harness/report';
@@ -70,7 +70,7 @@ const LAST_CALL = 'last-call-reminder';
  */
 export const LAST_CALL_REMINDER: readonly SourceEdit[] = [
   {
-    file: 'workflows/journey-state/types.ts',
+    file: 'contract/journey-types.ts',
     find: '  ownershipChecks: OwnershipCheck[];\n',
     replace:
       '  ownershipChecks: OwnershipCheck[];\n' +

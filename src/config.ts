@@ -6,7 +6,7 @@ import { loadClientConfigProfile, type ClientConfigTLS } from '@temporalio/envco
 import { z } from 'zod';
 import { parseEncryptionKeys, type EncryptionKey } from './encryption-keys';
 import { DEFAULT_TIMINGS, JourneyTimings } from './contract/journey-request';
-import { TASK_QUEUE_DEFAULT } from './workflows/definitions';
+import { TASK_QUEUE_DEFAULT } from './contract/definitions';
 
 const ms = z.coerce.number().int().positive();
 const port = z.coerce.number().int().min(0).max(65_535);

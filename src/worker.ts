@@ -21,7 +21,7 @@ import {
   requireSearchAttributes,
   workflowIdLister,
 } from './temporal';
-import { SEARCH_ATTRIBUTE_KEYS } from './workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from './contract/definitions';
 import { webhookUrl } from './webhook-url';
 import { workflowBundleFor } from './workflow-bundle';
 

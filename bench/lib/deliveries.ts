@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { toJourneyCallback } from '../../src/inbox/reading';
 import { parseCallback } from '../../src/exam-service/schemas';
 import { signalJourney } from '../../src/inbox/forwarder';
-import { journeyWorkflowId, snapshotQuery, type CallbackSignal } from '../../src/workflows/definitions';
+import { journeyWorkflowId, snapshotQuery, type CallbackSignal } from '../../src/contract/definitions';
 import { pool } from './journeys';
 import { sleep } from '../../scripts/lib/processes';
 import { summarize, type Summary } from './stats';

@@ -4,7 +4,7 @@ import { type Client, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@t
 import { type Config, loadConfig } from '../../src/config';
 import { connectClient } from '../../src/temporal';
 import { webhookToken } from '../../src/webhook-url';
-import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
+import { journeyWorkflowId, SearchAttr } from '../../src/contract/definitions';
 import type { JourneyInput } from '../../src/contract/journey-request';
 import { sleep } from '../../scripts/lib/processes';
 

@@ -9,7 +9,7 @@ import { cpuSeconds, ManagedProcess, outputProbe, tsx } from '../../scripts/lib/
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
 import { RAW_TASK_QUEUE } from '../raw-workflows';
-import { SearchAttr } from '../../src/workflows/definitions';
+import { SearchAttr } from '../../src/contract/definitions';
 
 export interface ThroughputRun {
   label: string;

@@ -9,7 +9,7 @@ import type { Ctx } from '../lib/context';
 import { countWorkflows, gfeInput, pool, postEvent1s, startJourney, waitForCount } from '../lib/journeys';
 import { heapLimitIn, memoryGroupStats, rssBytes, sleep } from '../../scripts/lib/processes';
 import { CLINICS } from '../lib/stack';
-import { journeyWorkflowId, snapshotQuery } from '../../src/workflows/definitions';
+import { journeyWorkflowId, snapshotQuery } from '../../src/contract/definitions';
 import { cpuShare, fmtCpu } from './webhook';
 import { summarize, type Summary } from '../lib/stats';
 

@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { S3AttachmentStore } from '../../src/attachments/s3';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { ServiceAccountTokens } from '../../src/auth/service-account';
 import { prepareAuditStore } from '../../src/audit/postgres';
 import { portFree, type StackPort } from './stack-guard';

@@ -1,6 +1,6 @@
 // The clinic's exam list: read from the service, kept briefly per clinic, and seen by the journey as its catalog
 // entries. The API (its catalog route and the start's check) and the activities (the workflow's check) share this.
-import type { CatalogEntry } from '../workflows/catalog-rules';
+import type { CatalogEntry } from '../contract/catalog-rules';
 import type { Exam } from '../exam-service/schemas';
 
 /** An exam as the journey's catalog rules read it (rx_type is already 1 or 2: the schema normalizes it). */

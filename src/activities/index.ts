@@ -14,8 +14,8 @@ import {
   type CreateInviteResult,
   type FailureFacts,
   type JourneyActivities,
-} from '../workflows/activity-contract';
-import { FAILURES } from '../workflows/failures';
+} from '../contract/activity-contract';
+import { FAILURES } from '../contract/failures';
 import { catalogEntry, ExamCatalogCache } from './exam-catalog';
 
 /** Reads attachment bytes from the claim-check store. */

@@ -1,7 +1,7 @@
 // Clinic notifications signed with the Standard Webhooks library: webhook-id, webhook-timestamp, webhook-signature.
 import { Webhook } from 'standardwebhooks';
 import { request } from 'undici';
-import type { ExamNotification } from '../workflows/activity-contract';
+import type { ExamNotification } from '../contract/activity-contract';
 
 export type NotificationSender = (
   url: string,

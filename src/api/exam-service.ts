@@ -5,7 +5,7 @@ import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
 import type { Exam } from '../exam-service/schemas';
 import { ExamCatalogCache } from '../activities/exam-catalog';
-import { FAILURES, type FailureKind } from '../workflows/failures';
+import { FAILURES, type FailureKind } from '../contract/failures';
 import { ApiProblem } from './problem';
 
 export type ExamServiceFor = (clinic: ClinicConfig) => ExamServiceApi;
@@ -14,7 +14,7 @@ export { catalogEntry } from '../activities/exam-catalog';
 
 const camel = (field: string) => field.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
-/** A failure of the exam service as the clinic's API answers it, the same on every route (workflows/failures.ts). */
+/** A failure of the exam service as the clinic's API answers it, the same on every route (contract/failures.ts). */
 export function serviceProblem(
   kind: FailureKind,
   facts: { operation?: string; field?: string; setupCode?: string; httpStatus?: number },

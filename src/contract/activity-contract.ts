@@ -1,8 +1,8 @@
 // What activities take and give back: plain, serializable, free of secrets. The workflow defines this contract;
 // src/activities implements it (so the workflows never import from the activities).
-import type { AttachmentRef, JourneyInput, PrefilledAnswer } from '../contract/journey-request';
+import type { AttachmentRef, JourneyInput, PrefilledAnswer } from './journey-request';
 import type { CatalogEntry } from './catalog-rules';
-import type { JourneyStage } from './journey-state';
+import type { JourneyStage } from './journey-types';
 
 /** ApplicationFailure type names raised by activities; the workflow decides from these alone. */
 export const FailureType = {

@@ -1,6 +1,6 @@
 // Checks a journey request against the clinic's live exam catalog before anything is sent to the service.
 // Pure: used by the workflow before the invite and by the API to answer a 400 at once.
-import type { JourneyInput } from '../contract/journey-request';
+import type { JourneyInput } from './journey-request';
 
 export interface CatalogEntry {
   examId: number;

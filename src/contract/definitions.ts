@@ -1,8 +1,8 @@
 // Messages and search attributes of the patient journey, imported by the workflow and by every client alike.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { AttachmentRef, PrefilledAnswer } from '../contract/journey-request';
-import type { JourneyCallback, JourneySnapshot, UnreadCallback } from './journey-state';
+import type { AttachmentRef, PrefilledAnswer } from './journey-request';
+import type { JourneyCallback, JourneySnapshot, UnreadCallback } from './journey-types';
 
 export const TASK_QUEUE_DEFAULT = 'patient-journeys';
 

@@ -1,5 +1,5 @@
 // The journey's state and the events that change it: the types every part of the state machine shares.
-import type { JourneyTimings, ScenarioType } from '../../contract/journey-request';
+import type { JourneyTimings, ScenarioType } from './journey-request';
 
 export type Verdict = 'Approved' | 'Rejected' | 'Deferred to Medical Director' | 'NA' | 'Missed';
 export type ExamStatus = 'pending' | Verdict | 'cancelled' | 'expired';
@@ -351,3 +351,75 @@ export interface JourneyRules {
   drugsGrace: boolean;
   provesOwnership: boolean;
 }
+
+/** Where an exam is in its journey. */
+export type ExamPhase =
+  | 'awaiting_consultation'
+  | 'awaiting_final_verdict'
+  | 'awaiting_reinvite'
+  | 'awaiting_prescription'
+  | 'awaiting_tracking'
+  | 'final';
+
+/** What a journey's timers do when they fire. */
+export type DueAction =
+  | { type: 'send_reminder'; meetingUuid: string; patientExamId: number }
+  | { type: 'expire_meeting'; meetingUuid: string; patientExamIds: number[] }
+  | { type: 'reinvite'; patientExamId: number; examId: number }
+  | { type: 'prescription_overdue'; patientExamId: number }
+  | { type: 'tracking_overdue'; patientExamId: number }
+  | { type: 'final_verdict_overdue'; patientExamId: number }
+  | { type: 'drugs_settled'; patientExamId: number }
+  | { type: 'give_up'; patientExamId: number; what: 'prescription' | 'tracking' };
+
+/** An exam as the outside sees it (the snapshot query, the clinic API). */
+export interface ExamSnapshot {
+  patientExamId: number;
+  examId: number;
+  examTitle: string;
+  rxType: 1 | 2;
+  fulfilment: Fulfilment;
+  phase: ExamPhase;
+  status: ExamStatus;
+  rxStatus: string | null;
+  verdictAt: string | null;
+  verdictSource: PatientExamState['verdictSource'];
+  examUrl: string | null;
+  reason: string | null;
+  providerName: string | null;
+  prescriptionOverdue: boolean;
+  trackingOverdue: boolean;
+  gaveUpWaiting: PatientExamState['gaveUpWaiting'];
+  prescriptions: PrescriptionState[];
+  attachmentsUploaded: string[];
+  answersSubmitted: number;
+  reinviteOf: number | null;
+  reinvitedAs: number | null;
+  cancelledAt: string | null;
+}
+
+/** The journey as the outside sees it: the snapshot query's answer. */
+export interface JourneySnapshot {
+  journeyId: string;
+  clinicId: string;
+  scenario: ScenarioType;
+  stage: JourneyStage;
+  startedAt: string;
+  updatedAt: string;
+  meetings: { meetingUuid: string; meetingUrl: string; createdAt: string; remindersSent: number }[];
+  exams: ExamSnapshot[];
+  deadlines: { at: string; action: DueAction['type']; patientExamId?: number; meetingUuid?: string }[];
+  events: ReceivedEvent[];
+  attention: Attention[];
+  lastError: ErrorFacts | null;
+  actions: OperatorAction[];
+  /** Attention settled by evidence rather than by an operator, with why. */
+  resolvedAttention: ResolvedAttention[];
+}
+
+/** The workflow's result: what happened, without PHI. */
+export type JourneySummary = Omit<JourneySnapshot, 'events' | 'deadlines'> & {
+  endedAt: string;
+  eventsApplied: number;
+  eventsIgnored: number;
+};

@@ -6,7 +6,7 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileDurably } from '../attachments/files';
 import { type RecordSealer, type SealedJson } from '../codec/at-rest';
-import type { CallbackSignal } from '../workflows/definitions';
+import type { CallbackSignal } from '../contract/definitions';
 import { GroupCommit } from './group-commit';
 import { readFrames, SegmentLog, type Segment } from './segment-log';
 import {

@@ -10,7 +10,7 @@ import {
   journeyWorkflowId,
   snapshotQuery,
   type CallbackSignal,
-} from '../workflows/definitions';
+} from '../contract/definitions';
 import { FloodWatch, type FloodWatchOptions } from './flood-watch';
 import type { CallbackInbox, DeadLetterReason, DeadLetterSettlement, InboxEntry } from './types';
 

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readEventNumber, readLooseCallback, type LooseEvent } from '../exam-service/callback-layouts';
 import { parseCallback, type NormalizedCallback } from '../exam-service/schemas';
-import { HELD_BODY_MAX_BYTES, type CallbackSignal } from '../workflows/definitions';
+import { HELD_BODY_MAX_BYTES, type CallbackSignal } from '../contract/definitions';
 import type { JourneyCallback, UnreadCallback } from '../workflows/journey-state';
 
 const str = (v: string | number | null | undefined): string | null =>

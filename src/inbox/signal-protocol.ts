@@ -1,7 +1,7 @@
 // What the event loop and the signal thread say to each other: the thread's start data, a request per signal, the
 // reply with its outcome, and the word the thread sends once it is loaded.
 import type { Config } from '../config';
-import type { CallbackSignal } from '../workflows/definitions';
+import type { CallbackSignal } from '../contract/definitions';
 
 /** What the thread posts once it has loaded and can take signals. */
 export const READY = 'ready';

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config';
-import type { CallbackSignal } from '../workflows/definitions';
+import type { CallbackSignal } from '../contract/definitions';
 import type { SignalOutcome } from './forwarder';
 import { READY, type SignalReply, type SignalRequest, type SignalThreadData } from './signal-protocol';
 

@@ -2,7 +2,7 @@
 // and a forwarder signals the entries to their journeys in the background. Two stores implement it: files (the
 // single-host default) and PostgreSQL (shared by several API replicas). Both keep the dead letters too: callbacks no
 // journey could take, for operators. Entries and letters hold PHI and are sealed at rest (src/codec/at-rest.ts).
-import type { CallbackSignal } from '../workflows/definitions';
+import type { CallbackSignal } from '../contract/definitions';
 
 export interface InboxEntry {
   /** The store's own id: arrival order within the store. */

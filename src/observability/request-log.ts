@@ -1,7 +1,7 @@
 // The API's request log lines name the journey they are about: journeyId and workflowId fields (ids only, never a
 // body, a header or the URL). From the route's :journeyId, or for a start from the Location header of its answer.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { journeyWorkflowId } from '../workflows/definitions';
+import { journeyWorkflowId } from '../contract/definitions';
 
 /** The engine's journey ids (`j` + 26 base32 characters): a path segment of any other shape is not repeated. */
 const JOURNEY_ID = /^j[a-z2-7]{26}$/;

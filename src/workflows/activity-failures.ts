@@ -1,7 +1,7 @@
 // What the journey makes of an activity's failure: the engine's own kind (src/activities) and its facts. Pure, for the
 // workflow and its tests.
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/common';
-import { FailureType, type FailureFacts } from './activity-contract';
+import { FailureType, type FailureFacts } from '../contract/activity-contract';
 
 export interface Classified {
   facts: FailureFacts;

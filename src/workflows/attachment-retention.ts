@@ -3,7 +3,7 @@
 // finished journey) and then deletes them from the attachment store. Its own history is the record that it happened;
 // the activity writes the deletion to the worker's audit trail too.
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { JourneyActivities } from './activity-contract';
+import type { JourneyActivities } from '../contract/activity-contract';
 
 const retention = proxyActivities<JourneyActivities>({
   startToCloseTimeout: '2 minutes',

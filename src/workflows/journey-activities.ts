@@ -1,9 +1,9 @@
 // What the journey asks of activities, with the options each kind of call runs with, and the small helpers every step
 // shares (the failure facts a step records, the workflow's clock as text).
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import { FailureType, type JourneyActivities } from './activity-contract';
+import { FailureType, type JourneyActivities } from '../contract/activity-contract';
 import type { Classified } from './activity-failures';
-import { NOT_RETRIED } from './failures';
+import { NOT_RETRIED } from '../contract/failures';
 import type { ErrorFacts } from './journey-state';
 
 // Retry what was not sent and what the server failed on; everything else is decided by the workflow (failures.ts).

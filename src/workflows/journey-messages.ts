@@ -15,7 +15,7 @@ import {
   type CancelResult,
   type ResendRequest,
   type SubmitAnswersRequest,
-} from './definitions';
+} from '../contract/definitions';
 import type { Journey } from './journey';
 import { nowIso, service } from './journey-activities';
 import { guardsAgainstFloods } from './journey-rules';

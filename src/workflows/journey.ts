@@ -14,11 +14,11 @@ import {
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { JourneyInput } from '../contract/journey-request';
-import { FailureType, type ExamNotification } from './activity-contract';
+import { FailureType, type ExamNotification } from '../contract/activity-contract';
 import { classify, type Classified } from './activity-failures';
 import { attachmentRetention, attachmentRetentionId } from './attachment-retention';
-import { checkAgainstCatalog } from './catalog-rules';
-import { SearchAttr } from './definitions';
+import { checkAgainstCatalog } from '../contract/catalog-rules';
+import { SearchAttr } from '../contract/definitions';
 import { errorFacts, invite, INVITE_NOT_SENT_RETRIES, local, notify, nowIso, service } from './journey-activities';
 import { handsOffAddedDocuments, handsOffStartDocuments, type HistoryRules } from './journey-rules';
 import {
@@ -41,7 +41,7 @@ import {
   type JourneySummary,
   type OperatorAction,
 } from './journey-state';
-import type { OperatorRequest } from './definitions';
+import type { OperatorRequest } from '../contract/definitions';
 
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
 

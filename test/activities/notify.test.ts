@@ -5,7 +5,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { sendNotification } from '../../src/activities/notify';
-import type { ExamNotification } from '../../src/workflows/activity-contract';
+import type { ExamNotification } from '../../src/contract/activity-contract';
 
 let receiver: Server;
 let url: string;

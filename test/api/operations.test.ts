@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { restrictToJourneys } from '../../src/api/journey-query';
-import { SearchAttr } from '../../src/workflows/definitions';
+import { SearchAttr } from '../../src/contract/definitions';
 import { exitCode, formatSummary, parseOptions, runOps, UsageError, type Io, type Options } from '../../scripts/ops';
 import { useApiHarness } from '../support/api-harness';
 import {

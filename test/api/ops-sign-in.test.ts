@@ -14,7 +14,7 @@ import { Worker } from '@temporalio/worker';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { tokenVerifier } from '../../src/auth/tokens';
 import { SignInRequired } from '../../src/auth/token-cache';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { parseCommand, parseOptions, runOps, signInProblem, UsageError, type Io } from '../../scripts/ops';
 import {
   freePortInRange,

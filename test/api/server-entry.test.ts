@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { DevServerProcess, freePort } from '../support/dev-server-process';
 import { event1, eventually, tempDataDir, TOKENS, WEBHOOK_SECRET, webhookPath } from './support';
 import { createHash, randomBytes } from 'node:crypto';

@@ -1,11 +1,11 @@
 // One failure, one answer: a request the exam service refuses as invalid is answered 422 `exam-service-refused`, naming
 // the field in the clinic's own words, on every route that can meet it, whether the API called the service itself (the catalog, the start's
 // exam check) or a journey did through its activity (cancel, resend, answers, attachments). The statuses come from
-// one table (src/workflows/failures.ts) that the API, the activities and the workflow all read.
+// one table (src/contract/failures.ts) that the API, the activities and the workflow all read.
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { ExamServiceOperation } from '../../src/exam-service/schemas';
-import type { JourneyActivities } from '../../src/workflows/activity-contract';
-import { FAILURES } from '../../src/workflows/failures';
+import type { JourneyActivities } from '../../src/contract/activity-contract';
+import { FAILURES } from '../../src/contract/failures';
 import { useApiHarness } from '../support/api-harness';
 import { activityFailure, auth, eventually, fakeActivities, gfeBody, startJourney, TOKENS } from './support';
 

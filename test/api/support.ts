@@ -11,7 +11,7 @@ import { loadConfig, type Config } from '../../src/config';
 import type { ExamServiceApi } from '../../src/exam-service/client';
 import { ExamServiceError } from '../../src/exam-service/errors';
 import type { Exam } from '../../src/exam-service/schemas';
-import { FailureType, type FailureFacts, type JourneyActivities } from '../../src/workflows/activity-contract';
+import { FailureType, type FailureFacts, type JourneyActivities } from '../../src/contract/activity-contract';
 import { holdersQuery } from '../../src/activities';
 import { webhookToken } from '../../src/webhook-url';
 import { closedPortUrl } from '../support/stub-exam-service';

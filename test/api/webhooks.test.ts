@@ -6,7 +6,7 @@ import { buildApp, type ApiApp } from '../../src/api/app';
 import { seriesValue } from '../../src/api/metrics';
 import type { Config } from '../../src/config';
 import { signalJourney } from '../../src/inbox/forwarder';
-import { journeyWorkflowId, SearchAttr } from '../../src/workflows/definitions';
+import { journeyWorkflowId, SearchAttr } from '../../src/contract/definitions';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';
 import { useApiHarness } from '../support/api-harness';
 import {

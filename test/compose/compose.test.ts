@@ -17,7 +17,7 @@ import { buildCodecServer } from '../../src/codec/server';
 import { CONFIG_ENV_VARS, loadAuditConfig, loadCodecConfig, loadConfig, type Config } from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
 import { dataConverterOf } from '../../src/temporal';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { startTestPostgres } from '../support/postgres';
 import {
   InterpolationError,

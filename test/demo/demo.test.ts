@@ -16,7 +16,7 @@ import {
 import { catalogEntry } from '../../src/api/exam-service';
 import { AttachmentUploadJson, StartJourneyBody } from '../../src/api/schemas';
 import { SEED_EXAMS } from '../../src/sandbox/seed';
-import { checkAgainstCatalog } from '../../src/workflows/catalog-rules';
+import { checkAgainstCatalog } from '../../src/contract/catalog-rules';
 import type { CustomPharmacy } from '../../src/contract/journey-request';
 
 const retail: CustomPharmacy = {

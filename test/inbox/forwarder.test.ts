@@ -7,7 +7,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { InboxForwarder, temporalUnreachable, type ForwarderPolicy } from '../../src/inbox/forwarder';
 import type { CallbackInbox } from '../../src/inbox/types';
-import type { CallbackSignal } from '../../src/workflows/definitions';
+import type { CallbackSignal } from '../../src/contract/definitions';
 import { fileHarness, postgresHarness, signalFor, type StoreHarness } from './support';
 
 /** A gRPC error as @temporalio/client reports it (code, details, metadata). */

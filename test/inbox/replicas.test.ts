@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS, SearchAttr, snapshotQuery } from '../../src/workflows/definitions';
+import { journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS, SearchAttr, snapshotQuery } from '../../src/contract/definitions';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';
 import { event1, eventually, fakeActivities, gfeBody, TOKENS, WEBHOOK_SECRET, webhookPath } from '../api/support';
 import { DevServerProcess, freePort } from '../support/dev-server-process';

@@ -8,7 +8,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { loadConfig } from '../../src/config';
 import { SignalThread } from '../../src/inbox/signaller';
-import { forJourney, journeyWorkflowId } from '../../src/workflows/definitions';
+import { forJourney, journeyWorkflowId } from '../../src/contract/definitions';
 import { startDevServer } from '../support/temporal-env';
 import { signalFor } from './support';
 

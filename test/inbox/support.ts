@@ -9,7 +9,7 @@ import type { EncryptionKey } from '../../src/encryption-keys';
 import { FileInbox } from '../../src/inbox/files';
 import { PostgresInbox } from '../../src/inbox/postgres';
 import type { CallbackInbox } from '../../src/inbox/types';
-import type { CallbackSignal } from '../../src/workflows/definitions';
+import type { CallbackSignal } from '../../src/contract/definitions';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
 export const KEY_A: EncryptionKey = { id: 'k-a', key: Buffer.alloc(32, 7) };

@@ -21,7 +21,7 @@ import {
   journeyWorkflowId,
   SEARCH_ATTRIBUTE_KEYS,
   snapshotQuery,
-} from '../../src/workflows/definitions';
+} from '../../src/contract/definitions';
 import { startDevServer } from '../support/temporal-env';
 import { journeyInput, requiredAttachments, type ScenarioName } from '../support/journey-requests';
 import type { JourneyInput } from '../../src/contract/journey-request';

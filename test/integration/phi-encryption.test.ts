@@ -16,7 +16,7 @@ import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { dataConverterOf } from '../../src/temporal';
 import { createWorker } from '../../src/worker';
 import { patientJourney } from '../../src/workflows';
-import { callbackReceived, journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { callbackReceived, journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import type { JourneyInput } from '../../src/contract/journey-request';
 import { journeyInput, requiredAttachments } from '../support/journey-requests';
 import { startDevServer } from '../support/temporal-env';

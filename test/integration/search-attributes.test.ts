@@ -2,7 +2,7 @@
 // every journey's workflow tasks), naming it; with all of them registered it starts.
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { requireSearchAttributes } from '../../src/temporal';
-import { SEARCH_ATTRIBUTE_KEYS, SearchAttr } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS, SearchAttr } from '../../src/contract/definitions';
 import { startDevServer } from '../support/temporal-env';
 
 describe('search attributes a worker needs', () => {

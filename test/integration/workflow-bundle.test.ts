@@ -17,7 +17,7 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing, WORKER_SERVICE_NAME, type Tracing } from '../../src/observability/tracing';
 import { bundleTraces, buildWorkflowBundles, tracedTwin, workflowBundleFor } from '../../src/workflow-bundle';
 import { patientJourney } from '../../src/workflows';
-import { callbackReceived, journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { callbackReceived, journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { journeyInput } from '../support/journey-requests';
 import { startDevServer } from '../support/temporal-env';
 

@@ -5,7 +5,7 @@ import type { LogEntry } from '@temporalio/worker';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { apiLoggerOptions } from '../../src/api/server';
 import { jsonLogger, jsonLogLine } from '../../src/observability/json-log';
-import { journeyWorkflowId } from '../../src/workflows/definitions';
+import { journeyWorkflowId } from '../../src/contract/definitions';
 import {
   auth,
   eventually,

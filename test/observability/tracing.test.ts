@@ -18,7 +18,7 @@ import {
 } from '../../src/observability/tracing';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { createWorker } from '../../src/worker';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { eventually, gfeBody, tempDataDir, type TestDirs } from '../api/support';
 import { freePort } from '../support/dev-server-process';
 import { startDevServer } from '../support/temporal-env';

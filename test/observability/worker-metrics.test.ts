@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { freePort } from '../support/dev-server-process';
 import { startDevServer } from '../support/temporal-env';
 import { FIXTURE_PATH, metricFamilies, parseExposition, usedMetricNames } from './support';

@@ -17,7 +17,7 @@ import {
   SEARCH_ATTRIBUTE_KEYS,
   SearchAttr,
   snapshotQuery,
-} from '../../src/workflows/definitions';
+} from '../../src/contract/definitions';
 import { DEFAULT_TIMINGS, type JourneyInput } from '../../src/contract/journey-request';
 import { eventually, fakeActivities, gfeBody } from '../api/support';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';

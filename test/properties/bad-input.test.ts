@@ -31,7 +31,7 @@ import {
 } from '../../src/api/schemas';
 import { callbackSignal, readCallback } from '../../src/inbox/reading';
 import { webhookToken } from '../../src/webhook-url';
-import { journeyWorkflowId } from '../../src/workflows/definitions';
+import { journeyWorkflowId } from '../../src/contract/definitions';
 import {
   auth,
   event1,

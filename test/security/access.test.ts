@@ -14,7 +14,7 @@ import { buildApp } from '../../src/api/app';
 import { deriveJourneyId } from '../../src/api/journey-ids';
 import { loadConfig } from '../../src/config';
 import { webhookToken } from '../../src/webhook-url';
-import { journeyWorkflowId } from '../../src/workflows/definitions';
+import { journeyWorkflowId } from '../../src/contract/definitions';
 import {
   auth,
   event1,

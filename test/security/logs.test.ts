@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { buildSandbox, DEMO_API_KEY, type Sandbox } from '../../src/sandbox';
 import { webhookToken } from '../../src/webhook-url';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { eventually, tempDataDir, type TestDirs } from '../api/support';
 import { freePort } from '../support/dev-server-process';
 import { startDevServer } from '../support/temporal-env';

@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { FailureType, INVITE_SENDING } from '../../src/workflows/activity-contract';
+import { FailureType, INVITE_SENDING } from '../../src/contract/activity-contract';
 import { loadConfig } from '../../src/config';
 import { dataConverterOf, heartbeatRecorder } from '../../src/temporal';
 import { startDevServer } from '../support/temporal-env';

@@ -1,6 +1,6 @@
 // What the journey makes of an activity's failure, above all of a timed-out invite (src/workflows/activity-failures).
 import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { FailureType, INVITE_SENDING } from '../../src/workflows/activity-contract';
+import { FailureType, INVITE_SENDING } from '../../src/contract/activity-contract';
 import { classify } from '../../src/workflows/activity-failures';
 
 const failed = (cause: Error) =>

@@ -11,7 +11,8 @@ const SRC = path.resolve(__dirname, '../../src');
 const LAYERS: readonly (readonly string[])[] = [
   // The exam service's contract and client, and leaves that depend on nothing of ours.
   ['exam-service', 'encryption-keys', 'webhook-url', 'part-lifecycle', 'auth', 'audit'],
-  // What a clinic asks for (the journey request, validated with zod): the workflows read its types only.
+  // What the parts exchange: the journey request (zod: the workflows read its types only), the journey's data, its
+  // signals, queries and updates, the activity contract, the failure table.
   ['contract'],
   // Deterministic journey code: the reducer, the workflow, what it asks of activities.
   ['workflows'],

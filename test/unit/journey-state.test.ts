@@ -10,7 +10,7 @@ import {
   type JourneyEvent,
   type JourneyState,
 } from '../../src/workflows/journey-state';
-import { checkAgainstCatalog, type CatalogEntry } from '../../src/workflows/catalog-rules';
+import { checkAgainstCatalog, type CatalogEntry } from '../../src/contract/catalog-rules';
 import { DEFAULT_TIMINGS, type JourneyInput, type Scenario } from '../../src/contract/journey-request';
 
 const HOUR = 3_600_000;

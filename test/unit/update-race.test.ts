@@ -3,7 +3,7 @@
 import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
 import { JourneyGateway } from '../../src/api/journeys';
 import { ApiProblem } from '../../src/api/problem';
-import { resendUpdate } from '../../src/workflows/definitions';
+import { resendUpdate } from '../../src/contract/definitions';
 
 function gateway(statusAfter: string) {
   const handle = {

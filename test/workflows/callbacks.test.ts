@@ -1,6 +1,6 @@
 // Callbacks as the service really sends them: duplicated, out of order, before the invite call has even returned,
 // and for patient exams that are not this journey's.
-import { retryUpdate } from '../../src/workflows/definitions';
+import { retryUpdate } from '../../src/contract/definitions';
 import type { JourneyCallback, JourneySnapshot, UnreadCallback } from '../../src/workflows/journey-state';
 import { examService, GFE_EXAM, journeyInput, useHarness, withJourney } from './harness';
 

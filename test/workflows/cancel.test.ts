@@ -1,6 +1,6 @@
 // The clinic's cancel in every state of the journey: what the service is asked, what the update answers and how the
 // journey ends (or goes on).
-import { cancelUpdate } from '../../src/workflows/definitions';
+import { cancelUpdate } from '../../src/contract/definitions';
 import { serviceError } from '../support/scripted-exam-service';
 import {
   DAY,

@@ -1,8 +1,8 @@
 // How the journey meets the exam service's failures: what it retries by itself, what it parks for an operator (and
 // what the operator's retry/abandon then does), and what ends it. Every failure is a real ExamServiceError, as the
 // client raises it, scripted on the journey's service, and classified by the real activities.
-import { INVITE_SENDING } from '../../src/workflows/activity-contract';
-import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
+import { INVITE_SENDING } from '../../src/contract/activity-contract';
+import { abandonUpdate, retryUpdate } from '../../src/contract/definitions';
 import { serviceError } from '../support/scripted-exam-service';
 import {
   examService,

@@ -15,7 +15,7 @@ import {
   SEARCH_ATTRIBUTE_KEYS,
   SearchAttr,
   snapshotQuery,
-} from '../../src/workflows/definitions';
+} from '../../src/contract/definitions';
 import {
   DEFAULT_TIMINGS,
   JourneyRequest,

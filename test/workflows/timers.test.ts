@@ -1,6 +1,6 @@
 // Every timer of the journey on the time-skipping server: reminders, the consultation deadline (expiry and the lost
 // verdict it uncovers), the re-invite after Missed/NA, and the prescription and tracking deadlines.
-import { abandonUpdate, retryUpdate } from '../../src/workflows/definitions';
+import { abandonUpdate, retryUpdate } from '../../src/contract/definitions';
 import { serviceError } from '../support/scripted-exam-service';
 import {
   DAY,

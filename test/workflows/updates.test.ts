@@ -1,7 +1,7 @@
 // The clinic's updates on a running journey (resend, submit answers, add an attachment): they reach the service when
 // the patient exam is still waiting for its consultation, and are refused with the reason when they cannot help.
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { addAttachmentUpdate, resendUpdate, submitAnswersUpdate } from '../../src/workflows/definitions';
+import { addAttachmentUpdate, resendUpdate, submitAnswersUpdate } from '../../src/contract/definitions';
 import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
 import { deletedAttachments, GFE_EXAM, GFE_EXAM_2, journeyInput, refusal, useHarness, withJourney } from './harness';
 

@@ -8,7 +8,7 @@ import { Connection } from '@temporalio/client';
 import { API_NODE_FLAGS } from '../../../src/api/node-flags';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../../src/config';
 import { makeCurrentVersion } from '../../../src/temporal';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../../src/workflows/definitions';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../../src/contract/definitions';
 import { stackBuildId } from '../build-id';
 import { CLIENTS, keycloakCommand, type IdentitySecrets } from '../keycloak';
 import { httpProbe, outputProbe, portProbe, ROOT, tsx, type Env, type ProcessOptions, type Probe } from '../processes';

@@ -15,7 +15,7 @@ import {
   type ShipmentFacts,
   type Tracking,
   type Verdict,
-} from './types';
+} from '../../contract/journey-types';
 import { findExam, newExam, updateExam } from './exams';
 
 export function receiveCallback(state: JourneyState, p: { deliveryId: string; at: string; callback: AnyCallback }) {

@@ -1,6 +1,6 @@
 // Low-level helpers on the journey's patient exams, shared by the reducer and its callback rules.
 import type { ScenarioType } from '../../contract/journey-request';
-import type { Fulfilment, JourneyState, PatientExamState } from './types';
+import type { Fulfilment, JourneyState, PatientExamState } from '../../contract/journey-types';
 
 export function findExam(state: JourneyState, id: number): PatientExamState | undefined {
   return state.exams.find((e) => e.patientExamId === id);

@@ -26,11 +26,16 @@ export {
   type Tracking,
   type UnreadCallback,
   type Verdict,
-} from './types';
+  type DueAction,
+  type ExamPhase,
+  type ExamSnapshot,
+  type JourneySnapshot,
+  type JourneySummary,
+} from '../../contract/journey-types';
 export { initialState, reduce } from './reducer';
 export { findExam } from './exams';
 export { callbackKey } from './callbacks';
-export { cancellableExams, examPhase, isFinished, stageOf, type ExamPhase } from './phases';
+export { cancellableExams, examPhase, isFinished, stageOf } from './phases';
 export {
   dueActions,
   FINAL_VERDICT_DEADLINE_DEFAULT_MS,
@@ -38,13 +43,5 @@ export {
   nextDeadline,
   schedule,
   timerSummary,
-  type DueAction,
 } from './timers';
-export {
-  searchAttributesOf,
-  snapshot,
-  summary,
-  type ExamSnapshot,
-  type JourneySnapshot,
-  type JourneySummary,
-} from './views';
+export { searchAttributesOf, snapshot, summary } from './views';

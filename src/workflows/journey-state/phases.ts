@@ -1,13 +1,11 @@
 // Derived views: each exam's phase and the journey's stage, read from the state alone.
-import { TERMINAL_STAGES, type JourneyStage, type JourneyState, type PatientExamState } from './types';
-
-export type ExamPhase =
-  | 'awaiting_consultation'
-  | 'awaiting_final_verdict'
-  | 'awaiting_reinvite'
-  | 'awaiting_prescription'
-  | 'awaiting_tracking'
-  | 'final';
+import {
+  TERMINAL_STAGES,
+  type ExamPhase,
+  type JourneyStage,
+  type JourneyState,
+  type PatientExamState,
+} from '../../contract/journey-types';
 
 export function examPhase(state: JourneyState, e: PatientExamState): ExamPhase {
   if (e.status === 'pending') return 'awaiting_consultation';

@@ -1,6 +1,6 @@
 // The reducer: (state, event) -> state, one case per event; callbacks go to their own rules (callbacks.ts).
 import type { JourneyInput } from '../../contract/journey-request';
-import type { Attention, JourneyEvent, JourneyRules, JourneyState } from './types';
+import type { Attention, JourneyEvent, JourneyRules, JourneyState } from '../../contract/journey-types';
 import { findExam, newExam, updateExam } from './exams';
 import { drainPending, receiveCallback, settleOwnership } from './callbacks';
 

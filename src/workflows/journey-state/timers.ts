@@ -1,6 +1,6 @@
 // The journey's timers: what is due when, derived from the state (the workflow waits for the next one).
 import type { JourneyTimings } from '../../contract/journey-request';
-import type { JourneyState, PatientExamState } from './types';
+import type { DueAction, JourneyState, PatientExamState } from '../../contract/journey-types';
 import { findExam } from './exams';
 import { examPhase, moreDrugsMayCome, reinviteDue } from './phases';
 
@@ -9,16 +9,6 @@ export const FINAL_VERDICT_DEADLINE_DEFAULT_MS = 3 * 86_400_000;
 
 /** How long an exam whose drugs come one per event 2 waits for more after the last (when its input has none). */
 export const MORE_DRUGS_GRACE_DEFAULT_MS = 15 * 60_000;
-
-export type DueAction =
-  | { type: 'send_reminder'; meetingUuid: string; patientExamId: number }
-  | { type: 'expire_meeting'; meetingUuid: string; patientExamIds: number[] }
-  | { type: 'reinvite'; patientExamId: number; examId: number }
-  | { type: 'prescription_overdue'; patientExamId: number }
-  | { type: 'tracking_overdue'; patientExamId: number }
-  | { type: 'final_verdict_overdue'; patientExamId: number }
-  | { type: 'drugs_settled'; patientExamId: number }
-  | { type: 'give_up'; patientExamId: number; what: 'prescription' | 'tracking' };
 
 interface Scheduled {
   at: number;

@@ -1,63 +1,7 @@
 // What the outside sees: the snapshot (queries), the workflow's result (summary) and its search attributes.
-import type { ScenarioType } from '../../contract/journey-request';
-import type {
-  Attention,
-  ErrorFacts,
-  ExamStatus,
-  Fulfilment,
-  JourneyStage,
-  JourneyState,
-  OperatorAction,
-  PatientExamState,
-  PrescriptionState,
-  ReceivedEvent,
-  ResolvedAttention,
-} from './types';
-import { examPhase, stageOf, type ExamPhase } from './phases';
-import { schedule, type DueAction } from './timers';
-
-export interface ExamSnapshot {
-  patientExamId: number;
-  examId: number;
-  examTitle: string;
-  rxType: 1 | 2;
-  fulfilment: Fulfilment;
-  phase: ExamPhase;
-  status: ExamStatus;
-  rxStatus: string | null;
-  verdictAt: string | null;
-  verdictSource: PatientExamState['verdictSource'];
-  examUrl: string | null;
-  reason: string | null;
-  providerName: string | null;
-  prescriptionOverdue: boolean;
-  trackingOverdue: boolean;
-  gaveUpWaiting: PatientExamState['gaveUpWaiting'];
-  prescriptions: PrescriptionState[];
-  attachmentsUploaded: string[];
-  answersSubmitted: number;
-  reinviteOf: number | null;
-  reinvitedAs: number | null;
-  cancelledAt: string | null;
-}
-
-export interface JourneySnapshot {
-  journeyId: string;
-  clinicId: string;
-  scenario: ScenarioType;
-  stage: JourneyStage;
-  startedAt: string;
-  updatedAt: string;
-  meetings: { meetingUuid: string; meetingUrl: string; createdAt: string; remindersSent: number }[];
-  exams: ExamSnapshot[];
-  deadlines: { at: string; action: DueAction['type']; patientExamId?: number; meetingUuid?: string }[];
-  events: ReceivedEvent[];
-  attention: Attention[];
-  lastError: ErrorFacts | null;
-  actions: OperatorAction[];
-  /** Attention settled by evidence rather than by an operator, with why. */
-  resolvedAttention: ResolvedAttention[];
-}
+import type { JourneySnapshot, JourneyState, JourneySummary } from '../../contract/journey-types';
+import { examPhase, stageOf } from './phases';
+import { schedule } from './timers';
 
 export function snapshot(state: JourneyState): JourneySnapshot {
   return {
@@ -110,13 +54,6 @@ export function snapshot(state: JourneyState): JourneySnapshot {
     resolvedAttention: state.resolvedAttention,
   };
 }
-
-/** The workflow's result: what happened, without PHI. */
-export type JourneySummary = Omit<JourneySnapshot, 'events' | 'deadlines'> & {
-  endedAt: string;
-  eventsApplied: number;
-  eventsIgnored: number;
-};
 
 export function summary(state: JourneyState, endedAt: string): JourneySummary {
   const { events: _events, deadlines: _deadlines, ...rest } = snapshot(state);

@@ -3,7 +3,7 @@
 // one they hold). Independent of what the worker prints at the log level the suite gives it.
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { TASK_QUEUE_DEFAULT } from '../../../src/workflows/definitions';
+import { TASK_QUEUE_DEFAULT } from '../../../src/contract/definitions';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

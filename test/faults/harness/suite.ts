@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { WorkflowHandle } from '@temporalio/client';
 import os from 'node:os';
 import path from 'node:path';
-import { abandonUpdate, journeyWorkflowId, retryUpdate } from '../../../src/workflows/definitions';
+import { abandonUpdate, journeyWorkflowId, retryUpdate } from '../../../src/contract/definitions';
 import { MedicalDirector } from './director';
 import type { InjectedProcessFault, ProcessFaultPlan } from './faults';
 import { http, planJourneys, Rng, startJourney, type StartedJourney } from './journeys';

@@ -11,7 +11,7 @@ import {
   type CancelRequest,
   type OperatorRequest,
   type ResendRequest,
-} from '../../../workflows/definitions';
+} from '../../../contract/definitions';
 import { actorOf, recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
 import type { ApiContext } from '../../context';
 import { restrictToJourneys } from '../../journey-query';

@@ -29,8 +29,8 @@ import {
   StartJourneyResponse,
   UpdateResponse,
 } from '../../schemas';
-import { checkAgainstCatalog } from '../../../workflows/catalog-rules';
-import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../../workflows/definitions';
+import { checkAgainstCatalog } from '../../../contract/catalog-rules';
+import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../../contract/definitions';
 import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../../contract/journey-request';
 
 const problems = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 429: Problem, 503: Problem };
