@@ -1,14 +1,7 @@
 // Both stacks as npm runs them (npm → sh -c → node): SIGTERM to npm's own process (as a supervisor or a script stops
 // what it started), SIGKILL to npm (which passes nothing on), and SIGKILL to the process that ran npm each stop the
 // stack in order, leaving no process of it running (npm and its shell included) and every port free within 15 s.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { ProductionPorts } from '../../scripts/lib/production-stack';
-import { pickProductionPorts } from '../faults/harness/production';
-import { freePort } from '../support/dev-server-process';
-import { localStackPorts } from '../support/local-stack-ports';
-import { killGroup, runCommand, stopAndCheck, untilUp, type Stack } from '../support/stack-processes';
+import { killGroup, runCommand, stopAndCheck, untilUp, type Stack, stackFixture } from '../support/stack-processes';
 
 jest.setTimeout(600_000);
 
@@ -49,87 +42,26 @@ async function startedByNpm(
 const CASES: Case[] = ['SIGTERM to npm', 'SIGKILL to npm', 'SIGKILL to the process that ran npm'];
 
 describe('the local stack (npm start)', () => {
-  let dataDir: string;
-  let env: Record<string, string>;
-  let ports: number[];
-  let api: string;
-
-  beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'stack-starter-'));
-    const local = await localStackPorts(21_600);
-    ports = Object.values(local.ports);
-    api = `http://127.0.0.1:${local.ports.API_PORT}`;
-    env = { ...local.env, DATA_DIR: dataDir };
-  });
-  afterAll(() => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
+  const setup = stackFixture('local', 21_600);
 
   it.each(CASES)('%s: the stack stops whole, every port free', async (how) => {
-    const stack = await startedByNpm(how, ['start'], env, ports, {
+    const stack = await startedByNpm(how, ['start'], setup.env, setup.ports, {
       banner: 'Ctrl-C stops everything.',
-      url: `${api}/readyz`,
+      url: `${setup.api}/readyz`,
     });
     expect(stack.output()).toContain('temporal stopped');
   });
 });
 
 describe('the production stack (npm run start:production)', () => {
-  let dataDir: string;
-  let env: Record<string, string>;
-  let ports: number[];
-  let api: string;
-
-  beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'production-starter-'));
-    const p: ProductionPorts = await pickProductionPorts(20_600);
-    const workerMetrics = [await freePort(), await freePort()];
-    env = {
-      DATA_DIR: dataDir,
-      API_PORT: String(p.api),
-      API_REPLICA_PORTS: p.apiReplicas.join(','),
-      TEMPORAL_PORT: String(p.temporal),
-      TEMPORAL_HTTP_PORT: String(p.temporalHttp),
-      TEMPORAL_HISTORY_PORT: String(p.temporalHistory),
-      TEMPORAL_MATCHING_PORT: String(p.temporalMatching),
-      TEMPORAL_WORKER_PORT: String(p.temporalWorker),
-      TEMPORAL_MEMBERSHIP_PORT: String(p.temporalMembership),
-      TEMPORAL_METRICS_PORT: String(p.temporalMetrics),
-      TEMPORAL_UI_PORT: String(p.ui),
-      CODEC_PORT: String(p.codec),
-      SANDBOX_PORT: String(p.sandbox),
-      POSTGRES_PORT: String(p.postgres),
-      OBJECT_STORE_PORT: String(p.objectStore),
-      OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
-      WORKER_METRICS_PORTS: workerMetrics.join(','),
-      IDENTITY: 'off',
-    };
-    ports = [
-      p.api,
-      ...p.apiReplicas,
-      p.temporal,
-      p.temporalHistory,
-      p.temporalMatching,
-      p.temporalMetrics,
-      p.ui,
-      p.codec,
-      p.sandbox,
-      p.postgres,
-      p.objectStore,
-      ...workerMetrics,
-    ];
-    api = `http://127.0.0.1:${p.api}`;
-  });
-  afterAll(() => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
+  const setup = stackFixture('production', 20_600);
 
   it.each(['SIGTERM to npm', 'SIGKILL to the process that ran npm'] as const)(
     '%s: the stack stops whole, every port free',
     async (how) => {
-      const stack = await startedByNpm(how, ['run', 'start:production'], env, ports, {
+      const stack = await startedByNpm(how, ['run', 'start:production'], setup.env, setup.ports, {
         banner: 'the production-shaped stack is up',
-        url: `${api}/healthz`,
+        url: `${setup.api}/healthz`,
       });
       expect(stack.output()).toContain('stopped');
     },

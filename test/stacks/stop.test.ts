@@ -1,18 +1,14 @@
 // Both stacks, started in a process group of their own as a terminal starts them: SIGHUP to the group (the terminal
 // closed), SIGTERM and SIGKILL to the stack's process each leave no part running and every port free within 15 s, and a
 // second start while the first runs fails saying which part needed the port and which stack holds it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { stackBuildId } from '../../scripts/lib/build-id';
-import type { ProductionPorts } from '../../scripts/lib/production-stack';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { currentDeploymentVersion } from '../../src/temporal';
-import { pickProductionPorts } from '../faults/harness/production';
 import { freePort } from '../support/dev-server-process';
-import { localStackPorts } from '../support/local-stack-ports';
-import { killGroup, runStack, startUntilUp, stopAndCheck, type Stack } from '../support/stack-processes';
+import { killGroup, runStack, startUntilUp, stopAndCheck, type Stack, stackFixture } from '../support/stack-processes';
 
 jest.setTimeout(600_000);
 
@@ -42,131 +38,75 @@ function signalledStackStops(start: () => Promise<Stack>, ports: () => number[])
 }
 
 describe('the local stack (npm start)', () => {
-  let dataDir: string;
-  let env: Record<string, string>;
-  let ports: number[];
-  let api: string;
-
-  beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'stack-stop-'));
-    const local = await localStackPorts(21_700);
-    ports = Object.values(local.ports);
-    api = `http://127.0.0.1:${local.ports.API_PORT}`;
-    env = { ...local.env, DATA_DIR: dataDir };
-  });
-  afterAll(() => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
+  const setup = stackFixture('local', 21_700);
 
   // The banner comes once every part is up and the worker's version is current.
-  const startReady = () => startUntilUp('scripts/local-stack.ts', env, 'Ctrl-C stops everything.', `${api}/readyz`);
+  const startReady = () =>
+    startUntilUp('scripts/local-stack.ts', setup.env, 'Ctrl-C stops everything.', `${setup.api}/readyz`);
 
   it('refuses a second start while the first runs, naming the part, the stack and how to stop it', async () => {
     const first = await startReady();
     try {
-      const second = runStack('scripts/local-stack.ts', { ...env, DATA_DIR: `${dataDir}-other` });
+      const second = runStack('scripts/local-stack.ts', { ...setup.env, DATA_DIR: `${setup.dataDir}-other` });
       expect(await second.exited).toBe(1);
       const record = JSON.parse(second.output().trim().split('\n').pop()!) as { level: number; msg: string };
       expect(record.level).toBe(50);
       expect(record.msg).toContain(
-        `(Temporal frontend) is taken: a stack is still running (pid ${first.pid}, data folder ${dataDir})`,
+        `(Temporal frontend) is taken: a stack is still running (pid ${first.pid}, data folder ${setup.dataDir})`,
       );
       expect(record.msg).toContain(`\`kill ${first.pid}\``);
       expect(record.msg).toContain('TEMPORAL_PORT');
       // The same data folder is refused even on other ports: two stacks would share one Temporal database.
-      const same = runStack('scripts/local-stack.ts', { DATA_DIR: dataDir, TEMPORAL_PORT: String(await freePort()) });
+      const same = runStack('scripts/local-stack.ts', {
+        DATA_DIR: setup.dataDir,
+        TEMPORAL_PORT: String(await freePort()),
+      });
       expect(await same.exited).toBe(1);
-      expect(same.output()).toContain(`a stack is already running on the data folder ${dataDir} (pid ${first.pid})`);
+      expect(same.output()).toContain(
+        `a stack is already running on the data folder ${setup.dataDir} (pid ${first.pid})`,
+      );
       // The first runs on, untouched.
-      expect((await fetch(`${api}/readyz`)).ok).toBe(true);
+      expect((await fetch(`${setup.api}/readyz`)).ok).toBe(true);
       // Its worker polls as the deployment's current version (the commit's build id).
-      expect(await currentVersion(ports[0]!)).toBe(stackBuildId(root));
+      expect(await currentVersion(setup.ports[0] as number)).toBe(stackBuildId(root));
       expect(first.output()).toContain(`version ${stackBuildId(root)} made current`);
       // SIGHUP to the whole group: the terminal closed.
-      const result = await stopAndCheck(first, ports, () => process.kill(-first.pid, 'SIGHUP'));
+      const result = await stopAndCheck(first, setup.ports, () => process.kill(-first.pid, 'SIGHUP'));
       expect(result).toMatchObject({ left: [], taken: [] });
       expect(await first.exited).toBe(0);
       expect(first.output()).toContain('temporal stopped');
     } finally {
       killGroup(first.pid);
-      rmSync(`${dataDir}-other`, { recursive: true, force: true });
+      rmSync(`${setup.dataDir}-other`, { recursive: true, force: true });
     }
   });
 
-  signalledStackStops(startReady, () => ports);
+  signalledStackStops(startReady, () => setup.ports);
 });
 
 describe('the production stack (npm run start:production)', () => {
-  let dataDir: string;
-  let env: Record<string, string>;
-  let ports: number[];
-  let api: string;
-
-  beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'production-stop-'));
-    const p: ProductionPorts = await pickProductionPorts(20_400);
-    const workerMetrics = [await freePort(), await freePort()];
-    env = {
-      DATA_DIR: dataDir,
-      API_PORT: String(p.api),
-      API_REPLICA_PORTS: p.apiReplicas.join(','),
-      TEMPORAL_PORT: String(p.temporal),
-      TEMPORAL_HTTP_PORT: String(p.temporalHttp),
-      TEMPORAL_HISTORY_PORT: String(p.temporalHistory),
-      TEMPORAL_MATCHING_PORT: String(p.temporalMatching),
-      TEMPORAL_WORKER_PORT: String(p.temporalWorker),
-      TEMPORAL_MEMBERSHIP_PORT: String(p.temporalMembership),
-      TEMPORAL_METRICS_PORT: String(p.temporalMetrics),
-      TEMPORAL_UI_PORT: String(p.ui),
-      CODEC_PORT: String(p.codec),
-      SANDBOX_PORT: String(p.sandbox),
-      POSTGRES_PORT: String(p.postgres),
-      OBJECT_STORE_PORT: String(p.objectStore),
-      OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
-      WORKER_METRICS_PORTS: workerMetrics.join(','),
-      // Stopping is what this checks: the identity provider's parts are stopped in test/production/sign-in.test.ts.
-      IDENTITY: 'off',
-    };
-    ports = [
-      p.api,
-      ...p.apiReplicas,
-      p.temporal,
-      p.temporalHistory,
-      p.temporalMatching,
-      p.temporalMetrics,
-      p.ui,
-      p.codec,
-      p.sandbox,
-      p.postgres,
-      p.objectStore,
-      ...workerMetrics,
-    ];
-    api = `http://127.0.0.1:${p.api}`;
-  });
-  afterAll(() => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
+  const setup = stackFixture('production', 20_400);
 
   const startReady = () =>
-    startUntilUp('scripts/production-stack.ts', env, 'the production-shaped stack is up', `${api}/healthz`);
+    startUntilUp('scripts/production-stack.ts', setup.env, 'the production-shaped stack is up', `${setup.api}/healthz`);
 
   it('stops every part on SIGHUP to its group (the terminal closed), and refuses a second start meanwhile', async () => {
     const stack = await startReady();
     try {
-      expect(await currentVersion(Number(env.TEMPORAL_PORT))).toBe(stackBuildId(root));
-      const second = runStack('scripts/production-stack.ts', { ...env, DATA_DIR: `${dataDir}-other` });
+      expect(await currentVersion(Number(setup.env.TEMPORAL_PORT))).toBe(stackBuildId(root));
+      const second = runStack('scripts/production-stack.ts', { ...setup.env, DATA_DIR: `${setup.dataDir}-other` });
       expect(await second.exited).toBe(1);
       expect(second.output()).toContain(
-        `is taken: a stack is still running (pid ${stack.pid}, data folder ${dataDir})`,
+        `is taken: a stack is still running (pid ${stack.pid}, data folder ${setup.dataDir})`,
       );
-      const result = await stopAndCheck(stack, ports, () => process.kill(-stack.pid, 'SIGHUP'));
+      const result = await stopAndCheck(stack, setup.ports, () => process.kill(-stack.pid, 'SIGHUP'));
       expect(result).toMatchObject({ left: [], taken: [] });
       expect(await stack.exited).toBe(0);
     } finally {
       killGroup(stack.pid);
-      rmSync(`${dataDir}-other`, { recursive: true, force: true });
+      rmSync(`${setup.dataDir}-other`, { recursive: true, force: true });
     }
   });
 
-  signalledStackStops(startReady, () => ports);
+  signalledStackStops(startReady, () => setup.ports);
 });

@@ -1,10 +1,14 @@
 // Stacks driven as whole processes in tests: started as a terminal starts them (a process group of their own), their
 // processes and ports followed through /proc, and a stop checked to leave no process running and every port free.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listenerPid } from '../../scripts/lib/stack-guard';
 import { until } from './until';
+import { pickProductionPorts } from '../faults/harness/production';
+import { freePort } from './dev-server-process';
+import { localStackPorts } from './local-stack-ports';
 
 const root = path.resolve(__dirname, '../..');
 const GONE_WITHIN_MS = 15_000;
@@ -156,4 +160,78 @@ export async function stopAndCheck(stack: Stack, ports: number[], send: () => vo
   // What outlived the stack is named in the failure, then killed, so one failure does not hold the next test's ports.
   for (const p of everyone.filter(running)) process.kill(p.pid, 'SIGKILL');
   return { left, taken, ms: Date.now() - t0, parts: parts.length };
+}
+
+/** A stack's environment for a test file: its data folder, variables, every port it listens on, its API's address. */
+export interface StackFixture {
+  dataDir: string;
+  env: Record<string, string>;
+  ports: number[];
+  api: string;
+}
+
+/**
+ * The environment of a stack a describe block starts: the local stack (`npm start`) or the production-shaped one
+ * (without the identity provider: stopping is what the stack tests check; test/production/sign-in.test.ts stops its
+ * parts), on free ports picked upwards from `base`, in a data folder of its own removed after the block.
+ */
+export function stackFixture(kind: 'local' | 'production', base: number): StackFixture {
+  const f: StackFixture = { dataDir: '', env: {}, ports: [], api: '' };
+  beforeAll(async () => {
+    f.dataDir = mkdtempSync(path.join(tmpdir(), `${kind}-stack-`));
+    Object.assign(f, kind === 'local' ? await localEnv(base, f.dataDir) : await productionEnv(base, f.dataDir));
+  });
+  afterAll(() => {
+    if (f.dataDir) rmSync(f.dataDir, { recursive: true, force: true });
+  });
+  return f;
+}
+
+async function localEnv(base: number, dataDir: string) {
+  const local = await localStackPorts(base);
+  return {
+    env: { ...local.env, DATA_DIR: dataDir },
+    ports: Object.values(local.ports),
+    api: `http://127.0.0.1:${local.ports.API_PORT}`,
+  };
+}
+
+async function productionEnv(base: number, dataDir: string) {
+  const p = await pickProductionPorts(base);
+  const workerMetrics = [await freePort(), await freePort()];
+  const env = {
+    DATA_DIR: dataDir,
+    API_PORT: String(p.api),
+    API_REPLICA_PORTS: p.apiReplicas.join(','),
+    TEMPORAL_PORT: String(p.temporal),
+    TEMPORAL_HTTP_PORT: String(p.temporalHttp),
+    TEMPORAL_HISTORY_PORT: String(p.temporalHistory),
+    TEMPORAL_MATCHING_PORT: String(p.temporalMatching),
+    TEMPORAL_WORKER_PORT: String(p.temporalWorker),
+    TEMPORAL_MEMBERSHIP_PORT: String(p.temporalMembership),
+    TEMPORAL_METRICS_PORT: String(p.temporalMetrics),
+    TEMPORAL_UI_PORT: String(p.ui),
+    CODEC_PORT: String(p.codec),
+    SANDBOX_PORT: String(p.sandbox),
+    POSTGRES_PORT: String(p.postgres),
+    OBJECT_STORE_PORT: String(p.objectStore),
+    OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
+    WORKER_METRICS_PORTS: workerMetrics.join(','),
+    IDENTITY: 'off',
+  };
+  const ports = [
+    p.api,
+    ...p.apiReplicas,
+    p.temporal,
+    p.temporalHistory,
+    p.temporalMatching,
+    p.temporalMetrics,
+    p.ui,
+    p.codec,
+    p.sandbox,
+    p.postgres,
+    p.objectStore,
+    ...workerMetrics,
+  ];
+  return { env, ports, api: `http://127.0.0.1:${p.api}` };
 }
