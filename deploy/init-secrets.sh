@@ -1,7 +1,9 @@
 #!/bin/sh
-# Makes, once, what docker-compose.yml needs that must never be committed. Never overwrites a file.
+# Makes, once, what docker-compose.yml needs that must never be committed. Never overwrites a file. Every file of
+# deploy/secrets/ is 0640 and your group's (files kept from an earlier run too), the folder 0700, .env 0600.
 #
-#   .env                                    from deploy/.env.example, with a generated POSTGRES_PASSWORD
+#   .env                                    from deploy/.env.example, with a generated POSTGRES_PASSWORD and your group
+#                                           as SECRETS_GID (added to a .env that has none)
 #   deploy/secrets/webhook_secret           WEBHOOK_SECRET: HMAC key of the webhook URL tokens
 #   deploy/secrets/payload_encryption_keys  PAYLOAD_ENCRYPTION_KEYS: the AES-256 key of Temporal payloads (id:base64)
 #   deploy/secrets/clinics.json             CLINICS_FILE: a demo clinic on the sandbox, its API token printed once
@@ -50,17 +52,26 @@ sha256_hex() {
 
 umask 077
 mkdir -p "$secrets"
-# The containers run as another user than you: the files are readable, the folder keeps this host's others out.
 chmod 700 "$secrets"
+# Each file is yours and your group's only (0640), the folder yours only (0700). Several containers read them as a
+# user of their own (the engine's image as `node`, Keycloak, Temporal, HAProxy): docker-compose.yml adds your group,
+# SECRETS_GID in .env, to those containers (group_add), so they read a file through its group and nobody else can.
+gid=$(id -g)
+
+# protect FILE: the file belongs to your group and is 0640 (a file kept from an earlier run too).
+protect() {
+  chgrp "$gid" "$1" && chmod 640 "$1"
+}
 
 # write FILE CONTENT
 write() {
   if [ -e "$1" ]; then
+    protect "$1"
     echo "kept     $1"
     return 1
   fi
   printf '%s\n' "$2" > "$1"
-  chmod 644 "$1"
+  protect "$1"
   echo "created  $1"
 }
 
@@ -120,9 +131,13 @@ codec_certificate() {
     -addext 'subjectAltName=DNS:localhost,DNS:codec,IP:127.0.0.1' -addext 'extendedKeyUsage=serverAuth' \
     -keyout "$secrets/codec_tls.key" -out "$secrets/codec_tls.crt"
   openssl req "$@" -addext 'basicConstraints=critical,CA:FALSE' > /dev/null 2>&1 || openssl req "$@" > /dev/null 2>&1
-  chmod 644 "$secrets/codec_tls.key" "$secrets/codec_tls.crt"
+  protect "$secrets/codec_tls.key"
+  protect "$secrets/codec_tls.crt"
 }
 if [ -e "$secrets/codec_tls.crt" ] || [ -e "$secrets/codec_tls.key" ]; then
+  for f in "$secrets/codec_tls.crt" "$secrets/codec_tls.key"; do
+    if [ -e "$f" ]; then protect "$f"; fi
+  done
   echo "kept     $secrets/codec_tls.crt, codec_tls.key"
 elif command -v openssl > /dev/null 2>&1 && codec_certificate; then
   echo "created  $secrets/codec_tls.crt, codec_tls.key"
@@ -132,9 +147,21 @@ else
     "and its key there (PEM)" >&2
 fi
 
+# A file of this folder that this script did not make (Temporal Cloud's API key...) is a secret too.
+for f in "$secrets"/*; do
+  if [ -f "$f" ]; then protect "$f"; fi
+done
+
 if [ ! -e "$env_file" ]; then
-  sed "s|^POSTGRES_PASSWORD=\$|POSTGRES_PASSWORD=$(random_token 24)|" "$here/.env.example" > "$env_file"
+  sed -e "s|^POSTGRES_PASSWORD=\$|POSTGRES_PASSWORD=$(random_token 24)|" -e "s|^SECRETS_GID=\$|SECRETS_GID=$gid|" \
+    "$here/.env.example" > "$env_file"
   echo "created  $env_file"
+elif ! grep -q '^SECRETS_GID=' "$env_file"; then
+  # A .env from before SECRETS_GID: the rest of it is kept as it is.
+  printf '\n# The group of the files in deploy/secrets/ (deploy/.env.example says more).\nSECRETS_GID=%s\n' "$gid" \
+    >> "$env_file"
+  echo "updated  $env_file: SECRETS_GID=$gid"
 else
   echo "kept     $env_file"
 fi
+chmod 600 "$env_file"

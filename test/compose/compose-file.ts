@@ -75,6 +75,7 @@ export interface Service {
   stop_grace_period?: string;
   deploy?: { replicas?: number };
   networks?: Record<string, { aliases?: string[] } | null>;
+  group_add?: string[];
 }
 
 export interface ComposeFile {

@@ -37,7 +37,7 @@ import {
 const text = read('docker-compose.yml');
 const envExample = parseDotenv(read('deploy/.env.example'));
 // What a user has after `sh deploy/init-secrets.sh`: the example with a password filled in.
-const userEnv = { ...envExample.values, POSTGRES_PASSWORD: 'a-test-password-only' };
+const userEnv = { ...envExample.values, POSTGRES_PASSWORD: 'a-test-password-only', SECRETS_GID: '1000' };
 const { compose, used } = loadCompose(text, userEnv);
 const raw = parseCompose(text);
 
@@ -143,11 +143,15 @@ describe('docker-compose.yml', () => {
   });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  test('interpolates only variables deploy/.env.example documents, and needs POSTGRES_PASSWORD', () => {
+  test('interpolates only variables deploy/.env.example documents, and needs POSTGRES_PASSWORD and SECRETS_GID', () => {
     expect([...used].filter((v) => !envExample.documented.has(v))).toEqual([]);
-    expect(envExample.values.POSTGRES_PASSWORD).toBe('');
-    expect(() => loadCompose(text, envExample.values)).toThrow(InterpolationError);
-    expect(() => loadCompose(text, envExample.values)).toThrow(/POSTGRES_PASSWORD/);
+    // Both are left for deploy/init-secrets.sh to fill in; without either the file does not load.
+    for (const name of ['POSTGRES_PASSWORD', 'SECRETS_GID']) {
+      expect([name, envExample.values[name]]).toEqual([name, '']);
+      const without = { ...userEnv, [name]: '' };
+      expect(() => loadCompose(text, without)).toThrow(InterpolationError);
+      expect(() => loadCompose(text, without)).toThrow(new RegExp(`^${name}: `));
+    }
   });
 
   test('has the services, from pinned official images or the project Dockerfile', () => {

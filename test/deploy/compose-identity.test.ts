@@ -31,7 +31,11 @@ import { startTestPostgres } from '../support/postgres';
 import { signingKey, token } from '../support/oidc-issuer';
 
 const text = read('docker-compose.yml');
-const userEnv = { ...parseDotenv(read('deploy/.env.example')).values, POSTGRES_PASSWORD: 'a-test-password-only' };
+const userEnv = {
+  ...parseDotenv(read('deploy/.env.example')).values,
+  POSTGRES_PASSWORD: 'a-test-password-only',
+  SECRETS_GID: '1000',
+};
 const { compose } = loadCompose(text, userEnv);
 const realmText = read('deploy/keycloak/journeys-realm.json');
 
@@ -609,7 +613,7 @@ describe('docker-compose.yml: the operators identity provider', () => {
           [...pre, ...files.flatMap((f) => ['-f', f]), '--profile', 'tools', 'config', '--quiet'],
           {
             cwd: ROOT,
-            env: { ...process.env, POSTGRES_PASSWORD: 'a-test-password-only' },
+            env: { ...process.env, POSTGRES_PASSWORD: 'a-test-password-only', SECRETS_GID: '1000' },
             encoding: 'utf8',
           },
         );
