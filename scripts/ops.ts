@@ -310,9 +310,19 @@ function actionOptions(cmd: Command, v: Values, env: NodeJS.ProcessEnv): Options
   const oidc = oidcSettings(v, env);
   const o: Partial<Options> = { command: cmd, dryRun: v['dry-run'] ?? false, ...(oidc ? { oidc } : {}) };
   if (cmd === 'replay-dead-letters') {
-    for (const flag of ['query', 'clinic', 'actor', 'note'] as const) {
+    for (const flag of ['query', 'clinic', 'note'] as const) {
       if (v[flag] !== undefined) throw new UsageError(`--${flag} is for the journey actions, not replay-dead-letters`);
     }
+    // Reading dead letters is reading patient data: with the admin token, who reads is named (recorded with each).
+    if (oidc && v.actor !== undefined) {
+      throw new UsageError(
+        '--actor is not taken when signed in with the identity provider: the reader is who signed in',
+      );
+    }
+    if (!oidc && v.actor === undefined) {
+      throw new UsageError('--actor is required with the admin token: who reads and replays (a name or a ticket)');
+    }
+    if (v.actor !== undefined) o.actor = zodMessage(Actor, v.actor, '--actor');
     if (v.reason !== undefined) {
       if (!(DEAD_LETTER_REASONS as readonly string[]).includes(v.reason)) {
         throw new UsageError(`--reason must be one of ${DEAD_LETTER_REASONS.join(', ')}, got "${v.reason}"`);
@@ -455,13 +465,20 @@ export class AdminClient {
     /** The bearer token, or where to get a valid one for each request (a sign-in refreshed during a long run). */
     private readonly token: string | (() => Promise<string>),
     private readonly timeoutMs = 30_000,
+    /** With the static admin token: who acts, sent as X-Actor (the admin API records it beside the token). */
+    private readonly actor?: string,
   ) {}
 
   async request<T>(method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
     const token = typeof this.token === 'string' ? this.token : await this.token();
     let res: JsonAnswer;
     try {
-      res = await requestJson(this.base, method, route, { token, body, timeoutMs: this.timeoutMs });
+      res = await requestJson(this.base, method, route, {
+        token,
+        body,
+        timeoutMs: this.timeoutMs,
+        ...(this.actor ? { headers: { 'x-actor': this.actor } } : {}),
+      });
     } catch (err) {
       if (err instanceof UnreachableError) throw new ApiError(0, undefined, err.message);
       throw err;
@@ -756,7 +773,8 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
   } else {
     throw new UsageError('no admin token and no identity provider');
   }
-  const client = new AdminClient(opts.api, bearer);
+  // The static admin token names nobody: the actor goes with each request (dead-letter reads are recorded with it).
+  const client = new AdminClient(opts.api, bearer, 30_000, opts.oidc ? undefined : opts.actor);
   const now = io.now ?? Date.now;
   if (opts.command === 'replay-dead-letters') {
     const filters = [opts.reason && `reason ${opts.reason}`, opts.since && `received since ${opts.since}`]

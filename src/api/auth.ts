@@ -7,6 +7,7 @@ import { decodeJwt } from 'jose';
 import type { AuditEvent } from '../audit/types';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import type { ClinicConfig, Config } from '../config';
+import { Actor } from './operation-schemas';
 import { ApiProblem } from './problem';
 import type { SourceGuard } from './source-guard';
 
@@ -20,6 +21,8 @@ export interface Operator {
   roles: readonly string[];
   /** The static admin token: no identity of its own, so the request names its actor. */
   staticToken: boolean;
+  /** With the static admin token: who acts, from the request's `X-Actor` header (checked like a journey's actor). */
+  actor?: string;
 }
 
 declare module 'fastify' {
@@ -96,7 +99,19 @@ export function adminAuth(
     if (!token) throw await refuse('missing');
     const given = Buffer.from(sha256Hex(token), 'hex');
     if (expected && timingSafeEqual(given, expected)) {
-      request.operator = { subject: 'admin-token', roles: [ROLES.admin], staticToken: true };
+      const named = request.headers['x-actor'];
+      const actor = typeof named === 'string' ? Actor.safeParse(named) : undefined;
+      if (actor && !actor.success) {
+        throw new ApiProblem(400, 'validation', `X-Actor: ${actor.error.issues[0]?.message ?? 'invalid'}`, {
+          errors: [{ field: 'X-Actor', message: actor.error.issues[0]?.message ?? 'invalid' }],
+        });
+      }
+      request.operator = {
+        subject: 'admin-token',
+        roles: [ROLES.admin],
+        staticToken: true,
+        ...(actor?.success ? { actor: actor.data } : {}),
+      };
       return;
     }
     if (!o.verify) throw await refuse('not the admin token');
@@ -256,13 +271,32 @@ export function requireRole(audit: AuditFn | undefined, ...roles: string[]) {
 export function actorOf(request: FastifyRequest, typed: string | undefined): string {
   const operator = request.operator;
   if (!operator || operator.staticToken) {
-    if (!typed) throw actorProblem('who acts is required with the admin token');
-    return typed;
+    const actor = typed ?? operator?.actor;
+    if (!actor) throw actorProblem('who acts is required with the admin token');
+    return actor;
   }
   if (typed !== undefined && typed !== operator.subject) {
     throw actorProblem(`the actor is who signed in (${operator.subject}); leave it out, or send that`);
   }
   return operator.subject;
+}
+
+/**
+ * Who reads patient data or the record, for its audit record: a signed-in person is their subject (nothing to add);
+ * the static admin token, which names nobody, must say who reads in `X-Actor` (400 without it).
+ */
+export function readerOf(request: FastifyRequest): { actor?: string } {
+  const operator = request.operator;
+  if (!operator?.staticToken) return {};
+  if (!operator.actor) {
+    throw new ApiProblem(
+      400,
+      'validation',
+      'X-Actor: who reads is required with the admin token (an operator name or a ticket; never patient data)',
+      { errors: [{ field: 'X-Actor', message: 'required with the admin token' }] },
+    );
+  }
+  return { actor: operator.actor };
 }
 
 export function requireClinic(request: FastifyRequest): ClinicConfig {

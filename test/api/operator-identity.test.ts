@@ -95,7 +95,14 @@ describe('operators known by their access token', () => {
   it('lets an admin read dead letters, and the static admin token act when it names its actor', async () => {
     expect((await request('GET', '/admin/dead-letters', await as('admin-1', ['journey-admin']))).statusCode).toBe(200);
     const id = await parked('identity-static');
-    const nameless = await request('POST', `/admin/journeys/${id}/abandon`, auth(TOKENS.admin), { note: 'n' });
+    const nameless = await request(
+      'POST',
+      `/admin/journeys/${id}/abandon`,
+      { authorization: `Bearer ${TOKENS.admin}` },
+      {
+        note: 'n',
+      },
+    );
     expect(nameless.statusCode).toBe(400);
     const named = await request('POST', `/admin/journeys/${id}/abandon`, auth(TOKENS.admin), {
       actor: 'runbook-bot',

@@ -183,7 +183,11 @@ export function withInviteInDoubt(
   };
 }
 
-export const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+/** A bearer token's headers; the static admin token names who acts (X-Actor), as the admin API asks of it. */
+export const auth = (token: string): Record<string, string> => ({
+  authorization: `Bearer ${token}`,
+  ...(token === TOKENS.admin ? { 'x-actor': 'ops-test' } : {}),
+});
 
 export function gfeBody(overrides: Record<string, unknown> = {}) {
   return {

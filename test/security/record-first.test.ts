@@ -70,8 +70,22 @@ describe('the admin API puts each access and action on the record first', () => 
     const res = await admin('GET', `/admin/dead-letters/${letterId}?x=/replay`);
     expect(res.statusCode).toBe(200);
     expect(recorded.map((e) => [e.action, e.outcome, e.details])).toEqual([
-      ['dead-letter.read', 'ok', { deadLetterId: letterId }],
+      ['dead-letter.read', 'ok', { deadLetterId: letterId, actor: 'ops-test' }],
     ]);
+  });
+
+  it('names who reads with the admin token, which names nobody: X-Actor, required and checked', async () => {
+    const read = (headers: Record<string, string>) =>
+      app.inject({ method: 'GET', url: `/admin/dead-letters/${letterId}`, headers });
+    const bearer = { authorization: `Bearer ${TOKENS.admin}` };
+    const nameless = await read(bearer);
+    expect(nameless.statusCode).toBe(400);
+    expect(nameless.json().errors).toEqual([{ field: 'X-Actor', message: 'required with the admin token' }]);
+    expect(nameless.body).not.toContain('ada@example.com');
+    expect((await read({ ...bearer, 'x-actor': 'called ada@example.com' })).statusCode).toBe(400);
+    expect((await read({ ...bearer, 'x-actor': 'INC-7 on-call' })).statusCode).toBe(200);
+    expect(recorded.map((e) => e.details)).toEqual([{ deadLetterId: letterId, actor: 'INC-7 on-call' }]);
+    expect((await app.inject({ method: 'GET', url: '/admin/audit', headers: bearer })).statusCode).toBe(400);
   });
 
   it('deletes no dead letter and does no journey action whose record could not be written', async () => {

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { AuditQuery, AuditRecord, AuditTrail } from '../../../audit/types';
-import { requireRole, ROLES } from '../../auth';
+import { readerOf, requireRole, ROLES } from '../../auth';
 import type { ApiContext } from '../../context';
 import { ApiProblem, Problem } from '../../problem';
 import { AuditExportQuery, AuditListQuery, AuditPageSchema, AuditRecordSchema } from '../../audit-schemas';
@@ -60,7 +60,8 @@ const auditTrail: FastifyPluginCallbackZod = (app, _options, done) => {
       subject: request.operator!.subject,
       roles: request.operator!.roles,
       outcome: 'ok',
-      details: { store: trailOf().kind, ...details },
+      // The static admin token names nobody: who reads the record comes with it (X-Actor).
+      details: { store: trailOf().kind, ...details, ...readerOf(request) },
     });
 
   app.get(

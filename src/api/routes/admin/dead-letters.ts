@@ -2,7 +2,7 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
-import { recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
+import { readerOf, recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
 import type { AuditEvent } from '../../../audit/types';
 import type { DeadLetter, ReplayOutcome } from '../../../inbox';
 import type { ApiContext } from '../../context';
@@ -46,7 +46,8 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
     subject: request.operator!.subject,
     roles: request.operator!.roles,
     outcome,
-    details: deadLetterId ? { deadLetterId } : {},
+    // The static admin token names nobody: who reads or acts comes with it (X-Actor).
+    details: { ...(deadLetterId ? { deadLetterId } : {}), ...readerOf(request) },
   });
   /** On the record before the body goes out or the act happens (a trail that fails is a 503, nothing served). */
   const record = (request: FastifyRequest, what: Access, details: { deadLetterId?: string } = {}, outcome = 'ok') =>
