@@ -30,6 +30,7 @@ import {
   type SessionOptions,
   type SignInIo,
 } from './lib/ops-sign-in';
+import { runShow, type ShowOptions } from './lib/ops-show';
 import { LOCAL_ADMIN_TOKEN } from './lib/stack-secrets';
 
 export { UsageError };
@@ -79,6 +80,8 @@ export const USAGE = `Usage:
   npm run ops -- sign-in [--issuer URL] [--client-id ID]    sign in as yourself (in a browser, on any device)
   npm run ops -- sign-in --client-credentials --client-id ID [--client-secret-file FILE]   automation
   npm run ops -- whoami | sign-out
+  npm run ops -- show <journey id> [--temporal-address A] [--namespace N] [--codec-endpoint URL]
+                       the journey's history in the temporal CLI, decoded by the codec server as you (signed in)
   npm run ops -- <retry|abandon|cancel|resend> --query "<visibility query>" --note TEXT [options]
   npm run ops -- reset --query "<visibility query>" [--bad-build ID | --after-event TYPE] --note TEXT [options]
   npm run ops -- replay-dead-letters [--reason R] [--since T] [options]
@@ -170,15 +173,21 @@ const OPTIONS = {
   'client-id': { type: 'string' },
   'client-credentials': { type: 'boolean', default: false },
   'client-secret-file': { type: 'string' },
+  'temporal-address': { type: 'string' },
+  namespace: { type: 'string' },
+  'codec-endpoint': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
 type Values = ReturnType<typeof parseCommandLine<typeof OPTIONS>>['values'];
 
-const ALL_COMMANDS: readonly string[] = [...COMMANDS, ...SESSION_COMMANDS];
+const ALL_COMMANDS: readonly string[] = [...COMMANDS, ...SESSION_COMMANDS, 'show'];
 
 /** A parsed command line: a journey action or dead-letter replay, or a sign-in command. */
-export type Parsed = { kind: 'action'; options: Options } | { kind: 'session'; options: SessionOptions };
+export type Parsed =
+  | { kind: 'action'; options: Options }
+  | { kind: 'session'; options: SessionOptions }
+  | { kind: 'show'; options: ShowOptions };
 
 /**
  * The identity provider's settings, when one is set (--issuer or OPS_OIDC_ISSUER): its client, the client's secret
@@ -277,6 +286,33 @@ function sessionOptions(cmd: SessionCommand, v: Values, env: NodeJS.ProcessEnv):
   return { command: cmd, oidc, clientCredentials };
 }
 
+/** `show <journey id>`: the history decoded as the person signed in (the identity provider is required). */
+function showOptions(extra: string[], v: Values, env: NodeJS.ProcessEnv): ShowOptions {
+  const [journeyId, ...more] = extra;
+  if (!journeyId || more.length > 0)
+    throw new UsageError('show takes one journey id: npm run ops -- show <journey id>');
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(journeyId)) {
+    throw new UsageError(`show: "${journeyId}" is not a journey id (letters, digits, "_" and "-")`);
+  }
+  for (const flag of ACTION_FLAGS) {
+    if (v[flag] !== undefined && v[flag] !== false) throw new UsageError(`--${flag} is not for show`);
+  }
+  const oidc = oidcSettings(v, env);
+  if (!oidc) {
+    throw new UsageError(
+      'show decodes as the person signed in: --issuer URL or OPS_OIDC_ISSUER (the static codec token is for ' +
+        'machines, not people)',
+    );
+  }
+  return {
+    journeyId,
+    oidc,
+    address: v['temporal-address'] ?? env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    namespace: v.namespace ?? env.TEMPORAL_NAMESPACE ?? 'default',
+    codecEndpoint: v['codec-endpoint'] ?? env.CODEC_ENDPOINT ?? 'http://127.0.0.1:8888',
+  };
+}
+
 /** Parses the command line; returns undefined for --help. */
 export function parseCommand(argv: string[], env: NodeJS.ProcessEnv): Parsed | undefined {
   const parsed = parseCommandLine(argv, OPTIONS, { positionals: true });
@@ -287,6 +323,7 @@ export function parseCommand(argv: string[], env: NodeJS.ProcessEnv): Parsed | u
   if (!ALL_COMMANDS.includes(command)) {
     throw new UsageError(`unknown action "${command}"; one of ${ALL_COMMANDS.join(', ')}`);
   }
+  if (command === 'show') return { kind: 'show', options: showOptions(extra, v, env) };
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" (quote the --query or --note value)`);
   if ((SESSION_COMMANDS as readonly string[]).includes(command)) {
     return { kind: 'session', options: sessionOptions(command as SessionCommand, v, env) };
@@ -298,6 +335,7 @@ export function parseCommand(argv: string[], env: NodeJS.ProcessEnv): Parsed | u
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | undefined {
   const parsed = parseCommand(argv, env);
   if (parsed?.kind === 'session') throw new UsageError(`${parsed.options.command} is not a journey action`);
+  if (parsed?.kind === 'show') throw new UsageError('show is not a journey action');
   return parsed?.options;
 }
 
@@ -907,15 +945,16 @@ async function main(): Promise<number> {
     interactive: process.stdin.isTTY === true,
     stop: stop.signal,
   };
-  if (parsed.kind === 'session') {
+  if (parsed.kind === 'session' || parsed.kind === 'show') {
     try {
-      return await runSession(parsed.options, io);
+      return parsed.kind === 'show' ? await runShow(parsed.options, io) : await runSession(parsed.options, io);
     } catch (err) {
+      const command = parsed.kind === 'show' ? 'show' : parsed.options.command;
       if (err instanceof OidcError) {
-        process.stderr.write(`ops: ${parsed.options.command}: ${signInProblem(err, parsed.options.oidc)}\n`);
+        process.stderr.write(`ops: ${command}: ${signInProblem(err, parsed.options.oidc)}\n`);
         return err.code === 'interrupted' ? 130 : 2;
       }
-      process.stderr.write(`ops: ${parsed.options.command}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`ops: ${command}: ${err instanceof Error ? err.message : String(err)}\n`);
       return 2;
     }
   }

@@ -178,6 +178,11 @@ const ConfigSchema = z.object({
     tls: z.object({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
     /** Bearer token the codec server requires, when set (with an identity provider: automation only). */
     serverToken: z.string().min(16).optional(),
+    /** Who the static token is on the audit trail: `machine:<name>` (a machine's job, never a person's decodes). */
+    serverTokenName: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'CODEC_SERVER_TOKEN_NAME: letters, digits, . _ - (at most 64)')
+      .default('automation'),
     /** The identity provider whose access tokens the codec server checks on every request (OIDC_ISSUER). */
     oidc: z
       .object({
@@ -492,6 +497,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'CODEC_CORS_ORIGINS',
   'CODEC_ALLOWED_HOSTS',
   'CODEC_SERVER_TOKEN',
+  'CODEC_SERVER_TOKEN_NAME',
   'CODEC_SERVER_TOKEN_FILE',
   'CODEC_DECODE_ROLES',
   'CODEC_TLS_CERT_FILE',
@@ -567,6 +573,7 @@ function codecSettings(env: Env) {
       .filter(Boolean),
     ...(env.CODEC_ALLOWED_HOSTS?.trim() ? { allowedHosts: list(env.CODEC_ALLOWED_HOSTS.toLowerCase()) } : {}),
     serverToken: secret(env, 'CODEC_SERVER_TOKEN'),
+    serverTokenName: env.CODEC_SERVER_TOKEN_NAME?.trim() || undefined,
     ...(env.OIDC_ISSUER
       ? {
           oidc: {

@@ -32,7 +32,7 @@ async function main() {
     codec: new EncryptionCodec(config.codec.keys),
     corsOrigins: config.codec.corsOrigins,
     ...(allowedHosts ? { allowedHosts } : {}),
-    ...(config.codec.serverToken ? { token: config.codec.serverToken } : {}),
+    ...(config.codec.serverToken ? { token: config.codec.serverToken, tokenName: config.codec.serverTokenName } : {}),
     ...(oidc
       ? {
           oidc: {

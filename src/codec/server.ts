@@ -45,14 +45,17 @@ export interface CodecServerOptions {
   warn?: (message: string, meta: Record<string, unknown>) => void;
   /** Refused requests a source address may make in a minute before it is answered 429 (60). */
   refusalsPerMinute?: number;
+  /** The machine the static token stands for, on the record as `machine:<name>` (CODEC_SERVER_TOKEN_NAME). */
+  tokenName?: string;
 }
 
-/** The caller the static token stands for in the audit trail. */
-export const STATIC_TOKEN_CALLER: Caller = {
-  subject: 'static-token',
-  roles: ['automation'],
-  expiresAt: new Date(8.64e15),
-};
+/**
+ * The caller the static token stands for in the audit trail: a machine, never a person (people decode with their own
+ * access token), under the name the deployment gives it (CODEC_SERVER_TOKEN_NAME).
+ */
+export function staticTokenCaller(name = 'automation'): Caller {
+  return { subject: `machine:${name}`, roles: ['automation'], expiresAt: new Date(8.64e15) };
+}
 
 /** The caller without any token: only on loopback, where whoever can reach it runs on this host. */
 export const LOOPBACK_CALLER: Caller = { subject: 'loopback', roles: [], expiresAt: new Date(8.64e15) };
@@ -97,6 +100,7 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
   }) as unknown as FastifyInstance;
   const allowed = new Set(options.corsOrigins);
   const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+  const tokenCaller = staticTokenCaller(options.tokenName);
   const same = (given: Buffer, want: Buffer) => given.length === want.length && timingSafeEqual(given, want);
   const hostAllowed = options.allowedHosts ? hostChecker(options.allowedHosts) : undefined;
   // Each refused name is said once (up to 100): a page retrying does not flood the log.
@@ -144,7 +148,7 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
         }
         return reply.code(401).send({ error: 'a valid token is required' });
       }
-      callers.set(request, STATIC_TOKEN_CALLER);
+      callers.set(request, tokenCaller);
     } else {
       // No identity at all: whoever reaches the loopback address (a local stack); still on the record.
       callers.set(request, LOOPBACK_CALLER);
@@ -213,7 +217,7 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
     };
     let caller: Caller;
     if (token && expected && same(Buffer.from(`Bearer ${token}`), expected)) {
-      caller = STATIC_TOKEN_CALLER;
+      caller = tokenCaller;
     } else {
       try {
         caller = await oidc.verify(token);

@@ -125,7 +125,7 @@ describe('the codec server, callers known by their access token', () => {
     expect((await decode(bearer(STATIC))).status).toBe(200);
     await audit.flush();
     const last = readFileSync(audit.file, 'utf8').trim().split('\n').pop()!;
-    expect(JSON.parse(last)).toMatchObject({ subject: 'static-token', roles: ['automation'], outcome: 'ok' });
+    expect(JSON.parse(last)).toMatchObject({ subject: 'machine:automation', roles: ['automation'], outcome: 'ok' });
   });
 
   it('answers health checks without a token', async () => {
@@ -154,7 +154,7 @@ describe('the codec server without an identity provider', () => {
       await app.close();
     }
     expect(events.map((e) => [e.subject, e.outcome, e.details?.payloads])).toEqual([
-      ['static-token', 'ok', 0],
+      ['machine:automation', 'ok', 0],
       ['loopback', 'ok', 0],
     ]);
   });
