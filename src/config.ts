@@ -634,8 +634,8 @@ export function loadCodecConfig(env: Env = process.env): Pick<Config, 'codec'> {
       throw new ConfigError([
         `CODEC_HOST: ${parsed.data.serverHost} is reachable from other hosts, and the codec server decrypts for whoever ` +
           'reaches it: set OIDC_ISSUER (the identity provider the Web UI signs in with; it passes the access token), ' +
-          'or CODEC_SERVER_TOKEN (or CODEC_SERVER_TOKEN_FILE) and give the Web UI the endpoint http://<codec>/<token>, ' +
-          'or listen on 127.0.0.1',
+          'or CODEC_SERVER_TOKEN (or CODEC_SERVER_TOKEN_FILE) for machines, which send it as ' +
+          '"Authorization: Bearer <token>" (never in a URL), or listen on 127.0.0.1',
       ]);
     }
     return { codec: parsed.data };

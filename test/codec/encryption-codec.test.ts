@@ -145,11 +145,14 @@ describe('codec server', () => {
     await open.close();
   });
 
-  it('refuses to listen beyond loopback without a token', () => {
+  it('refuses to listen beyond loopback without a token, telling to send the token in a header, never a URL', () => {
     const keys = `k:${randomBytes(32).toString('base64')}`;
     for (const host of ['0.0.0.0', '::', '10.1.2.3', 'codec.internal']) {
       expect(() => loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_HOST: host })).toThrow(
-        /CODEC_HOST: .* reachable from other hosts.*CODEC_SERVER_TOKEN/,
+        /CODEC_HOST: .* reachable from other hosts.*CODEC_SERVER_TOKEN.*"Authorization: Bearer <token>" \(never in a URL\)/,
+      );
+      expect(() => loadCodecConfig({ PAYLOAD_ENCRYPTION_KEYS: keys, CODEC_HOST: host })).not.toThrow(
+        /<codec>\/<token>/,
       );
     }
     for (const host of ['127.0.0.1', 'localhost', '::1', '127.0.0.2']) {
