@@ -9,9 +9,11 @@
 #   deploy/secrets/clinics.json             CLINICS_FILE: a demo clinic on the sandbox, its API token printed once
 #   deploy/secrets/inbox_database_url       INBOX_DATABASE_URL: the API replicas' callback inbox in the bundled
 #                                           PostgreSQL (database and role `journeys`, a generated password)
+#   deploy/secrets/temporal_database_password  the Temporal server's role `temporal_server` in the bundled PostgreSQL
 #   deploy/secrets/audit_database_url       AUDIT_DATABASE_URL: the one audit trail of the API replicas, the workers
 #                                           and the codec server in the bundled PostgreSQL (database `journey_audit`,
 #                                           its insert-only writer role `journey_audit_writer`, a generated password)
+#   deploy/secrets/audit_owner_password     the audit trail's owner `journey_audit_owner`, for the one-shot jobs only
 #   deploy/secrets/codec_server_token       CODEC_SERVER_TOKEN: the bearer token the codec server requires
 #   deploy/secrets/object_store_root_user   MinIO's root user and password (MINIO_ROOT_USER_FILE, _PASSWORD_FILE)
 #   deploy/secrets/object_store_root_password
@@ -97,6 +99,10 @@ if write "$secrets/clinics.json" "$clinics"; then
 fi
 
 write "$secrets/inbox_database_url" "postgres://journeys:$(random_token 24)@postgres:5432/journeys" || true
+# Temporal's own role, temporal_server (the temporal-database job makes it; the server and its schema job sign in as it).
+write "$secrets/temporal_database_password" "$(random_token 24)" || true
+# The audit trail's owner, journey_audit_owner: the one-shot audit jobs alone sign in as it.
+write "$secrets/audit_owner_password" "$(random_token 24)" || true
 # The audit trail's writer (the audit-trail job creates the database, the table and the role from this URL).
 write "$secrets/audit_database_url" \
   "postgres://journey_audit_writer:$(random_token 24)@postgres:5432/journey_audit" || true

@@ -12,13 +12,13 @@ import type { Payload } from '@temporalio/common';
 import { Client as PgClient } from 'pg';
 import YAML from 'yaml';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
-import { PostgresAuditLog, verifyAuditTable } from '../../src/audit/postgres';
+import { PostgresAuditLog, prepareAuditStore, verifyAuditTable } from '../../src/audit/postgres';
 import { buildCodecServer } from '../../src/codec/server';
 import { CONFIG_ENV_VARS, loadAuditConfig, loadCodecConfig, loadConfig, type Config } from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
 import { dataConverterOf } from '../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
-import { startTestPostgres } from '../support/postgres';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
 import {
   InterpolationError,
   ROOT,
@@ -56,13 +56,17 @@ const LONG_RUNNING = [
   'keycloak',
 ];
 const ONE_SHOTS = [
+  'temporal-database',
   'temporal-schema',
   'temporal-setup',
   'inbox-database',
   'minio-bucket',
   'keycloak-database',
+  'audit-database',
   'audit-trail',
 ];
+/** The one-shot jobs that sign in to PostgreSQL as its superuser (psql scripts in the postgres image). */
+const SUPERUSER_JOBS = ['temporal-database', 'inbox-database', 'keycloak-database', 'audit-database'];
 const ON_DEMAND = ['temporal-cli'];
 /** Read by the AWS SDK's credential chain, not by src/config.ts. */
 const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
@@ -72,7 +76,9 @@ const productionStack = read('scripts/lib/production-stack.ts');
 const stackParts = read('scripts/lib/stack/parts.ts');
 const NATIVE_BUCKET = /^const BUCKET = '([^']+)';$/m.exec(productionStack)?.[1];
 const NATIVE_INBOX_DATABASE = /^const INBOX_DATABASE = '([^']+)';$/m.exec(productionStack)?.[1];
-const NATIVE_AUDIT_WRITER = /\bwriterRole: '([^']+)'/.exec(productionStack)?.[1];
+const NATIVE_AUDIT_WRITER =
+  /\bwriterRole: '([^']+)'/.exec(productionStack)?.[1] ??
+  /^const AUDIT_WRITER = '([^']+)';$/m.exec(productionStack)?.[1];
 
 const svc = (name: string, c: ComposeFile = compose): Service => {
   const s = c.services[name];
@@ -143,6 +149,44 @@ describe('docker-compose.yml', () => {
   });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
+  /**
+   * A service's secrets as its container sees them (/run/secrets/<name>), in a folder of their own; `content` puts
+   * something else in some of them (a URL naming a test server).
+   */
+  const runSecrets = (service: string, content: Record<string, string> = {}) => {
+    const dir = mkdtempSync(path.join(work, `${service}-secrets-`));
+    for (const secret of svc(service).secrets ?? []) {
+      writeFileSync(path.join(dir, secret), content[secret] ?? readFileSync(secretFile(secretsDir, secret)));
+    }
+    return dir;
+  };
+  /** A psql job's script run here against a test server, signed in as the compose's superuser is. */
+  const runSuperuserJob = (name: string, pg: TestPostgres, content: Record<string, string> = {}) => {
+    const jobEnv = env(name);
+    expect(jobEnv).toMatchObject({ PGUSER: env('postgres').POSTGRES_USER, PGDATABASE: 'postgres' });
+    expect(jobEnv.PGPASSWORD).toBe(env('postgres').POSTGRES_PASSWORD);
+    const script = scriptOf(name).replaceAll('/run/secrets/', `${runSecrets(name, content)}/`);
+    return execFileSync('sh', ['-ec', script], {
+      env: {
+        ...jobEnv,
+        PATH: process.env.PATH,
+        PGHOST: pg.host,
+        PGPORT: String(pg.port),
+        PGUSER: pg.user,
+        PGPASSWORD: decodeURIComponent(new URL(pg.url).password),
+      },
+      encoding: 'utf8',
+    });
+  };
+  /** A URL of the compose network pointed at a test server instead. */
+  const at = (pg: TestPostgres, url: string | URL, database?: string) => {
+    const u = new URL(url);
+    u.hostname = pg.host;
+    u.port = String(pg.port);
+    if (database) u.pathname = `/${database}`;
+    return u;
+  };
+
   test('interpolates only variables deploy/.env.example documents, and needs POSTGRES_PASSWORD and SECRETS_GID', () => {
     expect([...used].filter((v) => !envExample.documented.has(v))).toEqual([]);
     // Both are left for deploy/init-secrets.sh to fill in; without either the file does not load.
@@ -157,7 +201,7 @@ describe('docker-compose.yml', () => {
   test('has the services, from pinned official images or the project Dockerfile', () => {
     expect(Object.keys(compose.services).sort()).toEqual([...LONG_RUNNING, ...ONE_SHOTS, ...ON_DEMAND].sort());
     expect(svc('postgres').image).toMatch(/^postgres:16\.\d+$/);
-    expect(svc('inbox-database').image).toBe(svc('postgres').image);
+    for (const job of SUPERUSER_JOBS) expect([job, svc(job).image]).toEqual([job, svc('postgres').image]);
     expect(svc('minio').image).toMatch(/^minio\/minio:RELEASE\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ$/);
     expect(svc('minio-bucket').image).toMatch(/^minio\/mc:RELEASE\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ$/);
     expect(svc('load-balancer').image).toMatch(/^haproxy:\d+\.\d+\.\d+$/);
@@ -195,7 +239,7 @@ describe('docker-compose.yml', () => {
     expect(serverVersion).toBe('1.29.1');
     expect(uiVersion).toBe('2.42.1');
     expect(svc('temporal').image).toBe(`temporalio/server:${serverVersion}`);
-    for (const s of [...ONE_SHOTS.filter((n) => n.startsWith('temporal-')), 'temporal-cli']) {
+    for (const s of ['temporal-schema', 'temporal-setup', 'temporal-cli']) {
       expect([s, svc(s).image?.startsWith(`temporalio/admin-tools:${serverVersion}-`)]).toEqual([s, true]);
     }
     expect(svc('temporal-ui').image).toBe(`temporalio/ui:${uiVersion}`);
@@ -390,36 +434,15 @@ describe('docker-compose.yml', () => {
   });
 
   test('the inbox-database job makes a role that owns its database only, and running it again is harmless', async () => {
-    // The job's script against a PostgreSQL of its own, the superuser named as in the compose file.
-    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'temporal' });
+    // The job's script against a PostgreSQL of its own, the superuser named as in the compose file; the other parts'
+    // databases made by their own jobs.
+    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'postgres' });
     try {
-      const superuser = new URL(pg.url);
-      const script = scriptOf('inbox-database').replaceAll(
-        '/run/secrets/inbox_database_url',
-        secretFile(secretsDir, 'inbox_database_url'),
-      );
-      const jobEnv = {
-        PATH: process.env.PATH,
-        PGHOST: pg.host,
-        PGPORT: String(pg.port),
-        PGUSER: pg.user,
-        PGDATABASE: env('inbox-database').PGDATABASE,
-        PGPASSWORD: decodeURIComponent(superuser.password),
-      };
-      for (let run = 0; run < 2; run++) {
-        const out = execFileSync('sh', ['-ec', script], { env: jobEnv, encoding: 'utf8' });
-        expect(out).toContain('is ready');
-      }
+      runSuperuserJob('temporal-database', pg);
+      for (let run = 0; run < 2; run++) expect(runSuperuserJob('inbox-database', pg)).toContain('is ready');
       // The engine's URL, with this server's address instead of the compose network's.
       const url = new URL(readFileSync(secretFile(secretsDir, 'inbox_database_url'), 'utf8').trim());
-      const at = (database: string) => {
-        const u = new URL(url);
-        u.hostname = pg.host;
-        u.port = String(pg.port);
-        u.pathname = `/${database}`;
-        return u.toString();
-      };
-      const client = new PgClient({ connectionString: at(url.pathname.slice(1)) });
+      const client = new PgClient({ connectionString: at(pg, url).href });
       await client.connect();
       try {
         // The engine creates its tables at start.
@@ -431,8 +454,8 @@ describe('docker-compose.yml', () => {
       } finally {
         await client.end();
       }
-      for (const other of ['temporal', 'postgres']) {
-        const c = new PgClient({ connectionString: at(other) });
+      for (const other of ['temporal', 'temporal_visibility', 'postgres']) {
+        const c = new PgClient({ connectionString: at(pg, url, other).href });
         await expect(c.connect()).rejects.toThrow(/permission denied/);
         await c.end().catch(() => undefined);
       }
@@ -469,16 +492,16 @@ describe('docker-compose.yml', () => {
     // The codec server keeps no file of its own any more.
     expect(env('codec').CODEC_AUDIT_FILE).toBeUndefined();
 
-    // The job: the project image, the same secret, the server's superuser (who owns the table; no engine process
-    // holds its password).
+    // The job: the project image, the same secret, signed in as the table's owner (not the superuser), whose
+    // password only the two one-shot audit jobs are given.
     const job = svc('audit-trail');
     expect(job.image).toBe(svc('api-1').image);
     expect(job.build).toEqual(svc('api-1').build);
-    expect(job.secrets).toEqual(['audit_database_url']);
-    expect(env('audit-trail')).toEqual({
-      PGUSER: env('postgres').POSTGRES_USER,
-      PGPASSWORD: env('postgres').POSTGRES_PASSWORD,
-    });
+    expect(job.secrets).toEqual(['audit_owner_password', 'audit_database_url']);
+    expect(env('audit-trail')).toEqual({ AUDIT_OWNER_ROLE: 'journey_audit_owner' });
+    expect(env('audit-database').AUDIT_OWNER_ROLE).toBe('journey_audit_owner');
+    const holders = Object.entries(compose.services).filter(([, s]) => s.secrets?.includes('audit_owner_password'));
+    expect(holders.map(([name]) => name).sort()).toEqual(['audit-database', 'audit-trail']);
     for (const name of ENGINE) expect([name, 'PGPASSWORD' in env(name)]).toEqual([name, false]);
   });
 
@@ -502,32 +525,33 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('the audit-trail job makes an append-only writer that reaches its database only; running it again is harmless', async () => {
-    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'temporal' });
+  test('the audit jobs: a table owned by a role no running process signs in as, an append-only writer; harmless again', async () => {
+    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'postgres' });
     try {
-      // The writer's URL with this server's address instead of the compose network's.
-      const writerUrl = new URL(readFileSync(secretFile(secretsDir, 'audit_database_url'), 'utf8').trim());
-      writerUrl.hostname = pg.host;
-      writerUrl.port = String(pg.port);
-      const secret = path.join(work, 'audit_database_url');
-      const code = auditJobCode()
-        .replaceAll('/run/secrets/audit_database_url', secret)
-        .replaceAll('/app/dist/audit/postgres.js', path.join(ROOT, 'src/audit/postgres.ts'));
-      const runJob = (url: URL) => {
-        writeFileSync(secret, `${url.href}\n`);
-        return execFileSync(process.execPath, ['--import', 'tsx', '-e', code], {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH,
-            PGUSER: env('audit-trail').PGUSER,
-            PGPASSWORD: decodeURIComponent(new URL(pg.url).password),
-          },
-          encoding: 'utf8',
-        });
-      };
+      const writerUrl = at(pg, readFileSync(secretFile(secretsDir, 'audit_database_url'), 'utf8').trim());
       const database = writerUrl.pathname.slice(1);
+      const code = auditJobCode().replaceAll('/app/dist/audit/postgres.js', path.join(ROOT, 'src/audit/postgres.ts'));
+      const runJobs = (url: URL) => {
+        // The audit-database job (psql, the superuser), then the audit-trail job (node, the owner).
+        expect(runSuperuserJob('audit-database', pg, { audit_database_url: `${url.href}\n` })).toContain(
+          `the audit trail's database ${database} is ready (owner journey_audit_owner)`,
+        );
+        const secrets = runSecrets('audit-trail', { audit_database_url: `${url.href}\n` });
+        return execFileSync(
+          process.execPath,
+          ['--import', 'tsx', '-e', code.replaceAll('/run/secrets/', `${secrets}/`)],
+          {
+            cwd: ROOT,
+            env: { PATH: process.env.PATH, ...env('audit-trail') },
+            encoding: 'utf8',
+          },
+        );
+      };
+      // Other parts' databases, made as the compose's jobs make them.
+      runSuperuserJob('temporal-database', pg);
+      runSuperuserJob('keycloak-database', pg);
       for (let run = 0; run < 2; run++) {
-        expect(runJob(writerUrl)).toContain(`the audit trail public.audit_trail in the database ${database} is ready`);
+        expect(runJobs(writerUrl)).toContain(`the audit trail public.audit_trail in the database ${database} is ready`);
       }
 
       // As the engine's processes: the table is there and the role may append and read it, nothing more (init
@@ -544,40 +568,255 @@ describe('docker-compose.yml', () => {
         await log.close();
       }
       expect(await verifyAuditTable(writerUrl.href)).toEqual({ ok: true, records: 1 });
-      const superuser = new URL(pg.url);
-      superuser.pathname = `/${database}`;
-      const owner = new PgClient({ connectionString: superuser.href });
-      await owner.connect();
+      // The table, its trigger function and its database are the owner's, a role that is no superuser; the writer is
+      // neither.
+      const superuser = new PgClient({ connectionString: at(pg, pg.url, database).href });
+      await superuser.connect();
       try {
-        const { rows } = await owner.query<{ owner: string; super: boolean; createrole: boolean }>(
-          `SELECT t.tableowner AS owner, r.rolsuper AS super, r.rolcreaterole AS createrole
-             FROM pg_tables t, pg_roles r WHERE t.schemaname = 'public' AND t.tablename = 'audit_trail'
-             AND r.rolname = $1`,
+        const owners = await superuser.query<{ table: string; fn: string; db: string }>(
+          `SELECT (SELECT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename = 'audit_trail') AS table,
+                  (SELECT proowner::regrole::text FROM pg_proc WHERE oid = 'public.audit_trail_append_only()'::regprocedure) AS fn,
+                  (SELECT datdba::regrole::text FROM pg_database WHERE datname = current_database()) AS db`,
+        );
+        expect(owners.rows).toEqual([
+          { table: 'journey_audit_owner', fn: 'journey_audit_owner', db: 'journey_audit_owner' },
+        ]);
+        const roles = await superuser.query<{ name: string; super: boolean; createdb: boolean; bypassrls: boolean }>(
+          `SELECT rolname AS name, rolsuper AS super, rolcreatedb AS createdb, rolbypassrls AS bypassrls FROM pg_roles
+             WHERE rolname IN ('journey_audit_owner', $1) ORDER BY rolname`,
           [writerUrl.username],
         );
-        expect(rows).toEqual([{ owner: env('postgres').POSTGRES_USER, super: false, createrole: false }]);
+        expect(roles.rows).toEqual([
+          { name: 'journey_audit_owner', super: false, createdb: false, bypassrls: false },
+          { name: writerUrl.username, super: false, createdb: false, bypassrls: false },
+        ]);
       } finally {
-        await owner.end();
+        await superuser.end();
       }
-      // The writer reaches its database only.
-      for (const other of ['temporal', 'postgres']) {
-        const u = new URL(writerUrl);
-        u.pathname = `/${other}`;
-        const c = new PgClient({ connectionString: u.href });
-        await expect(c.connect()).rejects.toThrow(/permission denied/);
+      // The owner signs in with the password of its secret file; the writer reaches its database only.
+      const ownerPassword = readFileSync(secretFile(secretsDir, 'audit_owner_password'), 'utf8').trim();
+      const owner = new PgClient({
+        connectionString: at(pg, writerUrl, database).href,
+        user: 'journey_audit_owner',
+        password: ownerPassword,
+      });
+      await owner.connect();
+      await owner.end();
+      for (const other of ['temporal', 'temporal_visibility', 'keycloak', 'postgres']) {
+        const c = new PgClient({ connectionString: at(pg, writerUrl, other).href });
+        const outcome = await c.connect().then(
+          () => 'connected',
+          (err: Error) => err.message,
+        );
+        expect([other, outcome]).toEqual([other, expect.stringMatching(/permission denied/)]);
         await c.end().catch(() => undefined);
       }
 
       // A new password in the file is the role's after the next run; the trail stays as it was.
       const rotated = new URL(writerUrl);
       rotated.password = 'another-password-of-the-writer';
-      runJob(rotated);
+      runJobs(rotated);
       expect(await verifyAuditTable(rotated.href)).toEqual({ ok: true, records: 1 });
       await expect(verifyAuditTable(writerUrl.href)).rejects.toThrow(/password/);
     } finally {
       await pg.cleanup();
     }
   });
+
+  test("a trail an earlier version made as the superuser is handed to the owner, records and writer's rights kept", async () => {
+    // An earlier volume: the superuser `temporal`, the table and the writer made as it.
+    const pg = await startTestPostgres({ user: 'temporal', database: 'postgres' });
+    try {
+      const writerUrl = at(pg, readFileSync(secretFile(secretsDir, 'audit_database_url'), 'utf8').trim());
+      const database = writerUrl.pathname.slice(1);
+      const admin = new PgClient({ connectionString: pg.url });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${database}`);
+      await admin.end();
+      await prepareAuditStore({
+        ownerUrl: at(pg, pg.url, database).href,
+        writerRole: writerUrl.username,
+        writerPassword: decodeURIComponent(writerUrl.password),
+      });
+      const before = new PostgresAuditLog({ connectionString: writerUrl.href, poolSize: 1 });
+      await before.init();
+      await before.append({ action: 'compose.before', subject: 'test', roles: [], outcome: 'ok' });
+      await before.close();
+
+      // The jobs of this version, the superuser named as that volume's (POSTGRES_SUPERUSER=temporal).
+      const { compose: kept } = loadCompose(text, { ...userEnv, POSTGRES_SUPERUSER: 'temporal' });
+      expect(envOf(kept.services['audit-database']!).PGUSER).toBe('temporal');
+      expect(runSuperuserJob('audit-database', pg, { audit_database_url: `${writerUrl.href}\n` })).toContain(
+        'is ready',
+      );
+      const secrets = runSecrets('audit-trail', { audit_database_url: `${writerUrl.href}\n` });
+      const code = auditJobCode()
+        .replaceAll('/app/dist/audit/postgres.js', path.join(ROOT, 'src/audit/postgres.ts'))
+        .replaceAll('/run/secrets/', `${secrets}/`);
+      execFileSync(process.execPath, ['--import', 'tsx', '-e', code], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH, ...env('audit-trail') },
+        encoding: 'utf8',
+      });
+
+      const superuser = new PgClient({ connectionString: at(pg, pg.url, database).href });
+      await superuser.connect();
+      try {
+        const { rows } = await superuser.query<{ table: string; fn: string }>(
+          `SELECT (SELECT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename = 'audit_trail') AS table,
+                  (SELECT proowner::regrole::text FROM pg_proc WHERE oid = 'public.audit_trail_append_only()'::regprocedure) AS fn`,
+        );
+        expect(rows).toEqual([{ table: 'journey_audit_owner', fn: 'journey_audit_owner' }]);
+      } finally {
+        await superuser.end();
+      }
+      const after = new PostgresAuditLog({ connectionString: writerUrl.href, poolSize: 1 });
+      try {
+        await after.init();
+        expect((await after.append({ action: 'compose.after', subject: 'test', roles: [], outcome: 'ok' })).seq).toBe(
+          2,
+        );
+      } finally {
+        await after.close();
+      }
+      expect(await verifyAuditTable(writerUrl.href)).toEqual({ ok: true, records: 2 });
+    } finally {
+      await pg.cleanup();
+    }
+  });
+
+  test('no long-running service signs in to PostgreSQL as the superuser: its password is in one-shot jobs only', () => {
+    const password = env('postgres').POSTGRES_PASSWORD!;
+    expect(password).toBe(userEnv.POSTGRES_PASSWORD);
+    expect(env('postgres').POSTGRES_USER).toBe('postgres');
+    const holders = Object.entries(compose.services)
+      .filter(([, s]) => JSON.stringify([s.environment, s.command, s.entrypoint]).includes(password))
+      .map(([name]) => name);
+    expect(holders.sort()).toEqual(['postgres', ...SUPERUSER_JOBS].sort());
+    for (const job of SUPERUSER_JOBS)
+      expect([job, ONE_SHOTS.includes(job), svc(job).restart]).toEqual([job, true, 'no']);
+    // Each long-running part signs in as a role of its own, none of them the superuser.
+    const roles = {
+      temporal: env('temporal').POSTGRES_USER,
+      'temporal-schema': env('temporal-schema').SQL_USER,
+      keycloak: env('keycloak').KC_DB_USERNAME,
+      inbox: new URL(readFileSync(secretFile(secretsDir, 'inbox_database_url'), 'utf8').trim()).username,
+      audit: new URL(readFileSync(secretFile(secretsDir, 'audit_database_url'), 'utf8').trim()).username,
+    };
+    expect(roles).toEqual({
+      temporal: 'temporal_server',
+      'temporal-schema': 'temporal_server',
+      keycloak: 'keycloak',
+      inbox: 'journeys',
+      audit: 'journey_audit_writer',
+    });
+    // The Temporal server's password comes from its own secret file, into its environment in its entrypoint.
+    expect(env('temporal').POSTGRES_PWD).toBeUndefined();
+    expect(svc('temporal').secrets).toEqual(['temporal_database_password']);
+    const [sh, flag, script, argv0] = svc('temporal').entrypoint!;
+    expect([sh, flag, argv0]).toEqual(['/bin/sh', '-ec', 'entrypoint.sh']);
+    expect(script).toContain('POSTGRES_PWD=$(cat /run/secrets/temporal_database_password)\nexport POSTGRES_PWD\n');
+    expect(script).toMatch(/exec \/etc\/temporal\/entrypoint\.sh "\$@"\n$/);
+    // A volume of an earlier version keeps its superuser's name.
+    const { compose: kept } = loadCompose(text, { ...userEnv, POSTGRES_SUPERUSER: 'temporal' });
+    for (const job of SUPERUSER_JOBS) expect([job, envOf(kept.services[job]!).PGUSER]).toEqual([job, 'temporal']);
+  });
+
+  test('the Temporal databases: its role owns them and nothing else, the schema job sets them up as it', async () => {
+    const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'postgres' });
+    try {
+      for (let run = 0; run < 2; run++) {
+        expect(runSuperuserJob('temporal-database', pg)).toContain('the Temporal databases are ready');
+      }
+      runTemporalSchemaJob(pg);
+      await expectTemporalDatabasesOwned(pg);
+    } finally {
+      await pg.cleanup();
+    }
+  });
+
+  test('Temporal databases an earlier version made as the superuser are handed to its role, schema and all', async () => {
+    const pg = await startTestPostgres({ user: 'temporal', database: 'postgres' });
+    try {
+      // What the earlier temporal-schema job did, as the superuser.
+      const bin = path.join(ROOT, '.tools/temporal-server/bin/temporal-sql-tool');
+      const schema = path.join(ROOT, '.tools/temporal-server/schema/postgresql/v12');
+      const password = decodeURIComponent(new URL(pg.url).password);
+      for (const [db, dir] of [
+        ['temporal', 'temporal'],
+        ['temporal_visibility', 'visibility'],
+      ] as const) {
+        const sql = ['--plugin', 'postgres12', '--ep', pg.host, '-p', String(pg.port), '-u', 'temporal', '--db', db];
+        const opts = { env: { PATH: process.env.PATH, SQL_PASSWORD: password }, stdio: 'ignore' as const };
+        execFileSync(bin, [...sql, 'create'], opts);
+        execFileSync(bin, [...sql, 'setup-schema', '-v', '0.0'], opts);
+        execFileSync(bin, [...sql, 'update-schema', '-d', path.join(schema, dir, 'versioned')], opts);
+      }
+      runSuperuserJob('temporal-database', pg);
+      runTemporalSchemaJob(pg);
+      await expectTemporalDatabasesOwned(pg);
+    } finally {
+      await pg.cleanup();
+    }
+  });
+
+  /** The temporal-schema job's script, with the server's tool and schema files of this checkout. */
+  const runTemporalSchemaJob = (pg: TestPostgres) => {
+    const bin = path.join(ROOT, '.tools/temporal-server/bin');
+    expect(existsSync(path.join(bin, 'temporal-sql-tool'))).toBe(true);
+    const script = scriptOf('temporal-schema')
+      .replaceAll('/run/secrets/', `${runSecrets('temporal-schema')}/`)
+      .replaceAll('/etc/temporal/schema/', path.join(ROOT, '.tools/temporal-server/schema/'));
+    const out = execFileSync('sh', ['-ec', script], {
+      env: {
+        PATH: `${bin}:${process.env.PATH}`,
+        ...env('temporal-schema'),
+        SQL_HOST: pg.host,
+        SQL_PORT: String(pg.port),
+      },
+      encoding: 'utf8',
+    });
+    expect(out).toContain('Temporal schemas are up to date');
+  };
+
+  /** Everything in the two databases is temporal_server's (an extension's own objects aside); it is no superuser. */
+  const expectTemporalDatabasesOwned = async (pg: TestPostgres) => {
+    const password = readFileSync(secretFile(secretsDir, 'temporal_database_password'), 'utf8').trim();
+    const as = (database: string) =>
+      new PgClient({ host: pg.host, port: pg.port, user: env('temporal').POSTGRES_USER, password, database });
+    for (const database of ['temporal', 'temporal_visibility']) {
+      const c = as(database);
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ kind: string; name: string; owner: string }>(
+          `SELECT 'relation' AS kind, c.relname AS name, c.relowner::regrole::text AS owner
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'i')
+           UNION ALL
+           SELECT 'function', p.proname, p.proowner::regrole::text
+             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = 'public' AND NOT EXISTS (SELECT FROM pg_depend d
+               WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+           UNION ALL
+           SELECT 'database', datname, datdba::regrole::text FROM pg_database WHERE datname = current_database()`,
+        );
+        expect(rows.filter((r) => r.kind === 'relation').length).toBeGreaterThan(5);
+        expect([database, rows.filter((r) => r.owner !== 'temporal_server')]).toEqual([database, []]);
+        const me = await c.query<{ super: boolean; createdb: boolean; createrole: boolean }>(
+          'SELECT rolsuper AS super, rolcreatedb AS createdb, rolcreaterole AS createrole FROM pg_roles WHERE rolname = current_user',
+        );
+        expect(me.rows).toEqual([{ super: false, createdb: false, createrole: false }]);
+        // It changes its schema itself (update-schema, a later version's).
+        await c.query('ALTER TABLE schema_version ADD COLUMN IF NOT EXISTS compose_check int');
+        await c.query('ALTER TABLE schema_version DROP COLUMN compose_check');
+      } finally {
+        await c.end();
+      }
+    }
+    const other = as('postgres');
+    await expect(other.connect()).rejects.toThrow(/permission denied/);
+    await other.end().catch(() => undefined);
+  };
 
   test('keeps attachments in the MinIO bucket the minio-bucket job makes, with credentials from secret files', async () => {
     const bucket = env('minio-bucket').BUCKET;
@@ -792,24 +1031,28 @@ describe('docker-compose.yml', () => {
   });
 
   test('sets up the PostgreSQL schemas before the server starts, and configures the server', () => {
-    const schema = svc('temporal-schema');
-    const script = scriptOf('temporal-schema');
-    expect(script).toContain('temporal-sql-tool --plugin postgres12 --ep postgres');
-    for (const step of ['create', 'setup-schema -v 0.0', 'update-schema -d']) expect(script).toContain(step);
-    expect(script).toMatch(/temporal:temporal temporal_visibility:visibility/);
-    expect(schema.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
-
     const server = svc('temporal');
     const e = env('temporal');
+    const schema = svc('temporal-schema');
+    const script = scriptOf('temporal-schema');
+    expect(script).toContain('temporal-sql-tool --plugin postgres12 --ep $SQL_HOST -p $SQL_PORT -u $SQL_USER');
+    for (const step of ['setup-schema -v 0.0', 'update-schema -d']) expect(script).toContain(step);
+    // Its role may not create databases: the temporal-database job made them.
+    expect(script).not.toMatch(/\$sql create\b/);
+    expect(script).toMatch(/temporal:temporal temporal_visibility:visibility/);
+    expect(schema.depends_on).toEqual({ 'temporal-database': { condition: 'service_completed_successfully' } });
+    expect(env('temporal-schema')).toEqual({ SQL_HOST: 'postgres', SQL_PORT: '5432', SQL_USER: e.POSTGRES_USER });
+
     // After Keycloak too: its JWT authorizer reads the issuer's keys at start (test/deploy/compose-identity.test.ts).
     expect(server.depends_on).toEqual({
       'temporal-schema': { condition: 'service_completed_successfully' },
       keycloak: { condition: 'service_healthy' },
     });
     expect(e).toMatchObject({ DB: 'postgres12', DB_PORT: '5432', POSTGRES_SEEDS: 'postgres' });
-    expect(e.POSTGRES_USER).toBe(env('postgres').POSTGRES_USER);
-    expect(e.POSTGRES_PWD).toBe(env('postgres').POSTGRES_PASSWORD);
-    expect(env('temporal-schema').SQL_PASSWORD).toBe(env('postgres').POSTGRES_PASSWORD);
+    // Its own role and password (the superuser's is not Temporal's: see the superuser test above).
+    expect(e.POSTGRES_USER).toBe('temporal_server');
+    expect(e.POSTGRES_USER).not.toBe(env('postgres').POSTGRES_USER);
+    expect(svc('temporal-schema').secrets).toEqual(svc('temporal').secrets);
 
     const dynamic = mounts(server).find((m) => m.target === e.DYNAMIC_CONFIG_FILE_PATH);
     expect(dynamic).toBeDefined();
@@ -853,8 +1096,10 @@ describe('docker-compose.yml', () => {
     expect(svc('worker').depends_on).toEqual({ 'temporal-setup': done, 'minio-bucket': done, 'audit-trail': done });
     expect(svc('codec').depends_on).toEqual({ 'audit-trail': done });
     expect(svc('temporal-ui').depends_on).toEqual({ 'temporal-setup': done });
-    expect(svc('inbox-database').depends_on).toEqual({ 'temporal-schema': done });
-    expect(svc('audit-trail').depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+    const healthy = { postgres: { condition: 'service_healthy' } };
+    for (const job of SUPERUSER_JOBS) expect([job, svc(job).depends_on]).toEqual([job, healthy]);
+    expect(svc('temporal-schema').depends_on).toEqual({ 'temporal-database': done });
+    expect(svc('audit-trail').depends_on).toEqual({ 'audit-database': done });
     expect(svc('minio-bucket').depends_on).toEqual({ minio: { condition: 'service_healthy' } });
     for (const [name, s] of Object.entries(compose.services)) {
       for (const [dep, d] of Object.entries(s.depends_on ?? {})) {
@@ -943,6 +1188,7 @@ describe('deploy/compose.temporal-cloud.yml', () => {
           ...API_REPLICAS,
           'worker',
           'inbox-database',
+          'audit-database',
           'audit-trail',
           'postgres',
           'minio-bucket',

@@ -245,7 +245,7 @@ describe('docker-compose.yml: the operators identity provider', () => {
   test('the keycloak-database job makes a role that owns its database only, and running it again is harmless', async () => {
     const superuser = env('keycloak-database').PGUSER!;
     expect(superuser).toBe(env('postgres').POSTGRES_USER);
-    const pg = await startTestPostgres({ user: superuser, database: 'temporal' });
+    const pg = await startTestPostgres({ user: superuser, database: 'postgres' });
     try {
       const jobScript = svc('keycloak-database').command!.join('\n');
       // The password never goes onto psql's command line: psql reads the file itself.
@@ -262,6 +262,11 @@ describe('docker-compose.yml: the operators identity provider', () => {
       for (let run = 0; run < 2; run++) {
         expect(execFileSync('sh', ['-ec', script], { env: jobEnv, encoding: 'utf8' })).toContain('is ready');
       }
+      // Temporal's databases, as its own job makes them.
+      const temporalJob = svc('temporal-database')
+        .command!.join('\n')
+        .replaceAll('/run/secrets/', `${runSecrets('temporal-database')}/`);
+      execFileSync('sh', ['-ec', temporalJob], { env: jobEnv, encoding: 'utf8' });
       // Keycloak's settings reach it: KC_DB_URL's database, KC_DB_USERNAME, the password file.
       const jdbc = new URL(env('keycloak').KC_DB_URL!.replace(/^jdbc:/, ''));
       const as = (database: string) =>
@@ -283,7 +288,7 @@ describe('docker-compose.yml: the operators identity provider', () => {
       } finally {
         await kc.end();
       }
-      for (const other of ['temporal', 'postgres']) {
+      for (const other of ['temporal', 'temporal_visibility', 'postgres']) {
         const c = as(other);
         await expect(c.connect()).rejects.toThrow(/permission denied/);
         await c.end().catch(() => undefined);
