@@ -76,12 +76,15 @@ export interface Service {
   deploy?: { replicas?: number };
   networks?: Record<string, { aliases?: string[] } | null>;
   group_add?: string[];
+  network_mode?: string;
+  configs?: { source: string; target: string }[];
 }
 
 export interface ComposeFile {
   services: Record<string, Service>;
   secrets: Record<string, { file: string }>;
   volumes: Record<string, unknown>;
+  configs?: Record<string, { content: string }>;
 }
 
 // Compose's merge tags of an override file (`!override` replaces, `!reset` removes what the base file sets): read as

@@ -5,7 +5,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ROOT, loadCompose, parseDotenv, read } from './compose-file';
+import YAML from 'yaml';
+import { ROOT, envOf, loadCompose, parseDotenv, publishedPorts, read } from './compose-file';
 
 const text = read('docker-compose.yml');
 const envExample = parseDotenv(read('deploy/.env.example'));
@@ -84,5 +85,47 @@ describe('the secret files', () => {
     mkdirSync(path.dirname(nested), { recursive: true });
     initSecrets(nested, path.join(work, 'nested.env'));
     expect(mode(nested)).toBe(0o700);
+  });
+});
+
+/** Renders the Temporal server's `{{ env "NAME" }}` (sprig, as the server renders an `enable-template` file). */
+const renderEnv = (template: string, vars: Record<string, string>) =>
+  template.replace(/\{\{ env "([A-Z0-9_]+)" \}\}/g, (_m, name: string) => {
+    if (!(name in vars)) throw new Error(`${name} is not set`);
+    return vars[name]!;
+  });
+
+describe("the Temporal server's services without a token check", () => {
+  test('listen on its own loopback only: the internal frontend, history, matching and the system worker', () => {
+    const e = envOf(compose.services.temporal!);
+    const mounted = compose.services.temporal!.configs!.find((c) => c.source === 'temporal-auth')!;
+    expect(mounted.target).toBe(`/etc/temporal/config/docker_${e.TEMPORAL_AVAILABILITY_ZONE}.yaml`);
+    const rendered = YAML.parse(renderEnv(compose.configs!['temporal-auth']!.content, e)) as {
+      global: { membership: Record<string, unknown> };
+      services: Record<string, { rpc: Record<string, unknown> }>;
+    };
+    const loopback = '127.0.0.1';
+    // Every service of the server but the frontend, each entry whole (it replaces the image's), ports the image's.
+    expect(rendered.services).toEqual({
+      'internal-frontend': { rpc: { grpcPort: 7236, membershipPort: 6936, httpPort: 7246, bindOnIP: loopback } },
+      history: { rpc: { grpcPort: 7234, membershipPort: 6934, bindOnIP: loopback } },
+      matching: { rpc: { grpcPort: 7235, membershipPort: 6935, bindOnIP: loopback } },
+      worker: { rpc: { grpcPort: 7239, membershipPort: 6939, bindOnIP: loopback } },
+    });
+    expect(e.SERVICES!.split(':').filter((x) => x !== 'frontend')).toEqual(Object.keys(rendered.services));
+    // They find each other on loopback: they run in this one container. The frontend (the image's entry) listens on
+    // every interface, the network's among them.
+    expect(rendered.global.membership).toEqual({ maxJoinDuration: '30s', broadcastAddress: loopback });
+    expect(e.BIND_ON_IP).toBe('0.0.0.0');
+
+    // No other container shares the server's network namespace (its loopback), and every other service reaches
+    // Temporal at the frontend, the one port published (on this machine's loopback).
+    for (const [name, s] of Object.entries(compose.services)) expect([name, s.network_mode]).toEqual([name, undefined]);
+    const addresses = Object.entries(compose.services).flatMap(([name, s]) =>
+      Object.values(envOf(s)).flatMap((v) => [...v.matchAll(/\btemporal:(\d+)\b/g)].map((m) => [name, m[1]])),
+    );
+    expect(addresses.length).toBeGreaterThan(3);
+    for (const [name, port] of addresses) expect([name, port]).toEqual([name, '7233']);
+    expect(publishedPorts(compose.services.temporal!)).toEqual([{ hostIp: loopback, host: 7233, container: 7233 }]);
   });
 });
