@@ -35,7 +35,7 @@ import type { ManagedProcess } from './lib/processes';
 import { ProductionStack, productionStackPorts, type ProductionPorts } from './lib/production-stack';
 import { startBlocker } from './lib/stack-guard';
 import { unsupportedNode } from './lib/stack-log';
-import { DEMO_CLINIC_TOKEN, LOCAL_ADMIN_TOKEN, stackSecrets } from './lib/stack-secrets';
+import { DEMO_CLINIC_TOKEN, stackSecrets } from './lib/stack-secrets';
 import { PRODUCTION_DYNAMIC_CONFIG } from './lib/temporal-server';
 import { BREAKING_TIMER, sourceVariant, type SourceEdit } from './lib/workflow-variant';
 import {
@@ -596,7 +596,7 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
 
     // 1. Journeys parked in every wait state, on v1.
     const api = new PacedApiClient(stack.apiUrl, DEMO_CLINIC_TOKEN, 60);
-    const admin = new ApiClient(stack.apiUrl, LOCAL_ADMIN_TOKEN);
+    const admin = new ApiClient(stack.apiUrl, stack.adminToken);
     const runId = Date.now().toString(36);
     const parked: ParkedJourney[] = await parkJourneys(api, stack.sandboxUrl, {
       perState: o.perState,

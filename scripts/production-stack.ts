@@ -10,8 +10,10 @@
 // TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
 // Operators sign in through Keycloak (KEYCLOAK_PORT 8180, KEYCLOAK_MANAGEMENT_PORT 8181; the Temporal server's
 // internal frontend on TEMPORAL_INTERNAL_FRONTEND_PORT 7236 and TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT 7244); the demo
-// users' passwords are made on the first start and printed. IDENTITY=off runs the stack without it (nothing decoded
-// in the Web UI then, and the Temporal server open to whoever reaches it on this host).
+// users' passwords are made on the first start and printed; admins sign in (no static admin token). IDENTITY=off runs
+// the stack without it (nothing decoded in the Web UI then, and the Temporal server open to whoever reaches it on this
+// host); the admin routes then take a token the stack makes once, kept in <DATA_DIR>/secrets/admin_token (mode 0600).
+// The engine's secrets are files in <DATA_DIR>/secrets, each mode 0600, named by its *_FILE settings.
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { DEMO_USERS } from './lib/keycloak';
@@ -44,7 +46,12 @@ async function up(stack: ProductionStack) {
   say(`the production-shaped stack is up (${((Date.now() - started) / 1000).toFixed(0)} s):`);
   say(`  API (HAProxy)    ${stack.apiUrl}  -> replicas on ${p.apiReplicas.join(', ')}  (docs: ${stack.apiUrl}/docs)`);
   say(`  demo clinic      Authorization: Bearer ${ProductionStack.tokens.clinic}`);
-  say(`  admin routes     Authorization: Bearer ${ProductionStack.tokens.admin}  (/admin/dead-letters)`);
+  if (stack.adminTokenFile) {
+    say(`  admin routes     Authorization: Bearer <the token in ${stack.adminTokenFile}>  (/admin/dead-letters;`);
+    say(`                   made for this stack, mode 0600: export ADMIN_TOKEN="$(cat ${stack.adminTokenFile})")`);
+  } else {
+    say('  admin routes     signed-in admins only (the journey-admin role; no static token beside Keycloak)');
+  }
   say(`  workers          ${workers}  (metrics: ${stack.workerMetricsUrls.join(', ') || 'none'})`);
   say(
     `  Temporal         ${stack.temporalAddress} on PostgreSQL 127.0.0.1:${p.postgres} (metrics :${p.temporalMetrics})`,
@@ -62,7 +69,15 @@ async function up(stack: ProductionStack) {
   } else {
     say(`  Temporal UI      ${stack.uiUrl}  (no sign-in: IDENTITY=off; payloads stay encrypted in it)`);
   }
-  say(`  object store     ${stack.objectStore?.endpoint}  (MinIO; attachments, sealed)`);
+  say(`  object store     ${stack.objectStore?.endpoint}  (MinIO; attachments, sealed; audit checkpoints, locked)`);
+  say('  audit trail      checked against its checkpoints by:');
+  say(
+    `                   ${Object.entries(stack.auditVerifyEnv)
+      .filter(([, v]) => v !== '')
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')} npm run audit-trail:verify`,
+  );
+  say(`  secrets          ${path.join(dataDir, 'secrets')} (a file each, mode 0600)`);
   say(`  sandbox          ${stack.sandboxUrl}  (api_key ${DEMO_API_KEY})`);
   say(`  data and logs    ${dataDir}`);
   say(`try: npm run demo -- --api ${stack.apiUrl}`);

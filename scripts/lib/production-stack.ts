@@ -1,24 +1,36 @@
 // The production shape on one machine, every part a real server: PostgreSQL (Temporal's persistence and visibility,
-// and the callback inbox), the Temporal server itself with its Web UI, MinIO for attachments, the codec server, the
-// exam-service sandbox, N workers, N API replicas and HAProxy in front of them. API replicas and workers each get a
-// data folder of their own: they share nothing but PostgreSQL, Temporal and the object store.
+// the callback inbox and the audit trail), the Temporal server itself with its Web UI, MinIO for attachments and the
+// audit trail's checkpoints, the codec server, the exam-service sandbox, N workers, N API replicas and HAProxy in front
+// of them. API replicas and workers each get a data folder of their own: they share nothing but PostgreSQL, Temporal
+// and the object store.
+//
+// Held against someone on the host: no part logs in to PostgreSQL as its superuser (Temporal, Keycloak and the inbox
+// each have a role owning its database(s); the audit table belongs to a role nobody logs in as, prepared over the
+// cluster's socket: scripts/lib/database-roles.ts); every engine process checkpoints the audit table's head to a
+// bucket with Object Lock; the engine's secrets are files (mode 0600, <dataDir>/secrets) named by its *_FILE
+// settings, never its environment; the admin routes take a token the stack made (none beside the identity provider).
 //
 // Started in dependency order and stopped in the reverse one. Each part can be killed and started again on its own
 // (the fault drills do), and with `supervise` a worker or API replica that dies is started again, as an
 // orchestrator would.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import {
+  CreateBucketCommand,
+  GetObjectLockConfigurationCommand,
+  HeadBucketCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { ServiceAccountTokens } from '../../src/auth/service-account';
-import { prepareAuditStore } from '../../src/audit/postgres';
 import { portFree, type StackPort } from './stack-guard';
 import type { StackLog } from './stack-log';
 import type { ManagedProcess } from './processes';
 import {
   AUDIENCE,
   CLIENTS,
-  ensureDatabase,
+  DATABASE as KEYCLOAK_DATABASE,
   issuerOf,
   jwksUrlOf,
   keycloakInstalled,
@@ -29,13 +41,16 @@ import { ensureLocalCertificate } from './local-tls';
 import { startObjectStore, type ObjectStoreServer } from './object-store';
 import { startPostgres, type PostgresServer } from './postgres-server';
 import {
+  adminTokenFile,
   DEMO_CLINIC_TOKEN,
-  LOCAL_ADMIN_TOKEN,
   sha256,
+  stackAdminToken,
   stackSecrets,
   stackTemporalProfile,
   writeDemoClinics,
+  writeSecretFiles,
 } from './stack-secrets';
+import { prepareAuditOwner, prepareDatabaseRole, roleUrl, type SuperuserAccess } from './database-roles';
 import { inboxRoleUrl, prepareInboxRole, type InboxRole } from './inbox-role';
 import {
   api,
@@ -58,6 +73,16 @@ const INBOX_DATABASE = 'journeys';
 /** The API replicas' role in PostgreSQL: owns the inbox database, nothing else, no superuser (scripts/lib/inbox-role.ts). */
 const INBOX_ROLE = 'journey_inbox';
 const AUDIT_DATABASE = 'journey_audit';
+/** Owns the audit table: no LOGIN, no password; the stack prepares it as the superuser over the cluster's socket. */
+const AUDIT_OWNER = 'journey_audit_owner';
+/** The engine's role on the audit table: SELECT and INSERT only (src/audit/postgres.ts). */
+const AUDIT_WRITER = 'journey_audit_writer';
+/** The Temporal server's role: owns its two databases (temporal, temporal_visibility), no superuser. */
+const TEMPORAL_ROLE = 'temporal';
+/** Keycloak's role: owns its database, no superuser. */
+const KEYCLOAK_ROLE = 'keycloak';
+/** The bucket with Object Lock every engine process checkpoints the audit table's head to (src/audit/checkpoints.ts). */
+export const CHECKPOINT_BUCKET = 'journey-audit-checkpoints';
 
 export interface ProductionPorts {
   /** The load balancer: the clinic API and the webhook, as the outside sees them. */
@@ -273,6 +298,10 @@ export class ProductionStack {
   #auditUrl: string | undefined;
   /** The automation service account's tokens (the stack's own calls to a Temporal server with the authorizer). */
   #automation: ServiceAccountTokens | undefined;
+  /** The admin routes' token this stack made (none beside the identity provider). */
+  #adminToken: string | undefined;
+  /** The engine's secrets as files (mode 0600) in the secrets folder, by name. */
+  #files: Record<string, string> | undefined;
   readonly #log: (line: string) => void;
 
   constructor(readonly o: ProductionStackOptions) {
@@ -333,6 +362,30 @@ export class ProductionStack {
     if (!this.#automation) throw new Error('the stack runs without an identity provider');
     return this.#automation.token();
   }
+  /**
+   * The admin routes' bearer token, made by this stack at its first start and kept in its secrets folder (mode 0600):
+   * without the identity provider only. Beside it there is none: admins sign in (journey-admin).
+   */
+  get adminToken(): string {
+    if (!this.#adminToken) {
+      throw new Error(this.o.identity ? 'no admin token beside the identity provider' : 'the stack is not started');
+    }
+    return this.#adminToken;
+  }
+  /** Where the admin token is kept (read it with `cat`); undefined beside the identity provider. */
+  get adminTokenFile(): string | undefined {
+    return this.#adminToken ? adminTokenFile(this.o.dataDir) : undefined;
+  }
+  /** The secrets folder's file holding the audit trail's writer URL (AUDIT_DATABASE_URL_FILE). */
+  get auditDatabaseUrlFile(): string {
+    if (!this.#files) throw new Error('the stack is not started');
+    return this.#files.audit_database_url!;
+  }
+  /** The object store's credentials as an AWS shared credentials file (AWS_SHARED_CREDENTIALS_FILE). */
+  get objectStoreCredentialsFile(): string {
+    if (!this.#files) throw new Error('the stack is not started');
+    return this.#files.object_store_credentials!;
+  }
   /** The inbox database's URL, as the inbox's own role reaches it (carries the password: never log it). */
   get inboxDatabaseUrl(): string {
     const pg = this.#pg();
@@ -350,6 +403,17 @@ export class ProductionStack {
     return this.postgres;
   }
 
+  /** The cluster's superuser over its unix socket (no password): the stack's own preparation, and nothing else. */
+  #superuser(): SuperuserAccess {
+    const pg = this.#pg();
+    return { host: pg.socketDir, port: pg.port, user: pg.user };
+  }
+
+  /** A role's access over TCP with its password (what a part logs in as). */
+  #roleAccess(role: string, password: string) {
+    return { host: '127.0.0.1', port: this.#pg().port, user: role, password };
+  }
+
   async start(): Promise<void> {
     const { dataDir, ports } = this.o;
     const stack = this.#stack;
@@ -359,8 +423,10 @@ export class ProductionStack {
     if (this.o.identity && !keycloakInstalled())
       throw new Error('Keycloak is missing: run `bash scripts/install-production.sh`');
     const secrets = (this.#secrets = stackSecrets(dataDir));
+    this.#adminToken = stackAdminToken(dataDir, !this.o.identity);
 
-    // 1. PostgreSQL: Temporal's two databases and the callback inbox.
+    // 1. PostgreSQL: Temporal's two databases, Keycloak's, the callback inbox and the audit trail, each owned by a
+    // role of its own; no part logs in as the superuser.
     const postgres = await startPostgres({
       dataDir: path.join(dataDir, 'postgres'),
       port: ports.postgres,
@@ -370,37 +436,37 @@ export class ProductionStack {
     });
     this.postgres = postgres;
     stack.add({ name: 'postgres', stop: () => postgres.stop() });
-    const pgAccess = {
-      host: '127.0.0.1',
-      port: postgres.port,
-      user: postgres.user,
-      password: decodeURIComponent(new URL(postgres.url).password),
-    };
+    const su = this.#superuser();
 
     // 1a. The callback inbox: a database the API replicas' own role owns (not the cluster's superuser).
-    await prepareInboxRole(pgAccess, this.#inboxRole());
+    await prepareInboxRole(su, this.#inboxRole());
 
-    // 1b. One audit trail for every process: a table in a database of its own, which the processes' role can only
-    // read and append to.
-    await ensureDatabase(pgAccess, AUDIT_DATABASE);
-    const auditOwner = new URL(postgres.url);
-    auditOwner.pathname = `/${AUDIT_DATABASE}`;
-    const audit = await prepareAuditStore({
-      ownerUrl: auditOwner.toString(),
-      writerRole: 'journey_audit_writer',
+    // 1b. One audit trail for every process: a table in a database of its own, owned by a role nobody logs in as;
+    // the processes' role can only read and append to it.
+    await prepareAuditOwner(su, {
+      database: AUDIT_DATABASE,
+      owner: AUDIT_OWNER,
+      writerRole: AUDIT_WRITER,
       writerPassword: secrets.auditWriterPassword!,
     });
-    this.#auditUrl = audit.writerUrl;
+    this.#auditUrl = roleUrl('127.0.0.1', postgres.port, AUDIT_WRITER, secrets.auditWriterPassword!, AUDIT_DATABASE);
 
-    // 1c. The identity provider: Keycloak on its own database, the realm imported on its first start. Temporal's
-    // authorizer reads its keys at start, so it comes first (its ~20 s overlap the schema's setup).
-    const keycloakReady = this.o.identity ? this.#startKeycloak(pgAccess) : Promise.resolve();
+    // 1c. The identity provider: Keycloak on its own database as its own role, the realm imported on its first
+    // start. Temporal's authorizer reads its keys at start, so it comes first (its ~20 s overlap the schema's setup).
+    const keycloakReady = this.o.identity ? this.#startKeycloak(su) : Promise.resolve();
 
-    // 2. The Temporal server, its schema set up or updated first; then the namespace and search attributes.
-    await setupTemporalSchema(pgAccess, (l) => this.#log(l));
+    // 2. The Temporal server as its own role, owning its two databases; its schema set up or updated first (by that
+    // role); then the namespace and search attributes.
+    const temporalAccess = this.#roleAccess(TEMPORAL_ROLE, secrets.temporalDatabasePassword!);
+    await prepareDatabaseRole(su, {
+      role: TEMPORAL_ROLE,
+      password: secrets.temporalDatabasePassword!,
+      databases: ['temporal', 'temporal_visibility'],
+    });
+    await setupTemporalSchema(temporalAccess, (l) => this.#log(l));
     await keycloakReady;
     this.temporal = startTemporalServer({
-      postgres: pgAccess,
+      postgres: temporalAccess,
       ports: {
         frontend: ports.temporal,
         http: ports.temporalHttp,
@@ -428,7 +494,7 @@ export class ProductionStack {
       this.#automation ? await this.#automation.token() : undefined,
     );
 
-    // 3. The object store and its bucket.
+    // 3. The object store, its attachments' bucket and the audit trail's checkpoint bucket (Object Lock).
     this.objectStore = stack.add(
       await startObjectStore({
         dataDir: path.join(dataDir, 'objects', 'data'),
@@ -443,16 +509,21 @@ export class ProductionStack {
       endpoint: this.objectStore.endpoint,
       credentials: { accessKeyId: this.objectStore.accessKeyId, secretAccessKey: this.objectStore.secretAccessKey },
     }).ensureBucket();
-    this.#log(`object store ready at ${this.objectStore.endpoint} (bucket ${BUCKET})`);
+    await ensureLockedBucket(this.objectStore, CHECKPOINT_BUCKET);
+    this.#log(`object store ready at ${this.objectStore.endpoint} (buckets ${BUCKET}, ${CHECKPOINT_BUCKET})`);
+
+    // The engine's secrets, each a file of its own (mode 0600) that its *_FILE setting names.
+    this.#files = this.#writeSecretFiles();
+    const files = this.#files;
 
     // 4. Codec server, Web UI, sandbox.
     await stack.up(
       codec(ports.codec, {
-        PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
+        PAYLOAD_ENCRYPTION_KEYS_FILE: files.payload_encryption_keys!,
         CODEC_HOST: '127.0.0.1',
         // Even on loopback: any local process could otherwise decrypt every payload. With the identity provider, the
         // static token stays for automation (header only); people come with the Web UI's access token.
-        CODEC_SERVER_TOKEN: secrets.codecServerToken!,
+        CODEC_SERVER_TOKEN_FILE: files.codec_server_token!,
         ...this.#oidcEnv(),
         ...(this.o.identity
           ? { CODEC_TLS_CERT_FILE: this.#codecTls().certFile, CODEC_TLS_KEY_FILE: this.#codecTls().keyFile }
@@ -499,26 +570,25 @@ export class ProductionStack {
 
   /** Every engine process's environment (workers and API replicas); `name` is its data folder. */
   #engineEnv(name: string): Record<string, string> {
-    const secrets = this.#secrets!;
+    const files = this.#files!;
     return {
       DATA_DIR: path.join(this.o.dataDir, 'processes', name),
       TEMPORAL_ADDRESS: this.temporalAddress,
       TEMPORAL_CONFIG_FILE: stackTemporalProfile(this.o.dataDir),
       EXAM_SERVICE_BASE_URL: this.sandboxUrl,
       CLINICS_FILE: this.#clinicsFile!,
-      WEBHOOK_SECRET: secrets.webhookSecret,
+      WEBHOOK_SECRET_FILE: files.webhook_secret!,
       PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? this.apiUrl,
       // HAProxy on this host: its X-Forwarded-For names the caller the limits on refused sign-ins count by.
       API_TRUSTED_PROXIES: '127.0.0.1,::1',
-      PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
-      ADMIN_TOKEN_SHA256: sha256(LOCAL_ADMIN_TOKEN),
+      PAYLOAD_ENCRYPTION_KEYS_FILE: files.payload_encryption_keys!,
+      // The stack's own admin token (its hash); none beside the identity provider, whose admins sign in.
+      ...(this.#adminToken ? { ADMIN_TOKEN_SHA256: sha256(this.#adminToken) } : {}),
       INBOX_STORE: 'postgres',
-      INBOX_DATABASE_URL: this.inboxDatabaseUrl,
+      INBOX_DATABASE_URL_FILE: files.inbox_database_url!,
       ATTACHMENTS_STORE: 's3',
       ATTACHMENTS_S3_BUCKET: BUCKET,
       ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
-      AWS_ACCESS_KEY_ID: this.objectStore!.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: this.objectStore!.secretAccessKey,
       ...this.#auditEnv(),
       LOG_LEVEL: 'warn',
       ...this.#oidcEnv(),
@@ -527,9 +597,56 @@ export class ProductionStack {
     };
   }
 
-  /** The shared audit trail (PostgreSQL, insert-only role) of the codec server, the workers and the API. */
+  /**
+   * The shared audit trail (PostgreSQL, insert-only role) of the codec server, the workers and the API, its head
+   * checkpointed to the bucket with Object Lock; the object store's keys from a credentials file (the AWS SDK's own
+   * setting), the environment's AWS keys emptied so that a person's own do not take their place.
+   */
   #auditEnv(): Record<string, string> {
-    return { AUDIT_STORE: 'postgres', AUDIT_DATABASE_URL: this.#auditUrl! };
+    const files = this.#files!;
+    return {
+      AUDIT_STORE: 'postgres',
+      AUDIT_DATABASE_URL_FILE: files.audit_database_url!,
+      AUDIT_CHECKPOINT_BUCKET: CHECKPOINT_BUCKET,
+      AUDIT_CHECKPOINT_ENDPOINT: this.objectStore!.endpoint,
+      AWS_SHARED_CREDENTIALS_FILE: files.object_store_credentials!,
+      AWS_PROFILE: 'default',
+      AWS_ACCESS_KEY_ID: '',
+      AWS_SECRET_ACCESS_KEY: '',
+      AWS_SESSION_TOKEN: '',
+    };
+  }
+
+  /** The environment `npm run audit-trail:verify` needs for this stack's table and its checkpoints (files only). */
+  get auditVerifyEnv(): Record<string, string> {
+    if (!this.#files) throw new Error('the stack is not started');
+    const { AUDIT_STORE: _store, ...env } = this.#auditEnv();
+    return env;
+  }
+
+  /** Writes the engine's secrets to the secrets folder, each a file (mode 0600); returns their paths by name. */
+  #writeSecretFiles(): Record<string, string> {
+    const secrets = this.#secrets!;
+    const store = this.objectStore!;
+    const identity = this.o.identity ? this.identitySecrets : undefined;
+    return writeSecretFiles<string>(this.o.dataDir, {
+      webhook_secret: secrets.webhookSecret,
+      payload_encryption_keys: secrets.payloadEncryptionKeys,
+      codec_server_token: secrets.codecServerToken!,
+      inbox_database_url: this.inboxDatabaseUrl,
+      audit_database_url: this.#auditUrl!,
+      object_store_credentials: [
+        '[default]',
+        `aws_access_key_id = ${store.accessKeyId}`,
+        `aws_secret_access_key = ${store.secretAccessKey}`,
+      ].join('\n'),
+      ...(identity
+        ? {
+            journey_api_client_secret: identity.apiClientSecret,
+            journey_worker_client_secret: identity.workerClientSecret,
+          }
+        : {}),
+    });
   }
 
   /** The audit trail's database URL, as its writer role reaches it (a secret: never log it). */
@@ -547,18 +664,20 @@ export class ProductionStack {
   /** The service account a worker or an API replica presents to Temporal (none without `identity`). */
   #serviceAccountEnv(kind: 'api' | 'worker'): Record<string, string> {
     if (!this.o.identity) return {};
-    const identity = this.identitySecrets;
     return {
       TEMPORAL_OAUTH_CLIENT_ID: CLIENTS[kind],
-      TEMPORAL_OAUTH_CLIENT_SECRET: kind === 'api' ? identity.apiClientSecret : identity.workerClientSecret,
+      TEMPORAL_OAUTH_CLIENT_SECRET_FILE:
+        this.#files![kind === 'api' ? 'journey_api_client_secret' : 'journey_worker_client_secret']!,
       TEMPORAL_OAUTH_TOKEN_URL: tokenUrlOf(this.#identityPorts().keycloak),
     };
   }
 
-  /** Keycloak on the stack's PostgreSQL; resolves once the realm answers discovery. */
-  async #startKeycloak(pg: { host: string; port: number; user: string; password: string }) {
+  /** Keycloak on the stack's PostgreSQL as its own role; resolves once the realm answers discovery. */
+  async #startKeycloak(su: SuperuserAccess) {
     const ports = this.#identityPorts();
-    await ensureDatabase(pg);
+    const password = this.#secrets!.keycloakDatabasePassword!;
+    await prepareDatabaseRole(su, { role: KEYCLOAK_ROLE, password, databases: [KEYCLOAK_DATABASE] });
+    const pg = this.#roleAccess(KEYCLOAK_ROLE, password);
     const identity = this.identitySecrets;
     await this.#stack.up(
       keycloak({
@@ -610,12 +729,40 @@ export class ProductionStack {
     return this.#stack.stop();
   }
 
-  /** The demo clinic's bearer token and the admin routes' token of this stack (local only). */
-  static readonly tokens = { clinic: DEMO_CLINIC_TOKEN, admin: LOCAL_ADMIN_TOKEN };
+  /** The demo clinic's bearer token (the admin routes' is the stack's own: adminToken). */
+  static readonly tokens = { clinic: DEMO_CLINIC_TOKEN };
 
   async #stopApps() {
     // API replicas first (nothing new comes in), then the workers.
     await Promise.all(this.apis.map((a) => a.stop()));
     await Promise.all(this.workers.map((w) => w.stop()));
+  }
+}
+
+/**
+ * The bucket with Object Lock the audit trail's checkpoints go to: created with it, or checked to have it (a bucket
+ * without it cannot be given it here: the engine would refuse to start on it, so the stack says so first).
+ */
+async function ensureLockedBucket(store: ObjectStoreServer, bucket: string): Promise<void> {
+  const s3 = new S3Client({
+    region: 'us-east-1',
+    endpoint: store.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+  });
+  try {
+    try {
+      await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    } catch {
+      await s3.send(new CreateBucketCommand({ Bucket: bucket, ObjectLockEnabledForBucket: true }));
+    }
+    const lock = await s3.send(new GetObjectLockConfigurationCommand({ Bucket: bucket })).catch(() => undefined);
+    if (lock?.ObjectLockConfiguration?.ObjectLockEnabled !== 'Enabled') {
+      throw new Error(
+        `the object store's bucket ${bucket} has no Object Lock: remove it (it holds no checkpoint) and start again`,
+      );
+    }
+  } finally {
+    s3.destroy();
   }
 }

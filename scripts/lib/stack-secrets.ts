@@ -1,14 +1,17 @@
 // The secrets and the demo clinic of a stack started on this machine, made once and kept (mode 0600) in its data
 // folder, so a stack started again on the same folder reads its journeys, its inbox and its attachments back.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEMO_API_KEY } from '../../src/sandbox/seed';
 import type { IdentitySecrets } from './keycloak';
 
 export const DEMO_CLINIC_ID = 'demo-clinic';
 export const DEMO_CLINIC_TOKEN = 'demo-clinic-token';
-/** Local only: the admin routes (dead letters, replays) answer this bearer token. */
+/**
+ * The local stack only (`npm start`): the admin routes (dead letters, replays) answer this bearer token, which is
+ * public. The production-shaped stack makes its own (stackAdminToken), or has none beside its identity provider.
+ */
 export const LOCAL_ADMIN_TOKEN = 'local-admin-token';
 
 export interface StackSecrets {
@@ -24,6 +27,10 @@ export interface StackSecrets {
   auditWriterPassword?: string;
   /** The callback inbox's role's password (the production-shaped stack). */
   inboxPassword?: string;
+  /** The Temporal server's role's password (the production-shaped stack): it owns Temporal's two databases. */
+  temporalDatabasePassword?: string;
+  /** Keycloak's role's password (the production-shaped stack): it owns Keycloak's database. */
+  keycloakDatabasePassword?: string;
   /** The identity provider's secrets (the production-shaped stack's Keycloak): clients' and demo users'. */
   identity?: IdentitySecrets;
 }
@@ -42,12 +49,62 @@ export function stackSecrets(dataDir: string): StackSecrets {
     codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
     auditWriterPassword: kept.auditWriterPassword ?? randomBytes(24).toString('base64url'),
     inboxPassword: kept.inboxPassword ?? randomBytes(24).toString('base64url'),
+    temporalDatabasePassword: kept.temporalDatabasePassword ?? randomBytes(24).toString('base64url'),
+    keycloakDatabasePassword: kept.keycloakDatabasePassword ?? randomBytes(24).toString('base64url'),
     identity: identitySecrets(kept.identity),
   };
   if (JSON.stringify(secrets) !== JSON.stringify(kept)) {
     writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
   }
   return secrets;
+}
+
+/** The stack's secrets folder: one file per secret, each mode 0600, in a folder only its owner may enter. */
+export function stackSecretsDir(dataDir: string): string {
+  const dir = path.join(dataDir, 'secrets');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  return dir;
+}
+
+/**
+ * Writes each secret to a file of its own in the secrets folder (mode 0600), for a process to read through its
+ * `NAME_FILE` setting instead of its environment; returns each file's path by name.
+ */
+export function writeSecretFiles<K extends string>(dataDir: string, secrets: Record<K, string>): Record<K, string> {
+  const dir = stackSecretsDir(dataDir);
+  const files = {} as Record<K, string>;
+  for (const [name, value] of Object.entries(secrets) as [K, string][]) {
+    const file = path.join(dir, name);
+    writeFileSync(file, `${value}\n`, { mode: 0o600 });
+    chmodSync(file, 0o600);
+    files[name] = file;
+  }
+  return files;
+}
+
+/** Where the production-shaped stack keeps the admin routes' token it made. */
+export function adminTokenFile(dataDir: string): string {
+  return path.join(dataDir, 'secrets', 'admin_token');
+}
+
+/**
+ * The production-shaped stack's admin token: random, made once and kept in the secrets folder (mode 0600). Beside an
+ * identity provider there is none (admins sign in): `undefined`, and a token kept from an earlier start is removed.
+ */
+export function stackAdminToken(dataDir: string, make: boolean): string | undefined {
+  const file = adminTokenFile(dataDir);
+  if (!make) {
+    rmSync(file, { force: true });
+    return undefined;
+  }
+  if (existsSync(file)) {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (kept.length >= 32) return kept;
+  }
+  const token = randomBytes(32).toString('base64url');
+  writeSecretFiles(dataDir, { admin_token: token });
+  return token;
 }
 
 /** Keycloak's secrets: the ones kept, the missing ones made (a realm imported once keeps the first ones). */

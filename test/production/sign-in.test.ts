@@ -4,11 +4,12 @@
 // in as the demo operator and sees a journey's input decoded, then as the demo viewer and sees it encoded. The access
 // tokens the UI passed to the codec server are then used as a clinic's tooling would (curl): none 401, the viewer's
 // 403, the operator's 200, all three on the audit trail; the viewer's token reads from Temporal but cannot signal.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { chromium, type Browser } from 'playwright-core';
+import { Client as PgClient } from 'pg';
 import { Agent, request } from 'undici';
 import type { AuditRecord } from '../../src/audit/types';
 import { verifyAuditTable } from '../../src/audit/postgres';
@@ -228,6 +229,42 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     // The viewer's first request with this token signed them in, on the record once; the refusals too.
     expect(viewerRecords.filter((r) => r.action === 'admin.sign-in')).toHaveLength(1);
     expect(viewerRecords.map((r) => r.outcome)).toContain('forbidden');
+  });
+
+  it('configures no static admin token beside the identity provider; Keycloak logs in to PostgreSQL as its own role', async () => {
+    // No admin token made, none configured in any API replica: the public local one, or any, is refused.
+    expect(existsSync(path.join(root, 'secrets', 'admin_token'))).toBe(false);
+    const apis = readdirSync('/proc')
+      .filter((e) => /^\d+$/.test(e))
+      .flatMap((pid) => {
+        try {
+          const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+          const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+          return env.includes(`STACK_PID=${process.pid}`) && cmd.includes('src/api/server.ts') ? [env] : [];
+        } catch {
+          return [];
+        }
+      });
+    expect(apis.length).toBeGreaterThan(0);
+    for (const env of apis) expect(env.filter((kv) => kv.startsWith('ADMIN_TOKEN'))).toEqual([]);
+    const res = await fetch(`${stack.apiUrl}/admin/dead-letters`, {
+      headers: { authorization: 'Bearer local-admin-token' },
+    });
+    expect([401, 403]).toContain(res.status);
+
+    const su = new PgClient({ connectionString: stack.postgres!.url });
+    await su.connect();
+    try {
+      const sessions = await su.query<{ datname: string; usename: string; rolsuper: boolean }>(
+        `SELECT DISTINCT a.datname, a.usename, r.rolsuper FROM pg_stat_activity a
+           JOIN pg_roles r ON r.rolname = a.usename
+          WHERE a.pid <> pg_backend_pid() AND a.backend_type = 'client backend' ORDER BY a.datname, a.usename`,
+      );
+      expect(sessions.rows.filter((r) => r.rolsuper)).toEqual([]);
+      expect(sessions.rows.filter((r) => r.datname === 'keycloak').map((r) => r.usename)).toEqual(['keycloak']);
+    } finally {
+      await su.end();
+    }
   });
 
   it('signs a person in to npm run ops on a terminal: the device grant, approved in the browser at Keycloak', async () => {

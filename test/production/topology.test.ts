@@ -4,10 +4,15 @@
 // and the demo passes again on what is left. Attachments sit sealed in the bucket, the PostgreSQL inbox drains, and
 // the stack stops in order leaving no process behind.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  GetObjectLockConfigurationCommand,
+  ListObjectsV2Command,
+  ListObjectVersionsCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { Client as PgClient } from 'pg';
 import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { stackBuildId } from '../../scripts/lib/build-id';
@@ -15,6 +20,50 @@ import { ProductionStack, type ProductionPorts } from '../../scripts/lib/product
 import { pickProductionPorts } from '../faults/harness/production';
 
 const ROOT = path.resolve(__dirname, '../..');
+
+/** Runs a script of the project as a user would (`node --import tsx`); resolves with its exit code and output. */
+function script(
+  file: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1', CI: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+/** The engine's processes (API replicas, workers, codec server) this test's stack started: pid, command line, env. */
+function engineProcesses(): { pid: number; cmd: string; env: Record<string, string> }[] {
+  const out: { pid: number; cmd: string; env: Record<string, string> }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cmd: string;
+    let env: Record<string, string>;
+    try {
+      cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      env = Object.fromEntries(
+        readFileSync(`/proc/${entry}/environ`, 'utf8')
+          .split('\0')
+          .filter((kv) => kv.includes('='))
+          .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+      );
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (env.STACK_PID !== String(process.pid)) continue;
+    if (!/src\/(api\/server|worker|codec\/main)\.ts/.test(cmd)) continue;
+    out.push({ pid: Number(entry), cmd, env });
+  }
+  return out;
+}
 
 /** Runs `npm run demo -- --api <url>` as a user would; resolves with its exit code and the end of its output. */
 function demo(api: string): Promise<{ code: number | null; tail: string }> {
@@ -66,6 +115,53 @@ describe('production topology', () => {
     expect(list.map((d) => ({ name: d.name, current: d.routingConfig?.currentVersionBuildID }))).toEqual([
       { name: DEFAULT_DEPLOYMENT_NAME, current: stackBuildId(ROOT) },
     ]);
+  });
+
+  it('hands the engine its secrets as files only it can read, never in its environment', () => {
+    const kept = JSON.parse(readFileSync(path.join(root, 'local-secrets.json'), 'utf8')) as Record<string, unknown>;
+    const names = [
+      'webhookSecret',
+      'payloadEncryptionKeys',
+      'codecServerToken',
+      'auditWriterPassword',
+      'inboxPassword',
+      'objectStoreSecretKey',
+    ];
+    expect(names.every((k) => typeof kept[k] === 'string' && kept[k].length >= 12)).toBe(true);
+    const engine = engineProcesses();
+    // Two API replicas, two workers and the codec server (tsx may run each as a parent and its child).
+    expect(engine.filter((p) => p.cmd.includes('src/api/server.ts')).length).toBeGreaterThanOrEqual(2);
+    expect(engine.filter((p) => p.cmd.includes('src/worker.ts')).length).toBeGreaterThanOrEqual(2);
+    expect(engine.filter((p) => p.cmd.includes('src/codec/main.ts')).length).toBeGreaterThanOrEqual(1);
+    for (const p of engine) {
+      const values = Object.values(p.env);
+      // By name: a failure shows which secret is in the environment, never its value.
+      const leaked = names.filter((k) => values.some((v) => v.includes(kept[k] as string)));
+      expect({ pid: p.pid, cmd: p.cmd, leaked }).toEqual({ pid: p.pid, cmd: p.cmd, leaked: [] });
+      // The object store's keys come from a credentials file (AWS_SHARED_CREDENTIALS_FILE), not the environment.
+      expect([p.env.AWS_ACCESS_KEY_ID ?? '', p.env.AWS_SECRET_ACCESS_KEY ?? '']).toEqual(['', '']);
+      const files = Object.entries(p.env).filter(
+        ([k]) => k.endsWith('_FILE') && /SECRET|KEYS|DATABASE_URL|TOKEN|CREDENTIALS/.test(k),
+      );
+      expect(files.length).toBeGreaterThanOrEqual(3);
+      for (const [name, file] of files) {
+        expect({ name, mode: (statSync(file).mode & 0o777).toString(8) }).toEqual({ name, mode: '600' });
+      }
+    }
+  });
+
+  it("takes the admin routes' token it made, never the public local one", async () => {
+    const file = path.join(root, 'secrets', 'admin_token');
+    expect((statSync(file).mode & 0o777).toString(8)).toBe('600');
+    const token = readFileSync(file, 'utf8').trim();
+    expect(token).toMatch(/^[A-Za-z0-9_-]{32,}$/);
+    // The static token names nobody: the request says who reads (X-Actor).
+    const list = (auth: string) =>
+      fetch(`${stack.apiUrl}/admin/dead-letters`, {
+        headers: { authorization: `Bearer ${auth}`, 'x-actor': 'topology-test' },
+      });
+    expect((await list('local-admin-token')).status).toBe(401);
+    expect((await list(token)).status).toBe(200);
   });
 
   it('runs every scenario through the load balancer, and again with one API replica and one worker killed', async () => {
@@ -133,4 +229,102 @@ describe('production topology', () => {
     }
     expect(fatal).toEqual([]);
   }, 400_000);
+
+  it('logs no part in to PostgreSQL as a superuser; the audit table belongs to a role nobody logs in as', async () => {
+    // As the cluster's superuser (the stack's preparation): what every other connection is.
+    const su = new PgClient({ connectionString: stack.postgres!.url });
+    await su.connect();
+    try {
+      const sessions = await su.query<{ usename: string; rolsuper: boolean }>(
+        `SELECT DISTINCT a.usename, r.rolsuper FROM pg_stat_activity a JOIN pg_roles r ON r.rolname = a.usename
+          WHERE a.pid <> pg_backend_pid() AND a.backend_type = 'client backend' ORDER BY a.usename`,
+      );
+      expect(sessions.rows.filter((r) => r.rolsuper)).toEqual([]);
+      expect(sessions.rows.map((r) => r.usename)).toEqual(expect.arrayContaining(['journey_inbox', 'temporal']));
+      const owners = await su.query<{ datname: string; owner: string; rolsuper: boolean }>(
+        `SELECT d.datname, r.rolname AS owner, r.rolsuper FROM pg_database d JOIN pg_roles r ON r.oid = d.datdba
+          WHERE d.datname IN ('temporal', 'temporal_visibility', 'journeys', 'journey_audit') ORDER BY d.datname`,
+      );
+      expect(owners.rows).toEqual([
+        { datname: 'journey_audit', owner: 'journey_audit_owner', rolsuper: false },
+        { datname: 'journeys', owner: 'journey_inbox', rolsuper: false },
+        { datname: 'temporal', owner: 'temporal', rolsuper: false },
+        { datname: 'temporal_visibility', owner: 'temporal', rolsuper: false },
+      ]);
+      const owner = await su.query(
+        `SELECT rolname, rolsuper, rolcanlogin, rolpassword IS NULL AS "noPassword", rolcreaterole, rolbypassrls
+           FROM pg_authid WHERE rolname = 'journey_audit_owner'`,
+      );
+      expect(owner.rows).toEqual([
+        {
+          rolname: 'journey_audit_owner',
+          rolsuper: false,
+          rolcanlogin: false,
+          noPassword: true,
+          rolcreaterole: false,
+          rolbypassrls: false,
+        },
+      ]);
+    } finally {
+      await su.end();
+    }
+    const superUrl = new URL(stack.postgres!.url);
+    superUrl.pathname = '/journey_audit';
+    const audit = new PgClient({ connectionString: superUrl.toString() });
+    await audit.connect();
+    try {
+      const table = await audit.query<{ owner: string; fn: string }>(
+        `SELECT pg_get_userbyid(c.relowner) AS owner,
+                (SELECT pg_get_userbyid(p.proowner) FROM pg_proc p WHERE p.proname = 'audit_trail_append_only') AS fn
+           FROM pg_class c WHERE c.oid = 'public.audit_trail'::regclass`,
+      );
+      expect(table.rows).toEqual([{ owner: 'journey_audit_owner', fn: 'journey_audit_owner' }]);
+    } finally {
+      await audit.end();
+    }
+    // The writer (the engine's role) may not turn the append-only triggers off.
+    const writer = new PgClient({ connectionString: stack.auditDatabaseUrl });
+    await writer.connect();
+    try {
+      await expect(
+        writer.query('ALTER TABLE public.audit_trail DISABLE TRIGGER audit_trail_no_change'),
+      ).rejects.toMatchObject({ code: '42501' });
+    } finally {
+      await writer.end();
+    }
+  });
+
+  it('checkpoints the audit table to a bucket with Object Lock, which audit-trail:verify checks it against', async () => {
+    const bucket = 'journey-audit-checkpoints';
+    const credentials = {
+      accessKeyId: stack.objectStore!.accessKeyId,
+      secretAccessKey: stack.objectStore!.secretAccessKey,
+    };
+    const s3 = new S3Client({
+      region: 'us-east-1',
+      endpoint: stack.objectStore!.endpoint,
+      forcePathStyle: true,
+      credentials,
+    });
+    try {
+      const lock = await s3.send(new GetObjectLockConfigurationCommand({ Bucket: bucket }));
+      expect(lock.ObjectLockConfiguration?.ObjectLockEnabled).toBe('Enabled');
+      const versions = await s3.send(
+        new ListObjectVersionsCommand({ Bucket: bucket, Prefix: 'audit-checkpoints/table/' }),
+      );
+      expect(versions.Versions?.length ?? 0).toBeGreaterThanOrEqual(1);
+    } finally {
+      s3.destroy();
+    }
+    const verified = await script('scripts/audit-trail.ts', ['--database-url', stack.auditDatabaseUrl], {
+      AUDIT_CHECKPOINT_BUCKET: bucket,
+      AUDIT_CHECKPOINT_ENDPOINT: stack.objectStore!.endpoint,
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    });
+    expect(verified.out).toMatch(
+      /the audit table: \d+ records, the chain is whole and matches its [1-9]\d* checkpoints/,
+    );
+    expect(verified.code).toBe(0);
+  }, 60_000);
 });
