@@ -21,7 +21,7 @@ function executable(name: 'temporal' | 'temporal-test-server') {
 /**
  * Temporal's Java time-skipping test server: timers fire as soon as every workflow is blocked. The SDK gives the JVM
  * 5 s to listen; on a loaded machine (several suites starting JVMs at once) that can run out, so a start that timed
- * out is tried again.
+ * out is tried again, a little later each time.
  */
 export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment> {
   for (let attempt = 1; ; attempt++) {
@@ -32,7 +32,9 @@ export async function startTimeSkippingServer(): Promise<TestWorkflowEnvironment
     } catch (err) {
       // (Errors from the SDK's native side are not instances of this realm's Error under jest.)
       const slowStart = /did not start within/.test(String((err as { message?: unknown })?.message ?? err));
-      if (!slowStart || attempt >= 4) throw err;
+      if (!slowStart || attempt >= 6) throw err;
+      // A machine too busy to start a JVM in 5 s: give it a moment before the next one.
+      await new Promise((resolve) => setTimeout(resolve, 1_000 * attempt));
     }
   }
 }
