@@ -27,6 +27,8 @@
 #   deploy/secrets/journeys_<user>_password    the demo users viewer, operator and admin (one per role)
 #   deploy/secrets/codec_tls.crt, .key         the codec server's HTTPS certificate and key (CODEC_TLS_*_FILE):
 #                                              self-signed for localhost and codec, made with openssl when it is here
+#   deploy/secrets/api_tls.pem                 the load balancer's HTTPS certificate and key (port 3443, where the
+#                                              admin routes are served), self-signed for localhost and api, one file
 #
 # Usage: sh deploy/init-secrets.sh [SECRETS_DIR [ENV_FILE]]
 set -eu
@@ -127,18 +129,25 @@ for user in viewer operator admin; do
 done
 echo "         the Web UI's demo users viewer, operator, admin: passwords in $secrets/journeys_<user>_password"
 
-# The codec server's HTTPS certificate (the Web UI passes an operator's token to an https:// codec endpoint only):
-# self-signed, for localhost (the browsers) and codec (the temporal-cli service), made with openssl into the two
-# files, its key never anywhere else.
-codec_certificate() {
+# self_signed NAME SERVICE KEY CERT: a self-signed server certificate for localhost, 127.0.0.1 and the service's name
+# in the compose network, made with openssl into the two files.
+self_signed() {
+  key_file=$3
+  cert_file=$4
   # Not a CA (Firefox refuses a CA certificate as a server's); an openssl that cannot say so makes it without.
   set -- -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 -days 397 \
-    -subj '/CN=localhost/O=patient journey engine (docker compose codec)' \
-    -addext 'subjectAltName=DNS:localhost,DNS:codec,IP:127.0.0.1' -addext 'extendedKeyUsage=serverAuth' \
-    -keyout "$secrets/codec_tls.key" -out "$secrets/codec_tls.crt"
+    -subj "/CN=localhost/O=patient journey engine (docker compose $1)" \
+    -addext "subjectAltName=DNS:localhost,DNS:$2,IP:127.0.0.1" -addext 'extendedKeyUsage=serverAuth' \
+    -keyout "$key_file" -out "$cert_file"
   openssl req "$@" -addext 'basicConstraints=critical,CA:FALSE' > /dev/null 2>&1 || openssl req "$@" > /dev/null 2>&1
-  protect "$secrets/codec_tls.key"
-  protect "$secrets/codec_tls.crt"
+  protect "$key_file"
+  protect "$cert_file"
+}
+
+# The codec server's HTTPS certificate (the Web UI passes an operator's token to an https:// codec endpoint only):
+# for localhost (the browsers) and codec (the temporal-cli service), its key never anywhere else.
+codec_certificate() {
+  self_signed codec codec "$secrets/codec_tls.key" "$secrets/codec_tls.crt"
 }
 if [ -e "$secrets/codec_tls.crt" ] || [ -e "$secrets/codec_tls.key" ]; then
   for f in "$secrets/codec_tls.crt" "$secrets/codec_tls.key"; do
@@ -157,6 +166,26 @@ fi
 for f in "$secrets"/*; do
   if [ -f "$f" ]; then protect "$f"; fi
 done
+
+# The load balancer's HTTPS listener (port 3443: the admin routes and the audit export are served there only): for
+# localhost and api (its name in the compose network), certificate and key in one PEM file as HAProxy reads it.
+api_certificate() {
+  self_signed api api "$secrets/api_tls.pem.key" "$secrets/api_tls.pem.crt" &&
+    cat "$secrets/api_tls.pem.crt" "$secrets/api_tls.pem.key" > "$secrets/api_tls.pem" &&
+    rm -f "$secrets/api_tls.pem.crt" "$secrets/api_tls.pem.key" &&
+    protect "$secrets/api_tls.pem"
+}
+if [ -e "$secrets/api_tls.pem" ]; then
+  protect "$secrets/api_tls.pem"
+  echo "kept     $secrets/api_tls.pem"
+elif command -v openssl > /dev/null 2>&1 && api_certificate; then
+  echo "created  $secrets/api_tls.pem"
+  echo "         the API's HTTPS certificate (port 3443, the admin routes): self-signed, trust it or replace it"
+else
+  rm -f "$secrets/api_tls.pem.crt" "$secrets/api_tls.pem.key"
+  echo "missing  $secrets/api_tls.pem: no openssl here; put a certificate for localhost and api and its key there," \
+    "both in that one PEM file" >&2
+fi
 
 if [ ! -e "$env_file" ]; then
   sed -e "s|^POSTGRES_PASSWORD=\$|POSTGRES_PASSWORD=$(random_token 24)|" -e "s|^SECRETS_GID=\$|SECRETS_GID=$gid|" \

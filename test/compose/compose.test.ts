@@ -253,10 +253,13 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  test('publishes the API on 3000 through the load balancer; everything else on loopback or not at all', () => {
-    // HAProxy listens on what the load balancer publishes and forwards to the replicas' API_PORT.
-    const lb = hostPort('load-balancer', 3000);
-    expect(lb).toEqual({ hostIp: '', host: 3000, container: 3000 });
+  test('publishes the API on 3000 and 3443 through the load balancer; everything on loopback or not at all', () => {
+    // HAProxy listens on what the load balancer publishes and forwards to the replicas' API_PORT: on this machine's
+    // loopback unless API_PUBLISH_ADDRESS says otherwise (test/compose/hardening.test.ts).
+    expect(publishedPorts(svc('load-balancer'))).toEqual([
+      { hostIp: '127.0.0.1', host: 3000, container: 3000 },
+      { hostIp: '127.0.0.1', host: 3443, container: 3443 },
+    ]);
     expect(env('sandbox').SANDBOX_HOST).toBe('0.0.0.0');
     expect(hostPort('sandbox', Number(env('sandbox').SANDBOX_PORT)).host).toBe(4010);
     expect(env('sandbox').SANDBOX_PUBLIC_URL).toBe('http://localhost:4010');
@@ -264,7 +267,6 @@ describe('docker-compose.yml', () => {
     expect(env('temporal-ui').TEMPORAL_UI_PORT).toBeUndefined();
     expect(hostPort('temporal-ui', 8080).host).toBe(8080);
     for (const [name, s] of Object.entries(compose.services)) {
-      if (name === 'load-balancer') continue;
       for (const p of publishedPorts(s)) expect([name, p.host, p.hostIp]).toEqual([name, p.host, '127.0.0.1']);
     }
     // What holds data answers inside the network only; the codec server (the payload keys) on loopback only, for
@@ -313,8 +315,15 @@ describe('docker-compose.yml', () => {
   test('the HAProxy configuration is valid (when haproxy is installed here)', () => {
     const bin = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy', '/usr/bin/haproxy'].find((p) => existsSync(p));
     if (!bin) return;
-    // Exits 0 on a valid file; the replicas' names do not resolve here, which only warns (init-addr none).
-    execFileSync(bin, ['-c', '-q', '-f', path.join(ROOT, 'deploy/haproxy/haproxy.cfg')], { stdio: 'pipe' });
+    // Exits 0 on a valid file; the replicas' names do not resolve here, which only warns (init-addr none). The
+    // certificate is the one init-secrets.sh made, where the container finds its secret.
+    expect(svc('load-balancer').secrets).toEqual(['api_tls']);
+    const cfg = path.join(work, 'haproxy.cfg');
+    writeFileSync(
+      cfg,
+      read('deploy/haproxy/haproxy.cfg').replaceAll('/run/secrets/api_tls', secretFile(secretsDir, 'api_tls')),
+    );
+    execFileSync(bin, ['-c', '-q', '-f', cfg], { stdio: 'pipe' });
   });
 
   test('runs two workers that scale out: no fixed name, no published port, no volume', () => {
@@ -878,7 +887,13 @@ describe('docker-compose.yml', () => {
       for (const secret of s.secrets ?? []) {
         const read = Object.values(envOf(s)).includes(`/run/secrets/${secret}`);
         const script = [...(s.entrypoint ?? []), ...(s.command ?? [])].join('\n').includes(`/run/secrets/${secret}`);
-        expect([name, secret, read || script]).toEqual([name, secret, true]);
+        // Or a configuration file mounted from this checkout (HAProxy's).
+        const mounted = mounts(s).some(
+          (m) =>
+            m.source.startsWith('./deploy/') &&
+            readFileSync(path.join(ROOT, m.source), 'utf8').includes(`/run/secrets/${secret}`),
+        );
+        expect([name, secret, read || script || mounted]).toEqual([name, secret, true]);
       }
     }
   });

@@ -1,12 +1,27 @@
 // docker-compose.yml against someone on the host or in another container of the project, checked without a Docker
 // engine: the secret files deploy/init-secrets.sh writes (run here in a folder of its own) and how the containers read
 // them.
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
-import { ROOT, envOf, loadCompose, parseDotenv, publishedPorts, read } from './compose-file';
+import { freePort } from '../support/dev-server-process';
+import { until } from '../support/until';
+import { ROOT, envOf, loadCompose, mounts, parseDotenv, publishedPorts, read } from './compose-file';
 
 const text = read('docker-compose.yml');
 const envExample = parseDotenv(read('deploy/.env.example'));
@@ -128,4 +143,122 @@ describe("the Temporal server's services without a token check", () => {
     for (const [name, port] of addresses) expect([name, port]).toEqual([name, '7233']);
     expect(publishedPorts(compose.services.temporal!)).toEqual([{ hostIp: loopback, host: 7233, container: 7233 }]);
   });
+});
+
+const HAPROXY = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy', '/usr/bin/haproxy'].find((p) => existsSync(p));
+
+describe('the load balancer', () => {
+  test('is published on loopback unless API_PUBLISH_ADDRESS says otherwise, plain HTTP and HTTPS alike', () => {
+    const lb = compose.services['load-balancer']!;
+    expect(publishedPorts(lb)).toEqual([
+      { hostIp: '127.0.0.1', host: 3000, container: 3000 },
+      { hostIp: '127.0.0.1', host: 3443, container: 3443 },
+    ]);
+    expect(envExample.documented.has('API_PUBLISH_ADDRESS')).toBe(true);
+    const { compose: open } = loadCompose(text, { ...userEnv, API_PUBLISH_ADDRESS: '0.0.0.0' });
+    expect(publishedPorts(open.services['load-balancer']!).map((p) => p.hostIp)).toEqual(['0.0.0.0', '0.0.0.0']);
+    // Its certificate and key, from the secret file init-secrets.sh makes, read by the image's user through the group.
+    expect(lb.secrets).toEqual(['api_tls']);
+    expect(compose.secrets.api_tls).toEqual({ file: './deploy/secrets/api_tls.pem' });
+    expect(lb.group_add).toEqual([userEnv.SECRETS_GID]);
+  });
+
+  (HAPROXY ? test : test.skip)(
+    'serves the admin routes and the audit export over HTTPS only; plain HTTP takes the clinic API and the webhook',
+    async () => {
+      const work = mkdtempSync(path.join(tmpdir(), 'compose-haproxy-'));
+      const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+      const replica = createServer((req, res) => {
+        seen.push({ url: req.url!, headers: req.headers });
+        res.end('a replica');
+      });
+      await new Promise<void>((resolve) => replica.listen(0, '127.0.0.1', resolve));
+      const replicaPort = (replica.address() as AddressInfo).port;
+      let haproxy: ReturnType<typeof spawn> | undefined;
+      try {
+        initSecrets(path.join(work, 'secrets'), path.join(work, '.env'));
+        const pem = path.join(work, 'secrets', 'api_tls.pem');
+        const [plain, tls] = [await freePort(), await freePort()];
+        // The compose's file as the container reads it, its addresses this machine's: the ports, the replicas (a
+        // stand-in), the certificate where the secret is.
+        const mounted = mounts(compose.services['load-balancer']!).find((m) => m.target.endsWith('haproxy.cfg'))!;
+        let cfg = read(mounted.source);
+        const edits: [string, string][] = [
+          ['  bind :3000\n', `  bind 127.0.0.1:${plain}\n`],
+          ['  bind :3443 ssl crt /run/secrets/api_tls ', `  bind 127.0.0.1:${tls} ssl crt ${pem} `],
+          ['server api-1 api-1:3000 check', `server api-1 127.0.0.1:${replicaPort} check`],
+          ['server api-2 api-2:3000 check', `server api-2 127.0.0.1:${replicaPort} check`],
+        ];
+        for (const [from, to] of edits) {
+          expect([from, cfg.includes(from)]).toEqual([from, true]);
+          cfg = cfg.replace(from, to);
+        }
+        writeFileSync(path.join(work, 'haproxy.cfg'), cfg);
+        haproxy = spawn(HAPROXY!, ['-db', '-f', path.join(work, 'haproxy.cfg')], { stdio: 'ignore' });
+
+        const get = (port: number, url: string, https = false) =>
+          new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const options = { host: '127.0.0.1', port, path: url, method: 'GET', headers: { host: 'localhost' } };
+            const done = (res: IncomingMessage) => {
+              let body = '';
+              res.setEncoding('utf8');
+              res.on('data', (c: string) => (body += c));
+              res.on('end', () => resolve({ status: res.statusCode!, body }));
+            };
+            const req = https
+              ? httpsRequest({ ...options, servername: 'localhost', ca: readFileSync(pem) }, done)
+              : httpRequest(options, done);
+            req.on('error', reject);
+            req.end();
+          });
+        await until('HAProxy', async () => ((await get(plain, '/healthz')).status === 200 ? true : undefined), 10_000);
+
+        // Plain HTTP: what clinics and the exam service call, and the API's documentation and health.
+        for (const url of ['/v1/catalog/exams', '/webhooks/exam-service/j-1/t-1', '/docs', '/docs/json', '/readyz']) {
+          expect([url, (await get(plain, url)).status]).toEqual([url, 200]);
+        }
+        // Nothing else, however the path is spelt: the request never reaches a replica.
+        const before = seen.length;
+        for (const url of [
+          '/admin/audit',
+          '/admin/audit/export',
+          '/admin/dead-letters',
+          '/%61dmin/audit/export',
+          '//admin/audit',
+          '/ADMIN/audit',
+          '/metrics',
+          '/v1',
+        ]) {
+          const res = await get(plain, url);
+          expect([url, res.status, res.body]).toEqual([url, 403, 'Use HTTPS (port 3443) for this route.\n']);
+        }
+        expect(seen.length).toBe(before);
+        expect(seen.at(-1)!.headers['x-forwarded-proto']).toBe('http');
+
+        // HTTPS: everything, the admin routes among it, with the certificate init-secrets.sh made for localhost.
+        for (const url of ['/admin/audit/export', '/admin/audit?limit=1', '/metrics', '/v1/catalog/exams']) {
+          expect([url, await get(tls, url, true)]).toEqual([url, { status: 200, body: 'a replica' }]);
+          expect(seen.at(-1)).toMatchObject({ url, headers: { 'x-forwarded-proto': 'https' } });
+        }
+        // A client cannot claim HTTPS over plain HTTP.
+        const spoofed = await new Promise<number>((resolve, reject) => {
+          const req = httpRequest(
+            { host: '127.0.0.1', port: plain, path: '/v1/x', headers: { 'x-forwarded-proto': 'https' } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode!);
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+        expect(spoofed).toBe(200);
+        expect(seen.at(-1)!.headers['x-forwarded-proto']).toBe('http');
+      } finally {
+        haproxy?.kill();
+        await new Promise<void>((resolve) => replica.close(() => resolve()));
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+  );
 });
