@@ -36,7 +36,7 @@ import { ProductionStack, productionStackPorts, type ProductionPorts } from './l
 import { startBlocker } from './lib/stack-guard';
 import { unsupportedNode } from './lib/stack-log';
 import { DEMO_CLINIC_TOKEN, stackSecrets } from './lib/stack-secrets';
-import { PRODUCTION_DYNAMIC_CONFIG } from './lib/temporal-server';
+import { PRODUCTION_DYNAMIC_CONFIG, temporalServerVersion } from './lib/temporal-server';
 import { BREAKING_TIMER, sourceVariant, type SourceEdit } from './lib/workflow-variant';
 import {
   control,
@@ -881,7 +881,7 @@ export function reportSection(r: Report, cmd: string, machine: string, finishedA
 ## Deploy drill: a workflow change rolled out, and a bad one rolled back
 
 \`npm run drill:deploy\` runs the runbook of [deploy](deploy.md#deploying-a-workflow-change) on the production topology
-(PostgreSQL, the Temporal server 1.29.1, MinIO, the sandbox, two API replicas behind HAProxy) under parked journeys:
+(PostgreSQL, the Temporal server ${temporalServerVersion()}, MinIO, the sandbox, two API replicas behind HAProxy) under parked journeys:
 v1 on two workers with journeys parked in every wait state; v2 (a real change behind \`patched()\`) checked by the
 replay gate on histories captured from the running system, started on two more workers and rolled out with the
 Temporal CLI (\`set-ramping-version\` 10 %, 50 %, \`set-current-version\`) while a share of the parked journeys is

@@ -13,6 +13,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { KEPT_MARKER, withSection } from './lib/doc-section';
+import { temporalServerVersion } from './lib/temporal-server';
 import { CI_RUN, FULL_RUN, PRODUCTION_CI_RUN, PRODUCTION_RUN } from '../test/faults/harness/presets';
 import { machineDescription, problemsText, reportTable } from '../test/faults/harness/report';
 import { runFaultSuite, type SuiteOptions, type SuiteReport } from '../test/faults/harness/suite';
@@ -162,7 +163,7 @@ and decided by the operator rounds), never two invites for one journey, every ca
 
 - Finished: ${finishedAt.toISOString()}
 - Command: \`${cmd}\`
-- Machine: ${machine}; Temporal server 1.29.1 (\`.tools/temporal-server\`)
+- Machine: ${machine}; Temporal server ${temporalServerVersion()} (\`.tools/temporal-server\`)
 - Seed: ${o.seed}
 - Journeys: ${o.journeys}, started at random moments over ${o.startWindowMs / 1000} s; process faults over ${o.faultWindowMs / 1000} s
   (${pf.workerKills} worker kills, ${pf.apiReplicaKills} API replica kills, ${pf.postgresRestarts} PostgreSQL restarts, ${pf.temporalRestarts} Temporal server restarts)

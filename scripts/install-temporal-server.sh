@@ -4,12 +4,17 @@
 #   .tools/temporal-server/bin/temporal-server     go.temporal.io/server/cmd/server
 #   .tools/temporal-server/bin/temporal-sql-tool   go.temporal.io/server/cmd/tools/sql (schema setup and updates)
 #   .tools/temporal-server/schema/postgresql/v12   the versioned PostgreSQL schema files of the same module
-# The version is the one the pinned CLI embeds, so the dev server and this server behave alike. A no-op when present.
+# The version is outside the ranges of the server's published advisories. 1.29.1 was inside three: CVE-2025-14986 and
+# CVE-2025-14987 (fixed in 1.29.2), CVE-2026-5199 (1.29.5, 1.30.3) and CVE-2026-5724 (1.29.6, 1.30.4); the module
+# proxy serves no 1.29 release past 1.29.2. So the newest of the 1.30 line that `go install` builds with Go 1.26.8
+# (1.30.9 asks for Go 1.26.10): one minor after 1.29, as Temporal upgrades a cluster, whose schema the stack's next
+# start brings up with the schema tool of the same version (update-schema). Docker images: temporalio/server and
+# temporalio/admin-tools of the same version. A no-op when present.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="${TEMPORAL_TOOLS_DIR:-$root/.tools}"
-version="v1.29.1"
+version="v1.30.8"
 dir="$tools/temporal-server"
 stamp="$dir/.version"
 

@@ -1,9 +1,11 @@
 // The Temporal server itself on PostgreSQL, natively: schema set up and updated with temporal-sql-tool from the
 // module's versioned files, the server started from deploy/temporal/production.yaml, the namespace registered and the
 // project's search attributes added. Installed by scripts/install-temporal-server.sh into .tools/temporal-server.
-// Callers must call stop(); secrets (the database password) go to the children by environment, never by argument.
+// Callers must call stop(); secrets (the database password) go to the children by environment, never by argument
+// (deploy/temporal/production.yaml reads it from there). The production-shaped stack runs the schema tool and the
+// server as Temporal's own role, which owns the two databases (scripts/lib/database-roles.ts), not the superuser.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
@@ -77,6 +79,20 @@ export interface TemporalServer {
 
 /** The production server's dynamic configuration (a drill may start from it and change a few settings). */
 export const PRODUCTION_DYNAMIC_CONFIG = path.join(ROOT, 'deploy', 'temporal', 'dynamicconfig', 'production.yaml');
+
+/**
+ * The Temporal server's version as the reports name it (`1.30.8`): the installed one's stamp, else the version
+ * scripts/install-temporal-server.sh installs.
+ */
+export function temporalServerVersion(): string {
+  const stamp = path.join(TEMPORAL_SERVER_DIR, '.version');
+  const text = existsSync(stamp)
+    ? readFileSync(stamp, 'utf8')
+    : (/^version="([^"]+)"$/m.exec(
+        readFileSync(path.join(ROOT, 'scripts', 'install-temporal-server.sh'), 'utf8'),
+      )?.[1] ?? '');
+  return text.trim().replace(/^v/, '');
+}
 
 export function temporalServerInstalled(): boolean {
   return existsSync(SERVER_BIN) && existsSync(SQL_TOOL) && existsSync(SCHEMA_DIR);

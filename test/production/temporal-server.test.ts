@@ -1,6 +1,7 @@
 // The production shape's core: the Temporal server itself (not the dev server) on a real PostgreSQL, schema set up by
 // temporal-sql-tool from the module's versioned files, namespace and search attributes registered. A journey runs on
 // it, survives a SIGKILL of the server (state is in PostgreSQL), and is found by its search attributes.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -60,6 +61,18 @@ describe('Temporal server on PostgreSQL', () => {
   afterAll(async () => {
     await server?.stop();
     await pg?.cleanup();
+  });
+
+  it('is the version scripts/install-temporal-server.sh installs', async () => {
+    const script = readFileSync(path.resolve(__dirname, '../../scripts/install-temporal-server.sh'), 'utf8');
+    const installed = /^version="v([\d.]+)"$/m.exec(script)![1];
+    const connection = await Connection.connect({ address: server.address });
+    try {
+      const info = await connection.workflowService.getSystemInfo({});
+      expect(info.serverVersion).toBe(installed);
+    } finally {
+      await connection.close();
+    }
   });
 
   it('runs a journey, keeps it across a server crash, and finds it by search attribute', async () => {

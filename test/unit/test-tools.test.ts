@@ -72,3 +72,58 @@ describe("npm test's pretest", () => {
     expect(setUp).toMatch(/`apt-get` run as root or through\s+`sudo`/);
   });
 });
+
+/** Published advisories of the Temporal server, each as the ranges it affects ([first, last] inclusive). */
+const TEMPORAL_ADVISORIES: { id: string; affected: [string, string][] }[] = [
+  // Fixed in 1.29.2: requests that carried a second namespace (ExecuteMultiOperation, a task's commands) were checked
+  // against one namespace and run in another.
+  { id: 'CVE-2025-14986, CVE-2025-14987', affected: [['1.29.0', '1.29.1']] },
+  // The batch worker forwarded a namespace name the caller chose (with the internal frontend, as this stack runs).
+  {
+    id: 'CVE-2026-5199',
+    affected: [
+      ['1.29.0', '1.29.4'],
+      ['1.30.0', '1.30.2'],
+    ],
+  },
+  // The replication stream took no authorization.
+  {
+    id: 'CVE-2026-5724',
+    affected: [
+      ['0.0.0', '1.28.3'],
+      ['1.29.0', '1.29.5'],
+      ['1.30.0', '1.30.3'],
+    ],
+  },
+];
+
+const semver = (v: string) => v.split('.').map(Number) as [number, number, number];
+const compare = (a: string, b: string) => {
+  const [x, y] = [semver(a), semver(b)];
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return 0;
+};
+
+describe('the Temporal server the production shape installs', () => {
+  const script = read('scripts/install-temporal-server.sh');
+  const version = /^version="v(\d+\.\d+\.\d+)"$/m.exec(script)?.[1] ?? '';
+
+  it('is a release outside every published advisory', () => {
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+    const within = TEMPORAL_ADVISORIES.filter((a) =>
+      a.affected.some(([first, last]) => compare(version, first) >= 0 && compare(version, last) <= 0),
+    ).map((a) => a.id);
+    expect({ version, within }).toEqual({ version, within: [] });
+  });
+
+  it('builds the server and its schema tool from that one version', () => {
+    expect(script).toMatch(/go install "go\.temporal\.io\/server\/cmd\/server@\$\{version\}"/);
+    expect(script).toMatch(/go install "go\.temporal\.io\/server\/cmd\/tools\/sql@\$\{version\}"/);
+    expect(script).toMatch(/go mod download -json "go\.temporal\.io\/server@\$\{version\}"/);
+  });
+
+  it("is the version the README's production shape names", () => {
+    const shape = readme.slice(readme.indexOf('**The production shape, natively.**'));
+    expect(shape.slice(0, 1200)).toContain(`v${version}`);
+  });
+});
