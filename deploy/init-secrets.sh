@@ -17,8 +17,9 @@
 #   deploy/secrets/codec_server_token       CODEC_SERVER_TOKEN: the bearer token the codec server requires
 #   deploy/secrets/object_store_root_user   MinIO's root user and password (MINIO_ROOT_USER_FILE, _PASSWORD_FILE)
 #   deploy/secrets/object_store_root_password
-#   deploy/secrets/object_store_credentials the same pair as an AWS shared credentials file, for the API and the
-#                                           worker (AWS_SHARED_CREDENTIALS_FILE)
+#   deploy/secrets/object_store_engine_credentials  the MinIO user journey-engine of the API replicas and the workers
+#   deploy/secrets/object_store_codec_credentials   and journey-codec of the codec server, as AWS shared credentials
+#                                           files (AWS_SHARED_CREDENTIALS_FILE)
 #   The identity provider (Keycloak, realm deploy/keycloak/journeys-realm.json):
 #   deploy/secrets/keycloak_database_password  its role `keycloak` in the bundled PostgreSQL
 #   deploy/secrets/keycloak_admin_password     its own administrator, keycloak-admin (the admin console)
@@ -112,10 +113,14 @@ write "$secrets/codec_server_token" "$(random_token 32)" || true
 
 write "$secrets/object_store_root_user" "journeys-$(random_hex 4)" || true
 write "$secrets/object_store_root_password" "$(random_token 24)" || true
-# Made from the two files above (kept ones included), so that the three always agree when made here.
-write "$secrets/object_store_credentials" "[default]
-aws_access_key_id = $(cat "$secrets/object_store_root_user")
-aws_secret_access_key = $(cat "$secrets/object_store_root_password")" || true
+# The engine's own users in MinIO (the minio-bucket job makes them and their policies): journey-engine for the API
+# replicas and the workers (the attachments, the audit checkpoints), journey-codec for the codec server (the audit
+# checkpoints), each as an AWS shared credentials file (AWS_SHARED_CREDENTIALS_FILE).
+for user in engine codec; do
+  write "$secrets/object_store_${user}_credentials" "[default]
+aws_access_key_id = journey-$user
+aws_secret_access_key = $(random_token 24)" || true
+done
 
 # The identity provider's. Keycloak takes the clients' secrets and the users' passwords into its realm when it first
 # imports it: a file changed later changes nothing there (change the secret or password in Keycloak too).

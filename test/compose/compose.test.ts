@@ -340,7 +340,8 @@ describe('docker-compose.yml', () => {
       const unknown = Object.keys(env(name)).filter((k) => !CONFIG_ENV_VARS.includes(k));
       expect([name, unknown.filter((k) => !AWS_SDK_ENV_VARS.includes(k))]).toEqual([name, []]);
     }
-    expect(Object.keys(env('codec')).filter((k) => k.startsWith('AWS_'))).toEqual([]);
+    // The codec server reaches the object store for the audit checkpoints only (test/compose/checkpoints.test.ts).
+    expect(Object.keys(env('codec')).filter((k) => k.startsWith('AWS_'))).toEqual(['AWS_SHARED_CREDENTIALS_FILE']);
     expect(SANDBOX_ENV_VARS.has('SANDBOX_PORT')).toBe(true);
     expect(Object.keys(env('sandbox')).filter((k) => !SANDBOX_ENV_VARS.has(k))).toEqual([]);
 
@@ -827,7 +828,7 @@ describe('docker-compose.yml', () => {
     await other.end().catch(() => undefined);
   };
 
-  test('keeps attachments in the MinIO bucket the minio-bucket job makes, with credentials from secret files', async () => {
+  test('keeps attachments in the MinIO bucket the minio-bucket job makes, as a user of its own from a secret file', async () => {
     const bucket = env('minio-bucket').BUCKET;
     expect(bucket).toBe(NATIVE_BUCKET);
     expect(scriptOf('minio-bucket')).toContain('mc mb --ignore-existing "objects/$BUCKET"');
@@ -842,14 +843,25 @@ describe('docker-compose.yml', () => {
     expect(svc('minio').command).toEqual(['server', '/data']);
     expect(mounts(svc('minio'))).toEqual([{ source: 'minio-data', target: '/data', readOnly: false }]);
 
-    // MinIO's root user and password, and the same pair as the engine's AWS shared credentials file.
+    // MinIO's root user and password, for MinIO and the minio-bucket job only; the engine's processes sign in as
+    // journey-engine, whose secret key is in the AWS shared credentials file (test/compose/checkpoints.test.ts).
     const minio = env('minio');
-    const user = readFileSync(secretFile(secretsDir, 'object_store_root_user'), 'utf8').trim();
+    const root = readFileSync(secretFile(secretsDir, 'object_store_root_user'), 'utf8').trim();
     const password = readFileSync(secretFile(secretsDir, 'object_store_root_password'), 'utf8').trim();
     expect(minio.MINIO_ROOT_USER_FILE).toBe('/run/secrets/object_store_root_user');
     expect(minio.MINIO_ROOT_PASSWORD_FILE).toBe('/run/secrets/object_store_root_password');
-    expect(svc('minio-bucket').secrets).toEqual(svc('minio').secrets);
+    expect(svc('minio-bucket').secrets).toEqual([
+      ...svc('minio').secrets!,
+      'object_store_engine_credentials',
+      'object_store_codec_credentials',
+    ]);
     expect(password.length).toBeGreaterThanOrEqual(24);
+    const ini = readFileSync(secretFile(secretsDir, 'object_store_engine_credentials'), 'utf8');
+    const user = /^aws_access_key_id = (.+)$/m.exec(ini)![1]!;
+    const secret = /^aws_secret_access_key = (.+)$/m.exec(ini)![1]!;
+    expect(user).toBe('journey-engine');
+    expect(user).not.toBe(root);
+    expect(secret.length).toBeGreaterThanOrEqual(24);
 
     const credentialsFile = serviceEnv(compose, 'worker', secretsDir).AWS_SHARED_CREDENTIALS_FILE!;
     const saved = { ...process.env };
@@ -859,7 +871,7 @@ describe('docker-compose.yml', () => {
       const s3 = new S3Client({ region: 'us-east-1' });
       const credentials = await s3.config.credentials();
       s3.destroy();
-      expect([credentials.accessKeyId, credentials.secretAccessKey]).toEqual([user, password]);
+      expect([credentials.accessKeyId, credentials.secretAccessKey]).toEqual([user, secret]);
     } finally {
       for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
       Object.assign(process.env, saved);
@@ -1109,7 +1121,7 @@ describe('docker-compose.yml', () => {
       ]);
     }
     expect(svc('worker').depends_on).toEqual({ 'temporal-setup': done, 'minio-bucket': done, 'audit-trail': done });
-    expect(svc('codec').depends_on).toEqual({ 'audit-trail': done });
+    expect(svc('codec').depends_on).toEqual({ 'audit-trail': done, 'minio-bucket': done });
     expect(svc('temporal-ui').depends_on).toEqual({ 'temporal-setup': done });
     const healthy = { postgres: { condition: 'service_healthy' } };
     for (const job of SUPERUSER_JOBS) expect([job, svc(job).depends_on]).toEqual([job, healthy]);
