@@ -46,6 +46,10 @@ interface RealmClient {
   bearerOnly?: boolean;
   serviceAccountsEnabled?: boolean;
   redirectUris?: string[];
+  standardFlowEnabled?: boolean;
+  implicitFlowEnabled?: boolean;
+  directAccessGrantsEnabled?: boolean;
+  attributes?: Record<string, string>;
   protocolMappers?: { protocolMapper: string; config: Record<string, string> }[];
 }
 interface RealmUser {
@@ -391,6 +395,28 @@ describe('docker-compose.yml: the operators identity provider', () => {
     expect(entrypointScript('keycloak').script).toContain(
       'JOURNEYS_UI_CLIENT_SECRET=$(< /run/secrets/temporal_ui_client_secret)',
     );
+  });
+
+  test("the Web UI's client: the code flow only, PKCE required exactly when the pinned UI sends a challenge", () => {
+    const ui = env('temporal-ui');
+    const uiClient = client(ui.TEMPORAL_AUTH_CLIENT_ID!);
+    // The authorization code flow, to the one callback, with the client's secret: no implicit flow, no passwords.
+    expect(uiClient).toMatchObject({
+      publicClient: false,
+      standardFlowEnabled: true,
+      implicitFlowEnabled: false,
+      directAccessGrantsEnabled: false,
+    });
+    expect(uiClient.redirectUris).toEqual(['${JOURNEYS_UI_URL}/auth/sso/callback']);
+    // Keycloak refuses every authorization request without a code challenge once the client requires S256; the UI
+    // server of temporalio/ui 2.42.1 sends none (it binds the flow to the browser with its state and nonce cookies,
+    // checking the ID token's nonce). PKCE is not in any release of the UI yet (temporalio/ui#2753, its pull request
+    // #3492 adds TEMPORAL_AUTH_PKCE_ENABLED): required here, the sign-in would fail. Pin a UI that reads the switch
+    // (UI_SERVER_ENV below), set it, and S256 must be required with it.
+    expect(svc('temporal-ui').image).toBe('temporalio/ui:2.42.1');
+    const uiSendsChallenge =
+      UI_SERVER_ENV.includes('TEMPORAL_AUTH_PKCE_ENABLED') && ui.TEMPORAL_AUTH_PKCE_ENABLED === 'true';
+    expect(uiClient.attributes?.['pkce.code.challenge.method']).toBe(uiSendsChallenge ? 'S256' : '');
   });
 
   test('the codec server answers over HTTPS with the certificate init-secrets.sh makes: operators decode, viewers do not', async () => {
