@@ -1,5 +1,6 @@
 // MinIO (an S3-compatible object server) as a child process, for the production-shaped stack and its tests.
-// Installed by scripts/install-object-store.sh into .tools/minio. The root credentials go by environment.
+// Installed by scripts/install-object-store.sh into .tools/minio. The root credentials go by environment, or as files
+// (`credentialFiles`: MINIO_ROOT_USER_FILE, MINIO_ROOT_PASSWORD_FILE) that hold them.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { httpProbe, ManagedProcess } from './processes';
@@ -25,8 +26,13 @@ export async function startObjectStore(o: {
   consolePort: number;
   accessKeyId: string;
   secretAccessKey: string;
+  /** Files that hold the two credentials (written by the caller, mode 0600): MinIO reads them, not its environment. */
+  credentialFiles?: { user: string; password: string };
 }): Promise<ObjectStoreServer> {
   if (!objectStoreInstalled()) throw new Error('MinIO is not installed: run `bash scripts/install-object-store.sh`');
+  // MinIO takes a missing file for no setting (and would start with its default credentials): refuse that first.
+  for (const file of Object.values(o.credentialFiles ?? {}))
+    if (!existsSync(file)) throw new Error(`the object store's credentials file ${file} is missing`);
   mkdirSync(o.dataDir, { recursive: true });
   const endpoint = `http://127.0.0.1:${o.port}`;
   const proc = await new ManagedProcess({
@@ -34,8 +40,9 @@ export async function startObjectStore(o: {
     command: MINIO,
     args: ['server', o.dataDir, '--address', `127.0.0.1:${o.port}`, '--console-address', `127.0.0.1:${o.consolePort}`],
     env: {
-      MINIO_ROOT_USER: o.accessKeyId,
-      MINIO_ROOT_PASSWORD: o.secretAccessKey,
+      ...(o.credentialFiles
+        ? { MINIO_ROOT_USER_FILE: o.credentialFiles.user, MINIO_ROOT_PASSWORD_FILE: o.credentialFiles.password }
+        : { MINIO_ROOT_USER: o.accessKeyId, MINIO_ROOT_PASSWORD: o.secretAccessKey }),
       MINIO_BROWSER: 'off',
       MINIO_UPDATE: 'off',
     },

@@ -494,7 +494,12 @@ export class ProductionStack {
       this.#automation ? await this.#automation.token() : undefined,
     );
 
-    // 3. The object store, its attachments' bucket and the audit trail's checkpoint bucket (Object Lock).
+    // 3. The object store (its root credentials read from files), its attachments' bucket and the audit trail's
+    // checkpoint bucket (Object Lock).
+    const root = writeSecretFiles(dataDir, {
+      object_store_root_user: secrets.objectStoreAccessKey!,
+      object_store_root_password: secrets.objectStoreSecretKey!,
+    });
     this.objectStore = stack.add(
       await startObjectStore({
         dataDir: path.join(dataDir, 'objects', 'data'),
@@ -502,6 +507,7 @@ export class ProductionStack {
         consolePort: ports.objectStoreConsole,
         accessKeyId: secrets.objectStoreAccessKey!,
         secretAccessKey: secrets.objectStoreSecretKey!,
+        credentialFiles: { user: root.object_store_root_user, password: root.object_store_root_password },
       }),
     );
     await new S3AttachmentStore({

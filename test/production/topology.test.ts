@@ -40,8 +40,14 @@ function script(
   });
 }
 
-/** The engine's processes (API replicas, workers, codec server) this test's stack started: pid, command line, env. */
-function engineProcesses(): { pid: number; cmd: string; env: Record<string, string> }[] {
+/**
+ * The processes whose command line matches, of this test's stack (its parts name it in STACK_PID) unless `anyStack`:
+ * pid, command line, environment.
+ */
+function stackProcesses(
+  command: RegExp | string,
+  anyStack = false,
+): { pid: number; cmd: string; env: Record<string, string> }[] {
   const out: { pid: number; cmd: string; env: Record<string, string> }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -58,8 +64,8 @@ function engineProcesses(): { pid: number; cmd: string; env: Record<string, stri
     } catch {
       continue; // gone meanwhile
     }
-    if (env.STACK_PID !== String(process.pid)) continue;
-    if (!/src\/(api\/server|worker|codec\/main)\.ts/.test(cmd)) continue;
+    if (!anyStack && env.STACK_PID !== String(process.pid)) continue;
+    if (typeof command === 'string' ? !cmd.includes(command) : !command.test(cmd)) continue;
     out.push({ pid: Number(entry), cmd, env });
   }
   return out;
@@ -128,7 +134,8 @@ describe('production topology', () => {
       'objectStoreSecretKey',
     ];
     expect(names.every((k) => typeof kept[k] === 'string' && kept[k].length >= 12)).toBe(true);
-    const engine = engineProcesses();
+    // The engine's processes: the API replicas, the workers, the codec server.
+    const engine = stackProcesses(/src\/(api\/server|worker|codec\/main)\.ts/);
     // Two API replicas, two workers and the codec server (tsx may run each as a parent and its child).
     expect(engine.filter((p) => p.cmd.includes('src/api/server.ts')).length).toBeGreaterThanOrEqual(2);
     expect(engine.filter((p) => p.cmd.includes('src/worker.ts')).length).toBeGreaterThanOrEqual(2);
@@ -148,6 +155,11 @@ describe('production topology', () => {
         expect({ name, mode: (statSync(file).mode & 0o777).toString(8) }).toEqual({ name, mode: '600' });
       }
     }
+    // MinIO reads its root credentials from files too (MINIO_ROOT_USER_FILE, MINIO_ROOT_PASSWORD_FILE).
+    const minio = stackProcesses(`server ${path.join(root, 'objects', 'data')} `, true);
+    expect(minio.length).toBe(1);
+    expect(Object.values(minio[0]!.env).some((v) => v.includes(kept.objectStoreSecretKey as string))).toBe(false);
+    expect((statSync(minio[0]!.env.MINIO_ROOT_PASSWORD_FILE!).mode & 0o777).toString(8)).toBe('600');
   });
 
   it("takes the admin routes' token it made, never the public local one", async () => {
