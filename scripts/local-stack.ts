@@ -126,7 +126,7 @@ async function up(stack: Stack) {
   say('the engine is up:');
   say(`  API            http://127.0.0.1:${ports.api}  (docs: http://127.0.0.1:${ports.api}/docs)`);
   say(`  demo clinic    Authorization: Bearer ${DEMO_CLINIC_TOKEN}`);
-  say(`  admin routes   Authorization: Bearer ${LOCAL_ADMIN_TOKEN}  (/admin/dead-letters)`);
+  say(`  admin routes   Authorization: Bearer ${LOCAL_ADMIN_TOKEN}, X-Actor: <who>  (/admin/dead-letters)`);
   say(`  Temporal UI    http://127.0.0.1:${ports.ui}`);
   say(`  Temporal gRPC  127.0.0.1:${ports.temporal}`);
   say(`  codec server   ${codecUrl}  (the UI shows decrypted payloads through it)`);

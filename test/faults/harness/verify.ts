@@ -115,7 +115,8 @@ export function invitesByJourney(exams: SandboxPatientExam[]): Map<string, Sandb
 
 export async function deadLetters(apiUrl: string): Promise<DeadLetterInfo[]> {
   const out: DeadLetterInfo[] = [];
-  const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  // The static admin token names nobody: who reads the dead letters comes with it (X-Actor, on the audit trail).
+  const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-actor': 'fault-suite' };
   let after: string | null = null;
   do {
     const page: { status: number; body: any } = await http(
