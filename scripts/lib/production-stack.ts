@@ -670,10 +670,11 @@ export class ProductionStack {
   /** The service account a worker or an API replica presents to Temporal (none without `identity`). */
   #serviceAccountEnv(kind: 'api' | 'worker'): Record<string, string> {
     if (!this.o.identity) return {};
+    const files = this.#files!;
+    const clientSecretFile = kind === 'api' ? files.journey_api_client_secret : files.journey_worker_client_secret;
     return {
       TEMPORAL_OAUTH_CLIENT_ID: CLIENTS[kind],
-      TEMPORAL_OAUTH_CLIENT_SECRET_FILE:
-        this.#files![kind === 'api' ? 'journey_api_client_secret' : 'journey_worker_client_secret']!,
+      TEMPORAL_OAUTH_CLIENT_SECRET_FILE: clientSecretFile!,
       TEMPORAL_OAUTH_TOKEN_URL: tokenUrlOf(this.#identityPorts().keycloak),
     };
   }
