@@ -69,13 +69,25 @@ export class ApiProblem extends Error {
 }
 
 export function problemBody(status: number, slug: string, detail: string, errors?: FieldError[]): Problem {
+  const once = errors ? onceEach(errors) : [];
   return {
     type: `${TYPE_BASE}${slug}`,
     title: TITLES[status] ?? (status >= 500 ? 'Server Error' : 'Client Error'),
     status,
     detail,
-    ...(errors && errors.length > 0 ? { errors } : {}),
+    ...(once.length > 0 ? { errors: once } : {}),
   };
+}
+
+/** Each field error once (a schema and a refinement may both name the same fault), in the order first named. */
+function onceEach(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const key = `${e.field}\u0000${e.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 export function sendProblem(reply: FastifyReply, problem: Problem, headers: Record<string, string> = {}) {
@@ -185,6 +197,8 @@ export function frameworkErrorProblem(err: FastifyError, _request: FastifyReques
     reply.log.error({ err }, 'unhandled framework error');
     void sendProblem(reply, problemBody(500, 'internal', 'an unexpected error occurred; it has been logged'));
   }
+  // Refused before any route ran, so no hook logs its outcome: the answer is logged here, as every other one is.
+  reply.log.info({ res: { statusCode: reply.statusCode }, code: err.code }, 'request completed');
 }
 
 export const NOT_FOUND: Problem = problemBody(404, 'not-found', 'there is nothing at this address');
