@@ -3,7 +3,6 @@
 // deleted, and one forged over it is read beside it. `npm run audit-trail:verify` checks a trail against the bucket the
 // environment names and fails, naming where, on a cut tail and on a record removed with the chain re-hashed.
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,44 +11,33 @@ import {
   DeleteObjectCommand,
   ListObjectVersionsCommand,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
 } from '@aws-sdk/client-s3';
-import { startObjectStore, type ObjectStoreServer } from '../../scripts/lib/object-store';
+import type { ObjectStoreServer } from '../../scripts/lib/object-store';
 import { checkpointerFor, type AuditStoreSettings } from '../../src/audit';
 import { S3Checkpoints } from '../../src/audit/checkpoints';
 import { FileAuditLog } from '../../src/audit/file';
 import { chainRecord, GENESIS, type AuditRecord } from '../../src/audit/types';
-import { freePort } from '../support/dev-server-process';
+import { startTestObjectStore, type TestObjectStore } from '../support/object-store';
 
 const ROOT = path.resolve(__dirname, '../..');
 const BUCKET = 'audit-checkpoints';
 
 describe('audit checkpoints in a bucket with Object Lock', () => {
   let dir: string;
+  let store: TestObjectStore;
   let minio: ObjectStoreServer;
   let s3: S3Client;
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'audit-checkpoints-s3-'));
-    minio = await startObjectStore({
-      dataDir: path.join(dir, 'minio'),
-      port: await freePort(),
-      consolePort: await freePort(),
-      accessKeyId: 'audit-checkpoints',
-      secretAccessKey: randomBytes(18).toString('base64url'),
-    });
-    s3 = new S3Client({
-      region: 'us-east-1',
-      endpoint: minio.endpoint,
-      forcePathStyle: true,
-      credentials: { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey },
-    });
+    store = await startTestObjectStore('audit-checkpoints');
+    ({ minio, s3 } = store);
     await s3.send(new CreateBucketCommand({ Bucket: BUCKET, ObjectLockEnabledForBucket: true }));
     await s3.send(new CreateBucketCommand({ Bucket: 'no-lock' }));
   });
   afterAll(async () => {
-    s3?.destroy();
-    await minio?.stop();
+    await store?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,13 +1,10 @@
 // Attachments in an S3-compatible object store (MinIO, a real server built from the Go module proxy): the same sealed
 // records as the folder store, shared by any number of API replicas and workers. Round trip, another process's store
 // reads what this one wrote, nothing in the clear in the bucket, unknown refs, rotation, and the configuration path.
-import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { freePort } from '../../scripts/lib/postgres-server';
-import { startObjectStore, type ObjectStoreServer } from '../../scripts/lib/object-store';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { ObjectStoreServer } from '../../scripts/lib/object-store';
+import { startTestObjectStore, type TestObjectStore } from '../support/object-store';
 import { createAttachmentStore } from '../../src/attachments';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { RecordSealer } from '../../src/codec/at-rest';
@@ -24,31 +21,15 @@ const META = {
 };
 
 describe('S3 attachment store on MinIO', () => {
-  let root: string;
+  let objects: TestObjectStore;
   let minio: ObjectStoreServer;
   let raw: S3Client;
 
   beforeAll(async () => {
-    root = mkdtempSync(path.join(tmpdir(), 'minio-'));
-    minio = await startObjectStore({
-      dataDir: path.join(root, 'data'),
-      port: await freePort(),
-      consolePort: await freePort(),
-      accessKeyId: 'journeys-test',
-      secretAccessKey: randomBytes(18).toString('base64url'),
-    });
-    raw = new S3Client({
-      region: 'us-east-1',
-      endpoint: minio.endpoint,
-      forcePathStyle: true,
-      credentials: { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey },
-    });
+    objects = await startTestObjectStore('journeys-test');
+    ({ minio, s3: raw } = objects);
   }, 60_000);
-  afterAll(async () => {
-    raw?.destroy();
-    await minio?.stop();
-    rmSync(root, { recursive: true, force: true });
-  });
+  afterAll(() => objects?.stop());
 
   const store = (keys = [KEY_A], bucket = 'attachments') =>
     new S3AttachmentStore({
