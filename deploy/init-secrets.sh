@@ -25,7 +25,6 @@
 #   deploy/secrets/keycloak_admin_password     its own administrator, keycloak-admin (the admin console)
 #   deploy/secrets/<client>_client_secret      the realm's confidential clients: temporal_ui (the Web UI's sign-in),
 #                                              journey_worker, journey_api, journey_automation (service accounts)
-#   deploy/secrets/journeys_<user>_password    the demo users viewer, operator and admin (one per role)
 #   deploy/secrets/codec_tls.crt, .key         the codec server's HTTPS certificate and key (CODEC_TLS_*_FILE):
 #                                              self-signed for localhost and codec, made with openssl when it is here
 #   deploy/secrets/api_tls.pem                 the load balancer's HTTPS certificate and key (port 3443, where the
@@ -42,11 +41,6 @@ random_b64() { head -c "$1" /dev/urandom | base64 | tr -d '\n'; }
 # Letters, digits, `-` and `_` only: safe in a URL's user information and in an INI file without quoting.
 random_token() { random_b64 "$1" | tr -d '=' | tr '+/' '-_'; }
 random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
-# Easy to type at a sign-in page: four groups of five lower-case letters and digits without look-alikes (~100 bits).
-random_password() {
-  LC_ALL=C tr -dc 'abcdefghjkmnpqrstuvwxyz23456789' < /dev/urandom | head -c 20 |
-    sed 's/\(.....\)\(.....\)\(.....\)\(.....\)/\1-\2-\3-\4/'
-}
 sha256_hex() {
   if command -v sha256sum > /dev/null 2>&1; then
     printf '%s' "$1" | sha256sum | cut -d ' ' -f 1
@@ -122,17 +116,15 @@ aws_access_key_id = journey-$user
 aws_secret_access_key = $(random_token 24)" || true
 done
 
-# The identity provider's. Keycloak takes the clients' secrets and the users' passwords into its realm when it first
-# imports it: a file changed later changes nothing there (change the secret or password in Keycloak too).
+# The identity provider's. Keycloak takes the clients' secrets into its realm when it first imports it: a file changed
+# later changes nothing there (change the secret in Keycloak too). The realm has no people: `npm run add-person` adds
+# each with a role, a temporary password and, for operators and admins, a second factor.
 write "$secrets/keycloak_database_password" "$(random_token 24)" || true
 write "$secrets/keycloak_admin_password" "$(random_token 24)" || true
 for client in temporal_ui journey_worker journey_api journey_automation; do
   write "$secrets/${client}_client_secret" "$(random_token 32)" || true
 done
-for user in viewer operator admin; do
-  write "$secrets/journeys_${user}_password" "$(random_password)" || true
-done
-echo "         the Web UI's demo users viewer, operator, admin: passwords in $secrets/journeys_<user>_password"
+echo "         people: none yet; add each with KEYCLOAK_ADMIN_PASSWORD_FILE=$secrets/keycloak_admin_password npm run add-person -- --username <name> --role <viewer|operator|admin>"
 
 # self_signed NAME SERVICE KEY CERT: a self-signed server certificate for localhost, 127.0.0.1 and the service's name
 # in the compose network, made with openssl into the two files.

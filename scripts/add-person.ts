@@ -1,14 +1,15 @@
 // `npm run add-person -- --username <name> --role <viewer|operator|admin>`: a person of their own in the identity
-// provider's realm (Keycloak's admin API), instead of the shared demo accounts: a temporary password they must change
+// provider's realm (Keycloak's admin API), which holds no shared accounts: a temporary password they must change
 // at their first sign-in, and for operators and admins (who read patient data or act on journeys) a second factor
 // (TOTP) they must set up then and give at every sign-in after. The temporary password is printed once, to hand over
 // by a channel of its own; never a patient's data in a username or e-mail.
 //
 //   KEYCLOAK_ADMIN_PASSWORD_FILE=deploy/secrets/keycloak_admin_password \
-//     npm run add-person -- --keycloak http://127.0.0.1:8080 --username alice.ops --email alice@clinic.example --role operator
+//     npm run add-person -- --keycloak http://127.0.0.1:8180 --username alice.ops --email alice@clinic.example --role operator
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { exitWith, parseCommandLine, UsageError } from './lib/cli';
+import { KEYCLOAK_ADMIN } from './lib/keycloak';
 
 export const PERSON_ROLES = { viewer: 'journey-viewer', operator: 'journey-operator', admin: 'journey-admin' } as const;
 export type PersonRole = keyof typeof PERSON_ROLES;
@@ -27,7 +28,7 @@ export interface AddPersonOptions {
 const USAGE = `Usage:
   npm run add-person -- --username <name> --role <viewer|operator|admin> [--email <address>]
       [--keycloak <url>] [--realm <realm>]
-  The administrator: KEYCLOAK_ADMIN (default admin) and KEYCLOAK_ADMIN_PASSWORD or KEYCLOAK_ADMIN_PASSWORD_FILE.`;
+  The administrator: KEYCLOAK_ADMIN (default keycloak-admin) and KEYCLOAK_ADMIN_PASSWORD or KEYCLOAK_ADMIN_PASSWORD_FILE.`;
 
 /** The person's first sign-in: a new password, and for operators and admins a second factor. */
 export function requiredActions(role: PersonRole): string[] {
@@ -105,12 +106,12 @@ export function parseAddPerson(argv: string[], env: NodeJS.ProcessEnv): AddPerso
     );
   }
   return {
-    keycloak: (v.keycloak ?? env.KEYCLOAK_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+    keycloak: (v.keycloak ?? env.KEYCLOAK_URL ?? 'http://127.0.0.1:8180').replace(/\/+$/, ''),
     realm: v.realm ?? 'journeys',
     username: v.username,
     ...(v.email ? { email: v.email } : {}),
     role: v.role as PersonRole,
-    admin: { username: env.KEYCLOAK_ADMIN ?? 'admin', password },
+    admin: { username: env.KEYCLOAK_ADMIN ?? KEYCLOAK_ADMIN, password },
   };
 }
 

@@ -16,7 +16,6 @@
 // The engine's secrets are files in <DATA_DIR>/secrets, each mode 0600, named by its *_FILE settings.
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
-import { DEMO_USERS } from './lib/keycloak';
 import { ProductionStack, productionPorts, productionStackPorts } from './lib/production-stack';
 import { runStack } from './lib/stack/stack';
 import { openStackLog } from './lib/stack-log';
@@ -57,14 +56,17 @@ async function up(stack: ProductionStack) {
     `  Temporal         ${stack.temporalAddress} on PostgreSQL 127.0.0.1:${p.postgres} (metrics :${p.temporalMetrics})`,
   );
   if (identity) {
-    const secrets = stack.identitySecrets;
     say(`  Temporal UI      ${stack.uiUrl}  (sign-in; patient data decoded by ${stack.codecUrl} for operators)`);
     say(`  codec server     ${stack.codecUrl}  (HTTPS with a certificate made for this machine: open`);
     say(`                   ${stack.codecUrl}/healthz once in your browser and accept it, or trust`);
     say(`                   ${stack.codecCertificate})`);
     say(`  Keycloak         ${stack.issuer}  (realm journeys; admin console http://127.0.0.1:${p.keycloak}/admin)`);
-    say('  demo users       (kept in the data folder, local-secrets.json; each one a role)');
-    for (const u of DEMO_USERS) say(`    ${u.username.padEnd(9)} ${secrets.passwords[u.username]}  ${u.role}`);
+    say('  people           none yet: add yourself, with a role (viewer, operator or admin), and sign in with the');
+    say('                   temporary password it prints (a second factor is set up at the first sign-in):');
+    say(
+      `                   KEYCLOAK_URL=http://127.0.0.1:${p.keycloak} KEYCLOAK_ADMIN_PASSWORD_FILE=${stack.keycloakAdminPasswordFile} \\`,
+    );
+    say('                     npm run add-person -- --username <you> --role operator');
     say(`  ops sign-in      npm run ops -- sign-in --issuer ${stack.issuer}`);
   } else {
     say(`  Temporal UI      ${stack.uiUrl}  (no sign-in: IDENTITY=off; payloads stay encrypted in it)`);

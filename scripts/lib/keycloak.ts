@@ -1,9 +1,11 @@
 // Keycloak, the production-shaped stack's OpenID Connect provider: installed once into .tools/keycloak (built for
 // PostgreSQL by scripts/install-keycloak.sh), run per stack from a home of its own (the install's libraries linked,
 // its data folder the stack's), its realm imported from deploy/keycloak/journeys-realm.json on first start and kept
-// in the stack's PostgreSQL. The realm file's ${...} placeholders (the demo users' passwords, the clients' secrets,
-// the Web UI's URL) come from the stack's secrets through the environment.
-import { cpSync, existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+// in the stack's PostgreSQL. The realm holds no people: each is added with `npm run add-person`. Keycloak gets no
+// secret in its environment or on its command line: the database's and its administrator's passwords are in a
+// configuration file of the home's (`kc.sh -cf`), the clients' secrets written into the copy of the realm it imports
+// (the file's ${...} placeholders filled); both files mode 0600.
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 
@@ -25,12 +27,8 @@ export const CLIENTS = {
   automation: 'journey-automation',
 } as const;
 
-/** The demo users, one per role. */
-export const DEMO_USERS = [
-  { username: 'viewer', role: 'journey-viewer' },
-  { username: 'operator', role: 'journey-operator' },
-  { username: 'admin', role: 'journey-admin' },
-] as const;
+/** The master realm's administrator, who adds people (`npm run add-person`); its password is a secret of the stack. */
+export const KEYCLOAK_ADMIN = 'keycloak-admin';
 
 export interface IdentitySecrets {
   /** Keycloak's own administrator (the master realm's bootstrap user). */
@@ -39,8 +37,6 @@ export interface IdentitySecrets {
   workerClientSecret: string;
   apiClientSecret: string;
   automationClientSecret: string;
-  /** By demo user name. */
-  passwords: Record<(typeof DEMO_USERS)[number]['username'], string>;
 }
 
 export function keycloakInstalled(): boolean {
@@ -59,12 +55,42 @@ export function jwksUrlOf(port: number): string {
   return `${issuerOf(port)}/protocol/openid-connect/certs`;
 }
 
+/** Writes a file only its owner reads. */
+function writePrivate(file: string, text: string) {
+  writeFileSync(file, text, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+/** The realm file with its placeholders filled; an unknown placeholder is an error, not left for Keycloak. */
+export function renderRealm(text: string, values: Record<string, string>): string {
+  return text.replace(/\$\{([A-Z0-9_]+)\}/g, (_, name: string) => {
+    const value = values[name];
+    if (value === undefined) throw new Error(`the realm file names \${${name}}, which the stack does not set`);
+    return JSON.stringify(value).slice(1, -1);
+  });
+}
+
+/** A value of a Java properties file (keycloak.conf), escaped. */
+function propertyValue(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+export interface KeycloakHomeOptions {
+  home: string;
+  pg: { host: string; port: number; user: string; password: string };
+  secrets: IdentitySecrets;
+  uiUrl: string;
+}
+
 /**
  * The stack's Keycloak home: bin copied (kc.sh finds its home from where it lies), the built libraries, conf,
- * providers and themes linked to the install, data/ the stack's own with the realm file in data/import.
+ * providers and themes linked to the install, data/ the stack's own with the realm in data/import (its secrets
+ * filled in), and keycloak.conf with the database and the administrator. Returns the configuration file's path.
  */
-export function prepareKeycloakHome(home: string): string {
-  mkdirSync(path.join(home, 'data', 'import'), { recursive: true });
+export function prepareKeycloakHome(o: KeycloakHomeOptions): string {
+  const { home, secrets } = o;
+  mkdirSync(path.join(home, 'data', 'import'), { recursive: true, mode: 0o700 });
+  chmodSync(home, 0o700);
   rmSync(path.join(home, 'bin'), { recursive: true, force: true });
   cpSync(path.join(KEYCLOAK_INSTALL, 'bin'), path.join(home, 'bin'), { recursive: true });
   for (const part of ['lib', 'conf', 'providers', 'themes']) {
@@ -72,10 +98,30 @@ export function prepareKeycloakHome(home: string): string {
     rmSync(link, { recursive: true, force: true });
     symlinkSync(path.join(KEYCLOAK_INSTALL, part), link);
   }
-  cpSync(REALM_FILE, path.join(home, 'data', 'import', path.basename(REALM_FILE)));
-  return home;
+  const realm = renderRealm(readFileSync(REALM_FILE, 'utf8'), {
+    JOURNEYS_UI_URL: o.uiUrl,
+    JOURNEYS_UI_CLIENT_SECRET: secrets.uiClientSecret,
+    JOURNEYS_WORKER_CLIENT_SECRET: secrets.workerClientSecret,
+    JOURNEYS_API_CLIENT_SECRET: secrets.apiClientSecret,
+    JOURNEYS_AUTOMATION_CLIENT_SECRET: secrets.automationClientSecret,
+  });
+  writePrivate(path.join(home, 'data', 'import', path.basename(REALM_FILE)), realm);
+  const conf = path.join(home, 'keycloak.conf');
+  const settings = {
+    'db-url': `jdbc:postgresql://${o.pg.host}:${o.pg.port}/${DATABASE}`,
+    'db-username': o.pg.user,
+    'db-password': o.pg.password,
+    'bootstrap-admin-username': KEYCLOAK_ADMIN,
+    'bootstrap-admin-password': secrets.keycloakAdminPassword,
+  };
+  writePrivate(
+    conf,
+    Object.entries(settings)
+      .map(([k, v]) => `${k}=${propertyValue(v)}\n`)
+      .join(''),
+  );
+  return conf;
 }
-
 /** Creates a database (Keycloak's, by default) in the stack's PostgreSQL when missing. */
 export async function ensureDatabase(
   pg: { host: string; port: number; user: string; password: string },
@@ -101,16 +147,16 @@ export interface KeycloakCommand {
 /** `kc.sh start --optimized` on loopback, the realm imported (once: a realm already there is kept). */
 export function keycloakCommand(o: {
   home: string;
+  /** prepareKeycloakHome's configuration file. */
+  configFile: string;
   port: number;
   managementPort: number;
-  pg: { host: string; port: number; user: string; password: string };
-  secrets: IdentitySecrets;
-  uiUrl: string;
 }): KeycloakCommand {
-  const { secrets } = o;
   return {
     command: path.join(o.home, 'bin', 'kc.sh'),
     args: [
+      '--config-file',
+      o.configFile,
       'start',
       '--optimized',
       '--import-realm',
@@ -123,22 +169,6 @@ export function keycloakCommand(o: {
       '--log-level=warn',
       '--log-console-output=json',
     ],
-    env: {
-      JAVA_OPTS_KC_HEAP: '-Xms64m -Xmx512m',
-      KC_DB_URL: `jdbc:postgresql://${o.pg.host}:${o.pg.port}/${DATABASE}`,
-      KC_DB_USERNAME: o.pg.user,
-      KC_DB_PASSWORD: o.pg.password,
-      KC_BOOTSTRAP_ADMIN_USERNAME: 'keycloak-admin',
-      KC_BOOTSTRAP_ADMIN_PASSWORD: secrets.keycloakAdminPassword,
-      // The realm file's placeholders.
-      JOURNEYS_UI_URL: o.uiUrl,
-      JOURNEYS_UI_CLIENT_SECRET: secrets.uiClientSecret,
-      JOURNEYS_WORKER_CLIENT_SECRET: secrets.workerClientSecret,
-      JOURNEYS_API_CLIENT_SECRET: secrets.apiClientSecret,
-      JOURNEYS_AUTOMATION_CLIENT_SECRET: secrets.automationClientSecret,
-      JOURNEYS_VIEWER_PASSWORD: secrets.passwords.viewer,
-      JOURNEYS_OPERATOR_PASSWORD: secrets.passwords.operator,
-      JOURNEYS_ADMIN_PASSWORD: secrets.passwords.admin,
-    },
+    env: { JAVA_OPTS_KC_HEAP: '-Xms64m -Xmx512m' },
   };
 }

@@ -351,7 +351,7 @@ export class ProductionStack {
     }
     return { keycloak, keycloakManagement, temporalInternalFrontend, temporalInternalFrontendHttp };
   }
-  /** The identity provider's secrets (with `identity`): the demo users' passwords and the clients' secrets. */
+  /** The identity provider's secrets (with `identity`): its administrator's and the clients'. */
   get identitySecrets() {
     const identity = this.#secrets?.identity;
     if (!this.o.identity || !identity) throw new Error('the stack runs without an identity provider');
@@ -479,6 +479,7 @@ export class ProductionStack {
         internalFrontendHttp: ports.temporalInternalFrontendHttp,
       },
       logDir: path.join(dataDir, 'logs'),
+      configDir: path.join(dataDir, 'secrets', 'temporal-server'),
       ...(this.o.temporalDynamicConfig ? { dynamicConfigFile: this.o.temporalDynamicConfig } : {}),
       ...(this.o.identity ? { auth: { jwksUrl: jwksUrlOf(this.#identityPorts().keycloak), audience: AUDIENCE } } : {}),
       log: (l) => this.#log(l),
@@ -650,9 +651,16 @@ export class ProductionStack {
         ? {
             journey_api_client_secret: identity.apiClientSecret,
             journey_worker_client_secret: identity.workerClientSecret,
+            // For `npm run add-person` (KEYCLOAK_ADMIN_PASSWORD_FILE): the realm has no people until one is added.
+            keycloak_admin_password: identity.keycloakAdminPassword,
           }
         : {}),
     });
+  }
+
+  /** The file with Keycloak's administrator's password, which `npm run add-person` reads (with `identity`). */
+  get keycloakAdminPasswordFile(): string {
+    return path.join(this.o.dataDir, 'secrets', 'keycloak_admin_password');
   }
 
   /** The audit trail's database URL, as its writer role reaches it (a secret: never log it). */
@@ -686,14 +694,14 @@ export class ProductionStack {
     await prepareDatabaseRole(su, { role: KEYCLOAK_ROLE, password, databases: [KEYCLOAK_DATABASE] });
     const pg = this.#roleAccess(KEYCLOAK_ROLE, password);
     const identity = this.identitySecrets;
+    const home = path.join(this.o.dataDir, 'keycloak');
+    const configFile = prepareKeycloakHome({ home, pg, secrets: identity, uiUrl: this.uiUrl });
     await this.#stack.up(
       keycloak({
-        home: prepareKeycloakHome(path.join(this.o.dataDir, 'keycloak')),
+        home,
+        configFile,
         port: ports.keycloak,
         managementPort: ports.keycloakManagement,
-        pg,
-        secrets: identity,
-        uiUrl: this.uiUrl,
         issuer: this.issuer,
       }),
     );

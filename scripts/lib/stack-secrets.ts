@@ -31,7 +31,7 @@ export interface StackSecrets {
   temporalDatabasePassword?: string;
   /** Keycloak's role's password (the production-shaped stack): it owns Keycloak's database. */
   keycloakDatabasePassword?: string;
-  /** The identity provider's secrets (the production-shaped stack's Keycloak): clients' and demo users'. */
+  /** The identity provider's secrets (the production-shaped stack's Keycloak): its administrator's, the clients'. */
   identity?: IdentitySecrets;
 }
 
@@ -110,22 +110,12 @@ export function stackAdminToken(dataDir: string, make: boolean): string | undefi
 /** Keycloak's secrets: the ones kept, the missing ones made (a realm imported once keeps the first ones). */
 function identitySecrets(kept: Partial<IdentitySecrets> | undefined): IdentitySecrets {
   const make = () => randomBytes(18).toString('base64url');
-  // Readable for a person who types it at the sign-in page: four groups of five letters and digits.
-  const password = () =>
-    Array.from({ length: 4 }, () =>
-      Array.from(randomBytes(5), (b) => 'abcdefghjkmnpqrstuvwxyz23456789'[b % 31]).join(''),
-    ).join('-');
   return {
     keycloakAdminPassword: kept?.keycloakAdminPassword ?? make(),
     uiClientSecret: kept?.uiClientSecret ?? make(),
     workerClientSecret: kept?.workerClientSecret ?? make(),
     apiClientSecret: kept?.apiClientSecret ?? make(),
     automationClientSecret: kept?.automationClientSecret ?? make(),
-    passwords: {
-      viewer: kept?.passwords?.viewer ?? password(),
-      operator: kept?.passwords?.operator ?? password(),
-      admin: kept?.passwords?.admin ?? password(),
-    },
   };
 }
 

@@ -1,11 +1,12 @@
 // The Temporal server itself on PostgreSQL, natively: schema set up and updated with temporal-sql-tool from the
 // module's versioned files, the server started from deploy/temporal/production.yaml, the namespace registered and the
 // project's search attributes added. Installed by scripts/install-temporal-server.sh into .tools/temporal-server.
-// Callers must call stop(); secrets (the database password) go to the children by environment, never by argument
-// (deploy/temporal/production.yaml reads it from there). The production-shaped stack runs the schema tool and the
+// Callers must call stop(); the database password goes to the server in its configuration, deploy/temporal/
+// production.yaml copied with the password written in to a folder only the stack's user reads (mode 0600), never by
+// environment or argument; to the short-lived schema tool by environment. The production-shaped stack runs the schema tool and the
 // server as Temporal's own role, which owns the two databases (scripts/lib/database-roles.ts), not the superuser.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
@@ -58,6 +59,11 @@ export interface TemporalServerOptions {
   ports: TemporalServerPorts;
   /** Logs of the server go to <logDir>/temporal-server.log. */
   logDir: string;
+  /**
+   * A folder of the caller's own: the server's configuration is written there (mode 0700, the file 0600) with the
+   * database password in it.
+   */
+  configDir: string;
   historyShards?: number;
   /** The dynamic configuration file; deploy/temporal/dynamicconfig/production.yaml by default. */
   dynamicConfigFile?: string;
@@ -162,13 +168,33 @@ function authEnv(o: TemporalServerOptions): Record<string, string> {
   };
 }
 
+/**
+ * deploy/temporal/production.yaml with the database password written in (the template's other settings still come
+ * from the environment), into `<configDir>/temporal/production.yaml`; returns the root the server is given (`-r`).
+ */
+export function writeServerConfig(configDir: string, password: string): string {
+  if (/[{}"\\\n]/.test(password))
+    throw new Error('the Temporal database password has a character the configuration cannot hold');
+  const template = readFileSync(path.join(ROOT, 'deploy', 'temporal', 'production.yaml'), 'utf8');
+  const placeholder = '"{{ env "POSTGRES_PASSWORD" }}"';
+  if (!template.includes(placeholder)) throw new Error(`deploy/temporal/production.yaml has no ${placeholder}`);
+  const dir = path.join(configDir, 'temporal');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(configDir, 0o700);
+  chmodSync(dir, 0o700);
+  const file = path.join(dir, 'production.yaml');
+  writeFileSync(file, template.replaceAll(placeholder, `"${password}"`), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return configDir;
+}
+
 export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
   const address = `127.0.0.1:${o.ports.frontend}`;
+  const configRoot = writeServerConfig(o.configDir, o.postgres.password);
   const env = {
     POSTGRES_HOST: o.postgres.host,
     POSTGRES_PORT: String(o.postgres.port),
     POSTGRES_USER: o.postgres.user,
-    POSTGRES_PASSWORD: o.postgres.password,
     TEMPORAL_HISTORY_SHARDS: String(o.historyShards ?? 4),
     TEMPORAL_PORT: String(o.ports.frontend),
     TEMPORAL_HTTP_PORT: String(o.ports.http),
@@ -194,7 +220,7 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
   const proc = new ManagedProcess({
     name: 'temporal-server',
     command: SERVER_BIN,
-    args: ['-r', path.join(ROOT, 'deploy'), '-c', 'temporal', '-e', 'production', 'start', ...services],
+    args: ['-r', configRoot, '-c', 'temporal', '-e', 'production', 'start', ...services],
     env,
     logDir: o.logDir,
     ready: temporalProbe(address),

@@ -214,14 +214,12 @@ describe('docker-compose.yml: the operators identity provider', () => {
     );
     expect(recorded(dir, 'kc.sh', 'args')).toBe('start\n--import-realm\n');
     const kcEnv = recordedEnv(dir, 'kc.sh');
+    // The clients' secrets and the UI's address: no person's password (the realm has no people).
     expect(PLACEHOLDERS).toEqual([
-      'JOURNEYS_ADMIN_PASSWORD',
       'JOURNEYS_API_CLIENT_SECRET',
       'JOURNEYS_AUTOMATION_CLIENT_SECRET',
-      'JOURNEYS_OPERATOR_PASSWORD',
       'JOURNEYS_UI_CLIENT_SECRET',
       'JOURNEYS_UI_URL',
-      'JOURNEYS_VIEWER_PASSWORD',
       'JOURNEYS_WORKER_CLIENT_SECRET',
     ]);
     for (const name of PLACEHOLDERS) expect([name, (kcEnv[name] ?? '').length > 0]).toEqual([name, true]);
@@ -232,18 +230,23 @@ describe('docker-compose.yml: the operators identity provider', () => {
       JOURNEYS_WORKER_CLIENT_SECRET: secretValue('journey_worker_client_secret'),
       JOURNEYS_API_CLIENT_SECRET: secretValue('journey_api_client_secret'),
       JOURNEYS_AUTOMATION_CLIENT_SECRET: secretValue('journey_automation_client_secret'),
-      JOURNEYS_VIEWER_PASSWORD: secretValue('journeys_viewer_password'),
-      JOURNEYS_OPERATOR_PASSWORD: secretValue('journeys_operator_password'),
-      JOURNEYS_ADMIN_PASSWORD: secretValue('journeys_admin_password'),
     });
-    // The realm's passwords: readable, long, and what its policy asks.
-    for (const user of ['viewer', 'operator', 'admin']) {
-      expect(secretValue(`journeys_${user}_password`)).toMatch(/^[a-z2-9]{5}(-[a-z2-9]{5}){3}$/);
-    }
     // None of them in the compose file's environment, nor anywhere in it.
     for (const name of [...PLACEHOLDERS.filter((p) => p !== 'JOURNEYS_UI_URL'), 'KC_DB_PASSWORD']) {
       expect([name, name in env('keycloak')]).toEqual([name, false]);
     }
+  });
+
+  test("ships a realm with no person in it: the services' accounts only, and a one-time-code policy", () => {
+    expect(realm.users.filter((u) => !u.serviceAccountClientId)).toEqual([]);
+    expect(realmText).not.toMatch(/"type": "password"/);
+    expect(JSON.parse(realmText)).toMatchObject({
+      otpPolicyType: 'totp',
+      otpPolicyDigits: 6,
+      otpPolicyPeriod: 30,
+      otpPolicyCodeReusable: false,
+      passwordPolicy: expect.stringMatching(/length\(1[2-9]\)/),
+    });
   });
 
   test('the keycloak-database job makes a role that owns its database only, and running it again is harmless', async () => {

@@ -1,9 +1,11 @@
 // Operators who are known, end to end on the production topology with its identity provider: Keycloak with the
 // journeys realm, the Temporal server checking its tokens (JWT authorizer), the Web UI signing people in, the codec
-// server over HTTPS. A real headless Chromium (Debian's) opens the Web UI, is sent to Keycloak's sign-in page, signs
-// in as the demo operator and sees a journey's input decoded, then as the demo viewer and sees it encoded. The access
-// tokens the UI passed to the codec server are then used as a clinic's tooling would (curl): none 401, the viewer's
-// 403, the operator's 200, all three on the audit trail; the viewer's token reads from Temporal but cannot signal.
+// server over HTTPS. The realm starts with no people: an operator and a viewer are added as `npm run add-person` adds
+// them (a temporary password; a second factor for the operator). A real headless Chromium (Debian's) opens the Web UI,
+// is sent to Keycloak's sign-in page, signs in as the operator (a new password and an authenticator set up at this
+// first sign-in) and sees a journey's input decoded, then as the viewer and sees it encoded. The access tokens the UI
+// passed to the codec server are then used as a clinic's tooling would (curl): none 401, the viewer's 403, the
+// operator's 200, all three on the audit trail; the viewer's token reads from Temporal but cannot signal.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +18,9 @@ import { verifyAuditTable } from '../../src/audit/postgres';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
 import { pickProductionPorts } from '../faults/harness/production';
 import { operatorSession, runSession, type OidcSettings } from '../../scripts/lib/ops-sign-in';
+import { addPerson, type PersonRole } from '../../scripts/add-person';
+import { KEYCLOAK_ADMIN, REALM } from '../../scripts/lib/keycloak';
+import { completeSignIn, type Person, type SignInStep } from '../support/keycloak-sign-in';
 
 /** The call is refused by the Temporal server's authorizer: gRPC PERMISSION_DENIED (7). */
 async function deniedBy(call: Promise<unknown>) {
@@ -27,6 +32,22 @@ async function deniedBy(call: Promise<unknown>) {
   expect(err!.cause?.code ?? err!.code).toBe(7);
 }
 
+/** The realm's usernames, as Keycloak's admin API lists them. */
+async function realmUsernames(keycloak: string, admin: { username: string; password: string }): Promise<string[]> {
+  const signIn = await fetch(`${keycloak}/realms/master/protocol/openid-connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'password', client_id: 'admin-cli', ...admin }),
+  });
+  expect(signIn.status).toBe(200);
+  const { access_token } = (await signIn.json()) as { access_token: string };
+  const res = await fetch(`${keycloak}/admin/realms/${REALM}/users?max=100`, {
+    headers: { authorization: `Bearer ${access_token}` },
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { username: string }[]).map((u) => u.username);
+}
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const PATIENT_EMAIL = `sign-in-${Date.now().toString(36)}@example.test`;
 
@@ -36,8 +57,12 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
   let browser: Browser;
   let workflowId: string;
   const fatal: string[] = [];
-  /** The access token each person's browser passed to the codec server, by user name. */
+  /** The access token each person's browser passed to the codec server, by role. */
   const tokens: Record<string, string> = {};
+  /** The people added, by role; what each sign-in went through. */
+  const people = {} as Record<'operator' | 'viewer', Person>;
+  const steps: Record<string, SignInStep[]> = {};
+  let peopleBefore: string[] = [];
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium`);
@@ -77,6 +102,18 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     });
     expect(res.status).toBe(201);
     workflowId = `journey-${((await res.json()) as { journeyId: string }).journeyId}`;
+
+    // The realm as imported: no person yet. Then an operator and a viewer, as `npm run add-person` adds them.
+    const keycloak = `http://127.0.0.1:${ports.keycloak}`;
+    const admin = { username: KEYCLOAK_ADMIN, password: readFileSync(stack.keycloakAdminPasswordFile, 'utf8').trim() };
+    peopleBefore = await realmUsernames(keycloak, admin);
+    for (const [role, username] of [
+      ['operator', 'oscar.ops'],
+      ['viewer', 'vera.viewer'],
+    ] as const) {
+      const o = { keycloak, realm: REALM, username, role: role as PersonRole, admin };
+      people[role] = { username, password: (await addPerson(o)).temporaryPassword };
+    }
   }, 300_000);
 
   afterAll(async () => {
@@ -106,9 +143,7 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
       // The UI's own sign-in page, then the identity provider's.
       await page.getByRole('button', { name: /continue to sso/i }).click();
       await page.waitForURL((u) => u.href.startsWith(`${stack.issuer}/protocol/openid-connect/auth`));
-      await page.fill('#username', user);
-      await page.fill('#password', stack.identitySecrets.passwords[user]);
-      await page.click('#kc-login');
+      steps[user] = await completeSignIn(page, people[user], () => page.url().startsWith(stack.uiUrl));
       await page.waitForURL((u) => u.href.startsWith(stack.uiUrl));
 
       await page.goto(
@@ -127,6 +162,10 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     }
   }
 
+  it("imports a realm with no people: only the services' accounts", () => {
+    expect(peopleBefore.filter((u) => !u.startsWith('service-account-'))).toEqual([]);
+  });
+
   it('sends the UI to the sign-in page; the operator sees the journey decoded, the viewer encoded', async () => {
     const anonymous = await fetch(`${stack.uiUrl}/api/v1/namespaces/default/workflows`);
     expect(anonymous.status).toBe(401);
@@ -142,6 +181,11 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(new Set(viewer.codecAnswers)).toEqual(new Set([403]));
     expect(viewer.text).not.toContain(PATIENT_EMAIL);
     expect(fatal).toEqual([]);
+
+    // The first sign-in replaced the temporary password; the operator also set up a second factor, the viewer not.
+    expect(steps.operator).toEqual(expect.arrayContaining(['password', 'update-password', 'configure-totp']));
+    expect(steps.viewer).toEqual(expect.arrayContaining(['password', 'update-password']));
+    expect(steps.viewer).not.toContain('configure-totp');
   }, 240_000);
 
   it('answers curl at the codec server by the token: none 401, the viewer 403, the operator 200; all on the record', async () => {
@@ -177,7 +221,7 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(last[1]!.roles).toContain('journey-viewer');
     expect(last[2]!.roles).toContain('journey-operator');
     // The person by their subject, with the readable name beside it.
-    expect(last[2]!.details).toMatchObject({ namespace: 'default', payloads: 0, name: 'operator' });
+    expect(last[2]!.details).toMatchObject({ namespace: 'default', payloads: 0, name: people.operator.username });
     // Never a token in the trail.
     const raw = lines.join('\n');
     for (const t of Object.values(tokens)) expect(raw).not.toContain(t.slice(-20));
@@ -225,7 +269,9 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(await verifyAuditTable(stack.auditDatabaseUrl, { onRecord: (l) => void lines.push(l) })).toMatchObject({
       ok: true,
     });
-    const viewerRecords = lines.map((l) => JSON.parse(l) as AuditRecord).filter((r) => r.details?.name === 'viewer');
+    const viewerRecords = lines
+      .map((l) => JSON.parse(l) as AuditRecord)
+      .filter((r) => r.details?.name === people.viewer.username);
     // The viewer's first request with this token signed them in, on the record once; the refusals too.
     expect(viewerRecords.filter((r) => r.action === 'admin.sign-in')).toHaveLength(1);
     expect(viewerRecords.map((r) => r.outcome)).toContain('forbidden');
@@ -234,19 +280,34 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
   it('configures no static admin token beside the identity provider; Keycloak logs in to PostgreSQL as its own role', async () => {
     // No admin token made, none configured in any API replica: the public local one, or any, is refused.
     expect(existsSync(path.join(root, 'secrets', 'admin_token'))).toBe(false);
-    const apis = readdirSync('/proc')
+    const processes = readdirSync('/proc')
       .filter((e) => /^\d+$/.test(e))
       .flatMap((pid) => {
         try {
           const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
           const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-          return env.includes(`STACK_PID=${process.pid}`) && cmd.includes('src/api/server.ts') ? [env] : [];
+          return env.includes(`STACK_PID=${process.pid}`) ? [{ cmd, env }] : [];
         } catch {
           return [];
         }
       });
+    const apis = processes.filter((p) => p.cmd.includes('src/api/server.ts')).map((p) => p.env);
     expect(apis.length).toBeGreaterThan(0);
     for (const env of apis) expect(env.filter((kv) => kv.startsWith('ADMIN_TOKEN'))).toEqual([]);
+
+    // No part of the stack is handed a secret in its environment or on its command line: each reads a file.
+    const secrets = JSON.parse(readFileSync(path.join(root, 'local-secrets.json'), 'utf8')) as Record<string, unknown>;
+    const values = [
+      ...Object.values(secrets).filter((v): v is string => typeof v === 'string'),
+      ...Object.values(secrets.identity as Record<string, string>),
+    ].filter((v) => v.length >= 16);
+    expect(values.length).toBeGreaterThan(8);
+    const exposed = processes.flatMap((p) =>
+      [...p.env, p.cmd]
+        .filter((text) => values.some((v) => text.includes(v)))
+        .map((text) => `${p.cmd.split('\0').slice(0, 2).join(' ')}: ${text.split('=')[0]}`),
+    );
+    expect(exposed).toEqual([]);
     const res = await fetch(`${stack.apiUrl}/admin/dead-letters`, {
       headers: { authorization: 'Bearer local-admin-token' },
     });
@@ -289,16 +350,14 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     const url = await prompted;
     expect(url.startsWith(`${stack.issuer}/device`)).toBe(true);
 
-    // The person opens the address on any device, signs in as themselves and approves.
+    // The person opens the address on any device, signs in as themselves (their password, then a code from their
+    // authenticator) and approves.
     const context = await browser.newContext();
     const page = await context.newPage();
     try {
       await page.goto(url);
-      await page.fill('#username', 'operator');
-      await page.fill('#password', stack.identitySecrets.passwords.operator);
-      await page.click('#kc-login');
-      const grant = page.locator('input[name="accept"], button[name="accept"]');
-      if (await grant.count()) await grant.first().click();
+      const went = await completeSignIn(page, people.operator, () => false);
+      expect(went.slice(0, 2)).toEqual(['password', 'otp']);
     } finally {
       await context.close();
     }

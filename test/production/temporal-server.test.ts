@@ -49,6 +49,7 @@ describe('Temporal server on PostgreSQL', () => {
         metrics: await freePort(),
       },
       logDir: path.join(pg.root, 'logs'),
+      configDir: path.join(pg.root, 'temporal-config'),
     });
     await server.start();
     await prepareNamespace(
