@@ -1,11 +1,25 @@
 # syntax=docker/dockerfile:1
-# Two images from one build, each a target:
+# Three images from one build, each a target:
 #   product (the default, the last stage): the clinic API, the worker and the codec server; the command picks which:
 #     node --v8-pool-size=1 dist/api/server.js | node dist/worker.js | node dist/codec/main.js
 #   sandbox (--target sandbox): the exam-service stand-in for tests and demos, node dist/sandbox/main.js. The product
 #     image holds none of it (no dist/sandbox): what runs beside the patients' data carries no stand-in service.
+#   temporal-ui (--target temporal-ui): Temporal's Web UI image with its server built again with PKCE on its sign-in
+#     (tools/temporal-ui/pkce.patch, the same build as scripts/install-temporal-ui.sh).
 # Debian, not Alpine: the worker's native Temporal core (@temporalio/core-bridge) ships glibc builds only.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+ARG GO_IMAGE=golang:1.26-bookworm
+ARG TEMPORAL_UI_IMAGE=temporalio/ui:2.42.1
+
+# The UI server: its module's source from the Go module proxy, pkce.patch applied, built with CGO off.
+FROM ${GO_IMAGE} AS temporal-ui-build
+COPY tools/temporal-ui /build
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    sh /build/build.sh /out/ui-server
+
+# Temporal's UI image (its configuration template and start script) with that server in place of its own.
+FROM ${TEMPORAL_UI_IMAGE} AS temporal-ui
+COPY --from=temporal-ui-build /out/ui-server /home/ui-server/ui-server
 
 # Production dependencies only, for the final images.
 FROM ${NODE_IMAGE} AS deps

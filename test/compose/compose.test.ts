@@ -235,7 +235,7 @@ describe('docker-compose.yml', () => {
 
   test('runs the Temporal server, its admin tools and its UI at the versions the native stack builds', () => {
     const serverVersion = /^version="v(\d+\.\d+\.\d+)"$/m.exec(read('scripts/install-temporal-server.sh'))?.[1];
-    const uiVersion = /ui-server\/v2\/cmd\/server@v(\d+\.\d+\.\d+)"/.exec(read('scripts/install-temporal-ui.sh'))?.[1];
+    const uiVersion = /^version="v(\d+\.\d+\.\d+)"$/m.exec(read('scripts/install-temporal-ui.sh'))?.[1];
     // Outside the published advisories' ranges (test/unit/test-tools.test.ts checks the installer's against them).
     expect(serverVersion).toBe('1.30.8');
     expect(uiVersion).toBe('2.42.1');
@@ -244,7 +244,11 @@ describe('docker-compose.yml', () => {
       // From 1.30 the admin tools' tags are the server's version alone.
       expect([s, svc(s).image]).toEqual([s, `temporalio/admin-tools:${serverVersion}`]);
     }
-    expect(svc('temporal-ui').image).toBe(`temporalio/ui:${uiVersion}`);
+    // Temporal's UI image of that release, its server built again with PKCE from the same release's source.
+    const ui = svc('temporal-ui') as { build?: { args?: Record<string, string> }; image?: string };
+    expect(ui.build?.args?.TEMPORAL_UI_IMAGE).toBe(`temporalio/ui:${uiVersion}`);
+    expect(ui.image).toBe(`patient-journey-temporal-ui:${uiVersion}-pkce`);
+    expect(read('Dockerfile')).toContain(`ARG TEMPORAL_UI_IMAGE=temporalio/ui:${uiVersion}`);
   });
 
   test('runs the sandbox in the optional profile `sandbox` and the temporal CLI in `tools`, nothing else', () => {

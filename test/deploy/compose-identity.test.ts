@@ -400,7 +400,7 @@ describe('docker-compose.yml: the operators identity provider', () => {
     );
   });
 
-  test("the Web UI's client: the code flow only, PKCE required exactly when the pinned UI sends a challenge", () => {
+  test("the Web UI's client: the code flow only, PKCE required, and the UI built to send its challenge", () => {
     const ui = env('temporal-ui');
     const uiClient = client(ui.TEMPORAL_AUTH_CLIENT_ID!);
     // The authorization code flow, to the one callback, with the client's secret: no implicit flow, no passwords.
@@ -411,15 +411,19 @@ describe('docker-compose.yml: the operators identity provider', () => {
       directAccessGrantsEnabled: false,
     });
     expect(uiClient.redirectUris).toEqual(['${JOURNEYS_UI_URL}/auth/sso/callback']);
-    // Keycloak refuses every authorization request without a code challenge once the client requires S256; the UI
-    // server of temporalio/ui 2.42.1 sends none (it binds the flow to the browser with its state and nonce cookies,
-    // checking the ID token's nonce). PKCE is not in any release of the UI yet (temporalio/ui#2753, its pull request
-    // #3492 adds TEMPORAL_AUTH_PKCE_ENABLED): required here, the sign-in would fail. Pin a UI that reads the switch
-    // (UI_SERVER_ENV below), set it, and S256 must be required with it.
-    expect(svc('temporal-ui').image).toBe('temporalio/ui:2.42.1');
-    const uiSendsChallenge =
-      UI_SERVER_ENV.includes('TEMPORAL_AUTH_PKCE_ENABLED') && ui.TEMPORAL_AUTH_PKCE_ENABLED === 'true';
-    expect(uiClient.attributes?.['pkce.code.challenge.method']).toBe(uiSendsChallenge ? 'S256' : '');
+    // Keycloak refuses every authorization request of this client without an S256 code challenge. No release of
+    // Temporal's UI server sends one, so compose runs the UI image with its server built again with
+    // tools/temporal-ui/pkce.patch (the Dockerfile's temporal-ui target); the sign-in test runs the same build.
+    expect(uiClient.attributes?.['pkce.code.challenge.method']).toBe('S256');
+    const built = svc('temporal-ui') as { build?: { target?: string; args?: Record<string, string> }; image?: string };
+    expect(built.build?.target).toBe('temporal-ui');
+    expect(built.build?.args?.TEMPORAL_UI_IMAGE).toBe('temporalio/ui:2.42.1');
+    const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^FROM \$\{TEMPORAL_UI_IMAGE\} AS temporal-ui$/m);
+    expect(dockerfile).toContain('sh /build/build.sh /out/ui-server');
+    const patch = readFileSync(path.join(ROOT, 'tools', 'temporal-ui', 'pkce.patch'), 'utf8');
+    expect(patch).toContain('oauth2.S256ChallengeOption(verifier)');
+    expect(patch).toContain('oauth2.VerifierOption(pkce.Value)');
   });
 
   test('the codec server answers over HTTPS with the certificate init-secrets.sh makes: operators decode, viewers do not', async () => {

@@ -143,6 +143,10 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
       // The UI's own sign-in page, then the identity provider's.
       await page.getByRole('button', { name: /continue to sso/i }).click();
       await page.waitForURL((u) => u.href.startsWith(`${stack.issuer}/protocol/openid-connect/auth`));
+      // The UI's authorization request carries a PKCE challenge (S256 of a verifier it keeps in the browser's cookie).
+      const authorize = new URL(page.url()).searchParams;
+      expect(authorize.get('code_challenge_method')).toBe('S256');
+      expect(authorize.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
       steps[user] = await completeSignIn(page, people[user], () => page.url().startsWith(stack.uiUrl));
       await page.waitForURL((u) => u.href.startsWith(stack.uiUrl));
 
@@ -164,6 +168,24 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
 
   it("imports a realm with no people: only the services' accounts", () => {
     expect(peopleBefore.filter((u) => !u.startsWith('service-account-'))).toEqual([]);
+  });
+
+  it("refuses the UI's client an authorization request without a PKCE challenge", async () => {
+    const ask = new URL(`${stack.issuer}/protocol/openid-connect/auth`);
+    for (const [k, v] of Object.entries({
+      client_id: 'temporal-ui',
+      response_type: 'code',
+      scope: 'openid',
+      state: 'no-challenge',
+      redirect_uri: `${stack.uiUrl}/auth/sso/callback`,
+    })) {
+      ask.searchParams.set(k, v);
+    }
+    const res = await fetch(ask, { redirect: 'manual' });
+    // Keycloak sends the browser back to the client with the error, never to a sign-in page.
+    const back = new URL(res.headers.get('location') ?? 'http://none/');
+    expect([res.status, back.searchParams.get('error')]).toEqual([302, 'invalid_request']);
+    expect(back.searchParams.get('error_description')).toMatch(/code_challenge/i);
   });
 
   it('sends the UI to the sign-in page; the operator sees the journey decoded, the viewer encoded', async () => {
