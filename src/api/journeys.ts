@@ -400,7 +400,9 @@ export class JourneyGateway {
     const expected = Buffer.from(this.#pageTokenMac(token, query));
     if (at <= 0 || mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
       throw new ApiProblem(400, 'validation', 'nextPageToken is not a token of this list (same clinic, same filters)', {
-        errors: [{ field: 'querystring.nextPageToken', message: 'not a token of this list' }],
+        errors: [
+          { field: 'querystring.nextPageToken', message: 'not a token of this list', rule: 'page-token-of-list' },
+        ],
       });
     }
     return Buffer.from(token, 'base64url');

@@ -11,6 +11,10 @@ const TYPE_BASE = 'urn:patient-journeys:problem:';
 export const FieldError = z.object({
   field: z.string().describe('dotted path of the failing field, e.g. patient.dob or exams.0; "(body)" for the body'),
   message: z.string().describe('What is wrong with it'),
+  rule: z
+    .string()
+    .optional()
+    .describe("The operation's rule it breaks (its `x-rules`), when the schema alone cannot say it"),
 });
 export type FieldError = z.infer<typeof FieldError>;
 
@@ -114,12 +118,22 @@ export function validationProblem(errors: FieldError[], detail?: string): ApiPro
   return new ApiProblem(400, 'validation', detail ?? `the request is invalid: ${summary}`, { errors });
 }
 
+/** The document's rule a zod issue names (its params.rule), if any. */
+function ruleOf(issue: unknown): string | undefined {
+  const rule = (issue as { params?: { rule?: unknown } } | undefined)?.params?.rule;
+  return typeof rule === 'string' ? rule : undefined;
+}
+
 /** Issues of a zod error as field errors (used where a schema is checked by hand, not by the route). */
 export function fieldErrorsOf(error: z.ZodError, prefix = ''): FieldError[] {
-  return error.issues.map((i) => ({
-    field: [prefix, ...i.path.map(String)].filter(Boolean).join('.') || '(body)',
-    message: i.message,
-  }));
+  return error.issues.map((i) => {
+    const rule = ruleOf(i);
+    return {
+      field: [prefix, ...i.path.map(String)].filter(Boolean).join('.') || '(body)',
+      message: i.message,
+      ...(rule ? { rule } : {}),
+    };
+  });
 }
 
 function fromFastifyError(err: FastifyError): Problem | undefined {
@@ -127,10 +141,10 @@ function fromFastifyError(err: FastifyError): Problem | undefined {
   const code = typeof err.code === 'string' ? err.code : '';
   if (hasZodFastifySchemaValidationErrors(err)) {
     const context = err.validationContext;
-    const errors = err.validation.map((v) => ({
-      field: fieldOf(v.instancePath, context),
-      message: v.message ?? 'is invalid',
-    }));
+    const errors = err.validation.map((v) => {
+      const rule = ruleOf(v.params);
+      return { field: fieldOf(v.instancePath, context), message: v.message ?? 'is invalid', ...(rule ? { rule } : {}) };
+    });
     const p = validationProblem(errors);
     return problemBody(400, p.slug, p.message, errors);
   }
@@ -167,7 +181,10 @@ function fromFastifyError(err: FastifyError): Problem | undefined {
 const isGrpc = (err: unknown) => typeof (err as { code?: unknown }).code === 'number';
 
 export function registerProblemHandlers(app: FastifyInstance) {
+  const served = servedMethods(app);
   app.setErrorHandler((err: FastifyError | ApiProblem, request: FastifyRequest, reply: FastifyReply) => {
+    // A method the address does not serve is that first, whatever its body (QUERY without a Content-Type, say).
+    if (request.is404 && methodNotAllowed(served, request, reply)) return reply;
     if (err instanceof ApiProblem) {
       return sendProblem(reply, problemBody(err.status, err.slug, err.message, err.errors), err.headers);
     }
@@ -180,8 +197,49 @@ export function registerProblemHandlers(app: FastifyInstance) {
     request.log.error({ err }, 'unhandled error');
     return sendProblem(reply, problemBody(500, 'internal', 'an unexpected error occurred; it has been logged'));
   });
-  // The same answer as a wrong webhook token, so a probe learns nothing from the difference.
-  app.setNotFoundHandler((_request, reply) => sendProblem(reply, NOT_FOUND));
+  app.setNotFoundHandler((request, reply) => {
+    if (methodNotAllowed(served, request, reply)) return reply;
+    // The same answer as a wrong webhook token, so a probe learns nothing from the difference.
+    return sendProblem(reply, NOT_FOUND);
+  });
+}
+
+/** A path served with other methods: 405 naming them in Allow (RFC 9110), not a 404 that says nothing is there. */
+function methodNotAllowed(served: (path: string) => string[], request: FastifyRequest, reply: FastifyReply): boolean {
+  const allow = served(request.url.split('?')[0] ?? '/');
+  if (allow.length === 0) return false;
+  void sendProblem(
+    reply,
+    problemBody(405, 'method-not-allowed', `this address takes ${allow.join(', ')}, not ${request.method}`),
+    { allow: allow.join(', ') },
+  );
+  return true;
+}
+
+/** The methods each route pattern is served with, from the routes as they are added; matched against a request path. */
+function servedMethods(app: FastifyInstance): (path: string) => string[] {
+  const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  const toRegExp = (url: string) =>
+    new RegExp(
+      `^${url
+        .split('/')
+        .map((part) =>
+          part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+        )
+        .join('/')}/?$`,
+    );
+  app.addHook('onRoute', (route) => {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map((m) => m.toUpperCase());
+    if (methods.includes('GET')) methods.push('HEAD');
+    const known = routes.find((r) => r.pattern.source === toRegExp(route.url).source);
+    if (known) methods.forEach((m) => known.methods.add(m));
+    else routes.push({ pattern: toRegExp(route.url), methods: new Set(methods) });
+  });
+  return (path) => {
+    const allow = new Set<string>();
+    for (const r of routes) if (r.pattern.test(path)) r.methods.forEach((m) => allow.add(m));
+    return [...allow].sort();
+  };
 }
 
 /**
@@ -204,3 +262,44 @@ export function frameworkErrorProblem(err: FastifyError, _request: FastifyReques
 export const NOT_FOUND: Problem = problemBody(404, 'not-found', 'there is nothing at this address');
 
 export const notFound = (what: string) => new ApiProblem(404, 'not-found', `${what} not found`);
+
+/** What each error status means on the clinic API, for the document (a route may say more of its own). */
+const WHY: Record<number, string> = {
+  400:
+    "The request breaks the operation's schema (`validation`, each field in `errors`), or one of its `x-rules`, " +
+    'which the schema cannot say (`errors[].rule` names it); `malformed-json`; `bad-url` (malformed percent-encoding)',
+  401: 'No bearer token, or one the API does not know (`unauthorized`); the connection is closed',
+  403: 'The token is known but may not do this (`forbidden`)',
+  404: 'Nothing of this clinic at this address (`not-found`): another clinic’s journey answers the same',
+  409: 'The request conflicts with the state of what it names',
+  413: 'The body is larger than the API takes (`body-too-large`; `API_BODY_LIMIT_BYTES`, 8 MiB by default)',
+  414: 'A part of the path is longer than the API reads (`uri-too-long`)',
+  415: 'A body in another media type than the operation takes (`unsupported-media-type`)',
+  422: 'The exam service refused the request (`exam-service-refused`; `errors` names its field in the API’s words)',
+  429:
+    'More requests than the clinic’s rate limit (`rate-limited`, `Retry-After`), or too many refused sign-ins from ' +
+    'this address (`too-many-refused-sign-ins`, `Retry-After`)',
+  502:
+    'The exam service refused the clinic’s key (`exam-service-unauthorized`), asks for account setup ' +
+    '(`exam-service-account-setup`) or answered outside its contract (`exam-service-bad-response`)',
+  503:
+    'The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after ' +
+    '`Retry-After`',
+  504: 'Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect',
+};
+
+/**
+ * The error answers of an operation for its schema and the document: each status a problem (application/problem+json)
+ * with what it means here.
+ */
+export function problemResponses(statuses: number[], why: Partial<Record<number, string>> = {}) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      {
+        description: why[status] ?? WHY[status] ?? TITLES[status] ?? 'Error',
+        content: { [PROBLEM_CONTENT_TYPE]: { schema: Problem } },
+      },
+    ]),
+  );
+}

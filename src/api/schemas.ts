@@ -1,51 +1,119 @@
 // The clinic API's request and response schemas: one zod schema per route part serves validation, the handler's
 // types and the OpenAPI document. The journey request itself comes from contract/journey-request (one source).
 import { z } from 'zod';
-import { US_STATE_CODES } from '../exam-service/schemas';
+import { TEST_MODE_STATE, US_STATE_CODES } from '../exam-service/schemas';
 import type { DeadLetterReason } from '../inbox/types';
 import {
   AttachmentRef,
   JourneyRequest,
   PrefilledAnswer,
   Scenario,
+  stringifiedJson,
   type JourneyRequest as JourneyRequestType,
 } from '../contract/journey-request';
+import { ruleParams } from '../contract/request-rules';
 
-const { clinicId: _clinicId, journeyId: _journeyId, ...startShape } = JourneyRequest.shape;
+const { clinicId: _clinicId, journeyId: _journeyId, ...requestShape } = JourneyRequest.shape;
+
+/** additionalData as a clinic may send it: an object (written as JSON for the service), or the JSON text itself. */
+export const AdditionalDataInput = z
+  .union([
+    z
+      .record(z.string(), z.unknown())
+      .describe('Any JSON object; the API writes it as JSON text (at most 4,000 characters) for the service'),
+    stringifiedJson.describe(
+      'JSON text (JSON.stringify of a value), as earlier versions took it; at most 4,000 characters',
+    ),
+  ])
+  .describe("The clinic's own data, echoed back by the service in every callback: an object, or JSON text");
+
+/** additionalData as the journey and the service take it: JSON text. */
+export function additionalDataText(value: string | Record<string, unknown> | undefined): string | undefined {
+  return value === undefined || typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+const startShape = { ...requestShape, additionalData: AdditionalDataInput.optional() };
+
+const notTestMode = { properties: { state: { not: { const: TEST_MODE_STATE } } } };
+/** The request's rule that an address is in test mode (TE) only with the patient's teleState TE, as JSON Schema. */
+const testModeTogether = {
+  if: { properties: { patient: { properties: { teleState: { const: TEST_MODE_STATE } } } } },
+  else: { properties: { homeAddress: notTestMode, shippingAddress: notTestMode } },
+};
+
+/** A test-mode patient of the sandbox: `Test` and the outcome keyword, state TE. */
+const testPatient = {
+  firstName: 'Test',
+  lastName: 'Approve',
+  email: 'patient@example.com',
+  dob: '1990-01-01',
+  phoneNumber: '4155550100',
+  teleState: 'TE',
+};
 
 /**
  * The journey request without clinicId (the bearer token says which clinic) and journeyId (derived from the
- * Idempotency-Key). Unknown fields are refused, so a misspelt optional field is not silently dropped.
+ * Idempotency-Key). Unknown fields are refused, so a misspelt optional field is not silently dropped. The examples are
+ * requests the sandbox's clinic accepts (test/openapi/examples.test.ts sends each).
  */
 export const StartJourneyBody = z
   .strictObject(startShape)
   .superRefine((body, ctx) => {
+    const additionalData = additionalDataText(body.additionalData);
+    if (typeof body.additionalData === 'object' && additionalData !== undefined && additionalData.length > 4000) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['additionalData'],
+        message: `at most 4000 characters as JSON text; this object is ${additionalData.length}`,
+        params: ruleParams('additional-data-size'),
+      });
+    }
     // The cross-field rules of JourneyRequest, run on the body with placeholder ids.
-    const full = JourneyRequest.safeParse({ ...body, clinicId: 'c', journeyId: 'j' });
+    const full = JourneyRequest.safeParse({ ...body, additionalData, clinicId: 'c', journeyId: 'j' });
     if (full.success) return;
     for (const issue of full.error.issues) {
-      if (issue.code === 'custom') ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+      if (issue.code !== 'custom') continue;
+      const { path, message, params } = issue;
+      if (body.additionalData !== undefined && path[0] === 'additionalData' && typeof body.additionalData !== 'string')
+        continue;
+      ctx.addIssue({ code: 'custom', path, message, ...(params ? { params } : {}) });
     }
   })
   .meta({
     id: 'StartJourneyRequest',
+    ...testModeTogether,
     examples: [
       {
-        patient: {
-          firstName: 'Test',
-          lastName: 'Approve',
-          email: 'patient@example.com',
-          dob: '1990-01-01',
-          phoneNumber: '4155550100',
-          teleState: 'TE',
-        },
-        exams: [201],
-        scenario: { type: 'partner_pharmacy', pharmacyId: 501, orderSetId: '8101' },
+        patient: testPatient,
+        exams: [101],
+        scenario: { type: 'gfe' },
+        additionalData: { clinicPatientRef: 'cp-1042', campaign: 'spring' },
         notificationUrl: 'https://clinic.example/journey-events',
+      },
+      {
+        patient: { ...testPatient, lastName: 'Prescription Approve', phoneNumber: '+15125550199' },
+        shippingAddress: { line1: '100 Congress Ave', city: 'Austin', state: 'TE', zipCode: '78701' },
+        exams: [301],
+        scenario: {
+          type: 'urgent_care',
+          pharmacy: {
+            ncpdpid: '4512345',
+            name: 'Sandbox Drug Mart #101',
+            addressLine1: '100 Congress Ave',
+            city: 'Austin',
+            state: 'TX',
+            zipCode: '78701',
+            phone: '5125550111',
+          },
+          skipConfirmation: true,
+        },
+        additionalData: '{"clinicPatientRef":"cp-1043"}',
       },
     ],
   });
-export type StartJourneyBody = Omit<JourneyRequestType, 'clinicId' | 'journeyId'>;
+export type StartJourneyBody = Omit<JourneyRequestType, 'clinicId' | 'journeyId' | 'additionalData'> & {
+  additionalData?: string | Record<string, unknown>;
+};
 
 export const IdempotencyHeaders = z.looseObject({
   'idempotency-key': z
@@ -143,9 +211,20 @@ const ExamView = z.looseObject({
       z.looseObject({
         prescriptionId: z.number().int().describe("The service's prescription id"),
         drugName: z.string().describe('The drug'),
+        tracking: z
+          .looseObject({
+            trackingNumber: z.string().describe("The carrier's tracking number"),
+            deliveryService: z.string().nullable().describe('The carrier, when the service named it'),
+            shippedAt: z.string().describe('When event 3 told it (ISO 8601)'),
+          })
+          .nullable()
+          .optional()
+          .describe('The shipment of event 3; null until it came'),
       }),
     )
     .describe('The drugs of event 2'),
+  prescriptionOverdue: z.boolean().optional().describe('Event 2 is later than the prescription deadline'),
+  trackingOverdue: z.boolean().optional().describe('Event 3 is later than the tracking deadline'),
 });
 
 /** The journey as the workflow's snapshot query (or, when that is not possible, its result) tells it. */
@@ -155,6 +234,10 @@ export const JourneyState = z
     clinicId: z.string().describe('The clinic that started it'),
     scenario: z.string().describe('gfe, partner_pharmacy, urgent_care or custom_pharmacy'),
     stage: z.enum(JOURNEY_STAGES).describe('Where the journey is'),
+    examStatus: z
+      .array(z.string())
+      .optional()
+      .describe('The status of each patient exam, when read from visibility (source `visibility`)'),
     startedAt: z.string().optional().describe('ISO 8601'),
     updatedAt: z.string().optional().describe('ISO 8601, the last change'),
     meetings: z
@@ -297,7 +380,7 @@ export const CancelBody = z
       .describe('only this patient exam; every pending one if absent'),
     reason: z.string().max(500).optional().describe('Why, recorded in the journey (never patient data)'),
   })
-  .meta({ examples: [{ patientExamId: 90001, reason: 'booked by mistake' }] });
+  .meta({ examples: [{ reason: 'booked by mistake' }] });
 export const ResendBody = z
   .strictObject({
     patientExamId: z
@@ -307,20 +390,21 @@ export const ResendBody = z
       .optional()
       .describe('only this patient exam; every pending one if absent'),
   })
-  .meta({ examples: [{ patientExamId: 90001 }] });
+  .meta({ examples: [{}] });
 export const AnswersBody = z
   .strictObject({
     patientExamId: z.number().int().positive().describe('The patient exam the answers are for'),
     answers: z.array(PrefilledAnswer).min(1).max(200).describe('Screening answers by question number'),
   })
-  .meta({ examples: [{ patientExamId: 90001, answers: [{ no: 1, answer: 'No' }] }] });
+  .meta({ examples: [{ patientExamId: 90001, answers: [{ no: 2, answer: 'No' }] }] });
 
 const ContentType = z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, 'a MIME type such as image/jpeg');
 const FileName = z
   .string()
   .min(1)
   .max(200)
-  .regex(/^[^/\\\0]+$/, 'a file name without a path');
+  // eslint-disable-next-line no-control-regex -- NUL is refused; written \x00 as JSON Schema's regex engines read it
+  .regex(/^[^/\\\x00]+$/, 'a file name without a path');
 
 /** An attachment sent as JSON; multipart/form-data with fields kind, patientExamId and one file works too. */
 const attachmentExample = {
@@ -389,10 +473,20 @@ export const PartnerPharmacies = z.object({
 });
 
 export const PharmacyParams = z.object({
-  pharmacyId: z.coerce.number().int().positive().describe('A partner pharmacy'),
+  pharmacyId: z.coerce
+    .number()
+    .int()
+    .positive()
+    .describe('A partner pharmacy')
+    .meta({ examples: [501] }),
 });
 export const TreatmentPackagesQuery = z.strictObject({
-  examId: z.coerce.number().int().positive().describe('A prescription exam'),
+  examId: z.coerce
+    .number()
+    .int()
+    .positive()
+    .describe("A prescription exam of the clinic's exam list")
+    .meta({ examples: [201] }),
   /** The patient's state (packages can differ by state); passed to the service when given. */
   state: z.enum(US_STATE_CODES).optional().describe("The patient's state (packages can differ by state)"),
 });
@@ -414,23 +508,33 @@ export const TreatmentPackages = z.object({
     .describe("The pharmacy's packages for the exam"),
 });
 
+/** Text the service reads trimmed: at least one character that is not white space. */
+const searchText = (max: number) => z.string().min(1).max(max).regex(/\S/, 'not only white space');
+
+const searchFields = {
+  search: searchText(100).describe('form A: a fragment of the name'),
+  ncpdpid: searchText(20).describe('form A: one pharmacy by NCPDP id'),
+  zipCode: z
+    .string()
+    .regex(/^\d{5}$/, 'five digits')
+    .describe('either form: five-digit ZIP code'),
+  city: searchText(100).describe('form B: city'),
+  state: z
+    .string()
+    .regex(/^[A-Z]{2}$/, 'a capital two-letter abbreviation')
+    .describe('form B: two-letter state'),
+  pharmacyName: searchText(100).describe('form B: the name or part of it'),
+};
+
 /** Form A (search, zipCode, ncpdpid) or form B (city, state, zipCode, pharmacyName): any of city/state/name is B. */
 export const PharmacySearchQuery = z
   .strictObject({
-    search: z.string().min(1).max(100).optional().describe('form A: a fragment of the name'),
-    ncpdpid: z.string().min(1).max(20).optional().describe('form A: one pharmacy by NCPDP id'),
-    zipCode: z
-      .string()
-      .regex(/^\d{5}$/, 'five digits')
-      .optional()
-      .describe('either form: five-digit ZIP code'),
-    city: z.string().min(1).max(100).optional().describe('form B: city'),
-    state: z
-      .string()
-      .regex(/^[A-Z]{2}$/, 'a capital two-letter abbreviation')
-      .optional()
-      .describe('form B: two-letter state'),
-    pharmacyName: z.string().min(1).max(100).optional().describe('form B: the name or part of it'),
+    search: searchFields.search.optional(),
+    ncpdpid: searchFields.ncpdpid.optional(),
+    zipCode: searchFields.zipCode.optional(),
+    city: searchFields.city.optional(),
+    state: searchFields.state.optional(),
+    pharmacyName: searchFields.pharmacyName.optional(),
   })
   .superRefine((q, ctx) => {
     if (Object.values(q).every((v) => v === undefined)) {
@@ -449,6 +553,35 @@ export const PharmacySearchQuery = z
       });
     }
   });
+
+/**
+ * The same rules as the two forms JSON Schema can say (the document's query of the search, `oneOf`): form A, at least
+ * one of its three fields; form B, at least one of city, state, pharmacyName (zipCode alone is form A).
+ */
+export const PharmacySearchForms = z
+  .union([
+    z
+      .strictObject({
+        search: searchFields.search.optional(),
+        zipCode: searchFields.zipCode.optional(),
+        ncpdpid: searchFields.ncpdpid.optional(),
+      })
+      .meta({ title: 'Form A', minProperties: 1 }),
+    z
+      .strictObject({
+        city: searchFields.city.optional(),
+        state: searchFields.state.optional(),
+        zipCode: searchFields.zipCode.optional(),
+        pharmacyName: searchFields.pharmacyName.optional(),
+      })
+      .meta({
+        title: 'Form B',
+        anyOf: [{ required: ['city'] }, { required: ['state'] }, { required: ['pharmacyName'] }],
+      }),
+  ])
+  .describe(
+    'Form A: search, zipCode, ncpdpid (at least one). Form B: city, state, pharmacyName (at least one) and zipCode',
+  );
 
 /** Ready to use as scenario.pharmacy of a journey request. */
 export const CustomPharmacies = z.object({

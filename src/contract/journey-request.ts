@@ -5,6 +5,7 @@
 // field rather than a journey that fails later.
 import { z } from 'zod';
 import { TELE_STATE_CODES, TEST_MODE_STATE, US_STATE_CODES } from '../exam-service/schemas';
+import { ruleParams } from './request-rules';
 
 const MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 
@@ -18,27 +19,34 @@ const id = z
 const usState = z.enum(US_STATE_CODES, 'a two-letter uppercase US state code, or DC');
 const teleState = z.enum(TELE_STATE_CODES, 'a two-letter uppercase US state code, DC, or TE (test mode)');
 
-/** A calendar date (YYYY-MM-DD) that exists. */
+/** A calendar date (YYYY-MM-DD) that exists: JSON Schema's `date` format (RFC 3339 full-date). */
 const calendarDate = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'YYYY-MM-DD')
   .refine((d) => {
     const t = Date.parse(`${d}T00:00:00Z`);
     return Number.isFinite(t) && new Date(t).toISOString().slice(0, 10) === d;
-  }, 'not a calendar date');
+  }, 'not a calendar date')
+  .meta({ format: 'date' });
+
+const isJsonText = (text: string) => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** The service echoes it in every callback and takes only stringified JSON. */
-const stringifiedJson = z
+export const stringifiedJson = z
   .string()
   .max(4000)
-  .refine((text) => {
-    try {
-      JSON.parse(text);
-      return true;
-    } catch {
-      return false;
-    }
-  }, 'must be stringified JSON (e.g. JSON.stringify of an object); the exam service takes nothing else');
+  .refine(isJsonText, {
+    message: 'must be stringified JSON (e.g. JSON.stringify of an object); the exam service takes nothing else',
+    params: ruleParams('additional-data-json'),
+  })
+  .meta({ contentMediaType: 'application/json', contentSchema: {} });
 
 export const Address = z.strictObject({
   line1: z.string().min(1).max(200).describe('Street and number'),
@@ -113,6 +121,21 @@ const customPharmacyScenario = {
     .describe("Skip the patient's pharmacy confirmation screen; needs every pharmacy field"),
 };
 
+const PHARMACY_FIELDS_TO_SKIP_CONFIRMATION = ['name', 'addressLine1', 'city', 'state', 'zipCode', 'phone'] as const;
+
+/** The rule of skipConfirmation (below, in superRefine) as JSON Schema says it, for the OpenAPI document. */
+const skipConfirmationNeedsPharmacy = {
+  if: { properties: { skipConfirmation: { const: true } }, required: ['skipConfirmation'] },
+  then: {
+    properties: {
+      pharmacy: {
+        required: [...PHARMACY_FIELDS_TO_SKIP_CONFIRMATION],
+        properties: Object.fromEntries(PHARMACY_FIELDS_TO_SKIP_CONFIRMATION.map((f) => [f, { minLength: 1 }])),
+      },
+    },
+  },
+};
+
 export const Scenario = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('gfe').describe('Good faith exam: event 1 only') }),
   z.strictObject({
@@ -131,14 +154,18 @@ export const Scenario = z.discriminatedUnion('type', [
       .optional()
       .describe('What the provider chooses: 1 neither pharmacy nor package, 2 the package, 3 both'),
   }),
-  z.strictObject({
-    type: z.literal('urgent_care').describe('Urgent care, the prescription sent to a retail pharmacy: events 1, 2'),
-    ...customPharmacyScenario,
-  }),
-  z.strictObject({
-    type: z.literal('custom_pharmacy').describe('A pharmacy the patient chooses: events 1, 2'),
-    ...customPharmacyScenario,
-  }),
+  z
+    .strictObject({
+      type: z.literal('urgent_care').describe('Urgent care, the prescription sent to a retail pharmacy: events 1, 2'),
+      ...customPharmacyScenario,
+    })
+    .meta(skipConfirmationNeedsPharmacy),
+  z
+    .strictObject({
+      type: z.literal('custom_pharmacy').describe('A pharmacy the patient chooses: events 1, 2'),
+      ...customPharmacyScenario,
+    })
+    .meta(skipConfirmationNeedsPharmacy),
 ]);
 export type Scenario = z.infer<typeof Scenario>;
 export type ScenarioType = Scenario['type'];
@@ -221,6 +248,7 @@ export const JourneyRequest = z
       .array(z.number().int().positive())
       .min(1)
       .max(20)
+      .meta({ uniqueItems: true })
       .describe("Exam ids from the clinic's exam list; GFEs stack, at most one prescription exam"),
     scenario: Scenario.describe('How a prescription is fulfilled, or `gfe`'),
     answers: z
@@ -266,7 +294,12 @@ export const JourneyRequest = z
     }
     for (const [i, a] of (req.answers ?? []).entries()) {
       if (!req.exams.includes(a.examId)) {
-        ctx.addIssue({ code: 'custom', path: ['answers', i, 'examId'], message: "not one of this journey's exams" });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['answers', i, 'examId'],
+          message: "not one of this journey's exams",
+          params: ruleParams('answers-exam-in-journey'),
+        });
       }
     }
     for (const [i, a] of (req.attachments ?? []).entries()) {
@@ -275,6 +308,7 @@ export const JourneyRequest = z
           code: 'custom',
           path: ['attachments', i, 'examId'],
           message: "not one of this journey's exams",
+          params: ruleParams('attachments-exam-in-journey'),
         });
       }
     }
@@ -289,12 +323,17 @@ export const JourneyRequest = z
       }
     }
     if (Date.parse(`${req.patient.dob}T00:00:00Z`) > Date.now()) {
-      ctx.addIssue({ code: 'custom', path: ['patient', 'dob'], message: 'in the future' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['patient', 'dob'],
+        message: 'in the future',
+        params: ruleParams('dob-not-in-future'),
+      });
     }
     const s = req.scenario;
     if ((s.type === 'urgent_care' || s.type === 'custom_pharmacy') && s.skipConfirmation) {
       const p = s.pharmacy;
-      for (const f of ['name', 'addressLine1', 'city', 'state', 'zipCode', 'phone'] as const) {
+      for (const f of PHARMACY_FIELDS_TO_SKIP_CONFIRMATION) {
         if (!p[f]) {
           ctx.addIssue({
             code: 'custom',

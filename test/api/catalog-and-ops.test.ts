@@ -45,8 +45,12 @@ describe('catalog pass-through (sandbox) and operations', () => {
         durationDays: expect.any(Number),
       }),
     );
+    // Not a partner pharmacy: there is nothing at that address. An exam not in the clinic's list: the stated rule.
     const unknown = await get('/v1/catalog/partner-pharmacies/999/treatment-packages?examId=201');
-    expectProblem(unknown, 422, ['pharmacyId']);
+    expectProblem(unknown, 404);
+    const notListed = await get('/v1/catalog/partner-pharmacies/501/treatment-packages?examId=999');
+    expectProblem(notListed, 400, ['querystring.examId']);
+    expect(notListed.json().errors).toEqual([expect.objectContaining({ rule: 'exam-in-list' })]);
   });
 
   it('searches pharmacies in either form and answers in one layout, ready for scenario.pharmacy', async () => {

@@ -604,7 +604,9 @@ describe('catalog rules', () => {
   it('refuses two prescription exams', () => {
     expect(
       checkAgainstCatalog({ exams: [21, 22], scenario: { type: 'partner_pharmacy', pharmacyId: 1 } }, catalog),
-    ).toEqual([{ field: 'exams', message: expect.stringContaining('only one prescription exam') }]);
+    ).toEqual([
+      { field: 'exams', message: expect.stringContaining('only one prescription exam'), rule: 'one-prescription-exam' },
+    ]);
   });
   it('refuses an unknown exam, naming its position', () => {
     expect(checkAgainstCatalog({ exams: [11, 99], scenario: { type: 'gfe' } }, catalog)[0]!.field).toBe('exams.1');
@@ -621,6 +623,8 @@ describe('catalog rules', () => {
       { exams: [12], scenario: { type: 'gfe' }, attachments: [att(12, 'ID')] },
       catalog,
     );
-    expect(issues).toEqual([{ field: 'attachments', message: 'exam 12 requires attachments: missing Lab' }]);
+    expect(issues).toEqual([
+      { field: 'attachments', message: 'exam 12 requires attachments: missing Lab', rule: 'attachments-required' },
+    ]);
   });
 });

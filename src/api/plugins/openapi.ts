@@ -3,6 +3,11 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import fp from 'fastify-plugin';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { PharmacySearchForms } from '../schemas';
+
+type Operation = { parameters?: Record<string, unknown>[]; responses?: Record<string, unknown> };
+type Document = { paths?: Record<string, Record<string, Operation>> };
 
 /** Error answers are application/problem+json (what the API sends), not the generator's application/json. */
 function problemMediaType<T>(document: T): T {
@@ -20,6 +25,32 @@ function problemMediaType<T>(document: T): T {
   return document;
 }
 
+/**
+ * The pharmacy search's query as one object in form style (`?city=Austin&state=TX`, as OpenAPI serializes a query
+ * object by default), so that its two forms can be said as JSON Schema says them: `oneOf` form A, form B.
+ */
+function pharmacySearchForms<T>(document: T): T {
+  const search = (document as Document).paths?.['/v1/catalog/pharmacies/search']?.get;
+  if (!search) return document;
+  const {
+    $schema: _dialect,
+    anyOf,
+    ...rest
+  } = z.toJSONSchema(PharmacySearchForms, { io: 'input' }) as Record<string, unknown>;
+  search.parameters = [
+    {
+      name: 'form',
+      in: 'query',
+      required: true,
+      style: 'form',
+      explode: true,
+      description: 'The search: its fields are the query parameters (`?ncpdpid=4512345`, `?city=Austin&state=TX`)',
+      schema: { ...rest, oneOf: anyOf, examples: [{ ncpdpid: '4512345' }, { city: 'Austin', state: 'TX' }] },
+    },
+  ];
+  return document;
+}
+
 export default fp(
   async (app) => {
     await app.register(swagger, {
@@ -29,7 +60,12 @@ export default fp(
           title: 'Patient journey engine',
           version: '1.0.0',
           description:
-            'Clinic API (/v1), the exam-service webhook receiver, operator routes (/admin) and operations. Errors are application/problem+json (RFC 9457).',
+            'Clinic API (/v1), the exam-service webhook receiver, operator routes (/admin) and operations. Errors are ' +
+            'application/problem+json (RFC 9457). A request the schema of its operation calls valid is refused only ' +
+            'for one of the rules the operation lists under `x-rules` (JSON Schema cannot say them: they depend on ' +
+            "the clinic's exam list, another field or today's date): a 400 names the rule in `errors[].rule`, and a " +
+            'rule the exam service judges is its 422. A method an address does not serve is answered 405 with ' +
+            '`Allow` naming those it does.',
         },
         components: {
           securitySchemes: {
@@ -39,7 +75,7 @@ export default fp(
         },
       },
       transform: jsonSchemaTransform,
-      transformObject: (input) => problemMediaType(jsonSchemaTransformObject(input)),
+      transformObject: (input) => pharmacySearchForms(problemMediaType(jsonSchemaTransformObject(input))),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
   },

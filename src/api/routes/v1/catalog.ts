@@ -3,7 +3,7 @@
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { requireClinic } from '../../auth';
 import type { ApiContext } from '../../context';
-import { Problem } from '../../problem';
+import { notFound, problemResponses, validationProblem } from '../../problem';
 import {
   CatalogExams,
   CustomPharmacies,
@@ -13,13 +13,14 @@ import {
   TreatmentPackages,
   TreatmentPackagesQuery,
 } from '../../schemas';
+import { rulesOf } from '../../../contract/request-rules';
 import {
   packagePriceCents,
   searchResultPharmacies,
   type CustomPharmacySearchInput,
 } from '../../../exam-service/schemas';
 
-const problems = { 400: Problem, 401: Problem, 422: Problem, 429: Problem, 502: Problem, 503: Problem };
+const problems = problemResponses([400, 401, 422, 429, 502, 503]);
 const meta = { tags: ['catalog'], security: [{ bearerAuth: [] }] };
 
 const catalog: FastifyPluginCallbackZod = (app, _options, done) => {
@@ -70,17 +71,39 @@ const catalog: FastifyPluginCallbackZod = (app, _options, done) => {
       schema: {
         ...meta,
         summary: "A partner pharmacy's treatment packages for an exam",
+        description:
+          "404 for a pharmacy that is not one of the partner pharmacies; 400 (rule `exam-in-list`) for an exam not in the clinic's exam list.",
         params: PharmacyParams,
         querystring: TreatmentPackagesQuery,
-        response: { 200: TreatmentPackages, ...problems },
+        response: {
+          200: TreatmentPackages,
+          ...problemResponses([400, 401, 404, 414, 422, 429, 502, 503], {
+            404: 'No partner pharmacy with this id (`not-found`)',
+          }),
+        },
+        'x-rules': rulesOf('exam-in-list'),
       },
     },
     async (request) => {
       const clinic = requireClinic(request);
+      const { pharmacyId } = request.params;
+      const { examId } = request.query;
+      const exams = await ctx.examService.exams(clinic);
+      if (!exams.some((e) => e.id === examId)) {
+        throw validationProblem([
+          {
+            field: 'querystring.examId',
+            message: `exam ${examId} is not in the clinic's exam list`,
+            rule: 'exam-in-list',
+          },
+        ]);
+      }
+      const partners = await ctx.examService.call(() => ctx.examService.client(clinic).partnerPharmacyList());
+      if (!partners.pharmacies.some((p) => p.pharmacy_id === pharmacyId)) throw notFound('partner pharmacy');
       const r = await ctx.examService.call(() =>
         ctx.examService.client(clinic).treatmentPackages({
-          pharmacy_id: request.params.pharmacyId,
-          exam_id: request.query.examId,
+          pharmacy_id: pharmacyId,
+          exam_id: examId,
           ...(request.query.state !== undefined ? { patient_state: request.query.state } : {}),
         }),
       );

@@ -9,8 +9,9 @@ import type { ApiContext } from '../../context';
 import { catalogEntry } from '../../exam-service';
 import { idempotencyConflict, journeyEnded } from '../../journeys';
 import { deriveJourneyId, requestSha256 } from '../../journey-ids';
-import { ApiProblem, fieldErrorsOf, Problem, validationProblem, type FieldError } from '../../problem';
+import { ApiProblem, fieldErrorsOf, problemResponses, validationProblem, type FieldError } from '../../problem';
 import {
+  additionalDataText,
   AnswersBody,
   AttachmentMultipartFields,
   AttachmentMultipartFile,
@@ -32,8 +33,14 @@ import {
 import { checkAgainstCatalog } from '../../../contract/catalog-rules';
 import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../../contract/definitions';
 import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../../contract/journey-request';
+import { rulesOf } from '../../../contract/request-rules';
 
-const problems = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 429: Problem, 503: Problem };
+/** What an action on a journey (an update) may answer beside 200. */
+const actionProblems = problemResponses([400, 401, 404, 409, 413, 414, 415, 422, 429, 502, 503, 504], {
+  409:
+    'The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no ' +
+    'longer pending, or the provider has already acted (`already-final`)',
+});
 const security = [{ bearerAuth: [] }];
 
 /** Validates a JSON body, or lets a multipart body through to the handler (which reads its parts itself). */
@@ -152,15 +159,23 @@ const refused = (err: unknown) => err instanceof ApiProblem && err.status !== 50
 async function checkStart(
   ctx: ApiContext,
   clinic: Parameters<ApiContext['examService']['exams']>[0],
-  body: z.infer<typeof StartJourneyBody>,
+  body: Pick<JourneyInput, 'exams' | 'attachments'> & { scenario: JourneyInput['scenario'] },
 ) {
   const catalog = (await ctx.examService.exams(clinic)).map(catalogEntry);
-  const errors: FieldError[] = checkAgainstCatalog(body, catalog).map((i) => ({ field: i.field, message: i.message }));
+  const errors: FieldError[] = checkAgainstCatalog(body, catalog).map((i) => ({
+    field: i.field,
+    message: i.message,
+    rule: i.rule,
+  }));
   const attachments: StoredAttachmentMeta[] = [];
   for (const [i, a] of (body.attachments ?? []).entries()) {
     const stored = await ctx.attachments.get(a.attachment.ref);
     if (!stored || (stored.meta.clinicId !== undefined && stored.meta.clinicId !== clinic.clinicId)) {
-      errors.push({ field: `attachments.${i}.attachment.ref`, message: 'not an attachment this clinic uploaded' });
+      errors.push({
+        field: `attachments.${i}.attachment.ref`,
+        message: 'not an attachment this clinic uploaded',
+        rule: 'attachment-of-clinic',
+      });
     } else attachments.push(stored.meta);
   }
   if (errors.length > 0) throw validationProblem(errors);
@@ -180,12 +195,33 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         security,
         headers: IdempotencyHeaders,
         body: StartJourneyBody,
-        response: { 200: StartJourneyResponse, 201: StartJourneyResponse, 422: Problem, 502: Problem, ...problems },
+        response: {
+          200: StartJourneyResponse,
+          201: StartJourneyResponse,
+          ...problemResponses([400, 401, 409, 413, 415, 422, 429, 502, 503, 504], {
+            409: 'The Idempotency-Key has started a journey with another body (`idempotency-conflict`)',
+          }),
+        },
+        'x-rules': rulesOf(
+          'dob-not-in-future',
+          'answers-exam-in-journey',
+          'attachments-exam-in-journey',
+          'additional-data-json',
+          'additional-data-size',
+          'exam-in-list',
+          'one-prescription-exam',
+          'scenario-fits-exams',
+          'attachments-required',
+          'attachment-of-clinic',
+        ),
       },
     },
     async (request, reply) => {
       const clinic = requireClinic(request);
-      const body = request.body;
+      // An object's additionalData is the JSON text the service takes, and hashes as that text would.
+      const { additionalData, ...rest } = request.body;
+      const text = additionalDataText(additionalData);
+      const body = { ...rest, ...(text !== undefined ? { additionalData: text } : {}) };
       const journeyId = deriveJourneyId(
         ctx.config.api.webhookSecret,
         clinic.clinicId,
@@ -230,7 +266,8 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         tags: ['journeys'],
         security,
         querystring: ListJourneysQuery,
-        response: { 200: ListJourneysResponse, ...problems },
+        response: { 200: ListJourneysResponse, ...problemResponses([400, 401, 429, 503, 504]) },
+        'x-rules': rulesOf('page-token-of-list'),
       },
     },
     async (request) => {
@@ -248,7 +285,7 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         tags: ['journeys'],
         security,
         params: JourneyParams,
-        response: { 200: JourneyView, ...problems },
+        response: { 200: JourneyView, ...problemResponses([400, 401, 404, 414, 429, 503, 504]) },
       },
     },
     async (request) => {
@@ -259,13 +296,14 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
     },
   );
 
-  const updateSchema = (summary: string, body: z.ZodType) => ({
+  const updateSchema = (summary: string, body: z.ZodType, rules: ReturnType<typeof rulesOf> = []) => ({
     summary,
     tags: ['journeys'],
     security,
     params: JourneyParams,
     body,
-    response: { 200: UpdateResponse, 422: Problem, 502: Problem, 504: Problem, ...problems },
+    response: { 200: UpdateResponse, ...actionProblems },
+    ...(rules.length > 0 ? { 'x-rules': rules } : {}),
   });
 
   app.post(
@@ -295,7 +333,13 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
 
   app.post(
     '/journeys/:journeyId/answers',
-    { schema: updateSchema('Submit screening answers for a patient exam', AnswersBody) },
+    {
+      schema: updateSchema(
+        'Submit screening answers for a patient exam',
+        AnswersBody,
+        rulesOf('answers-fit-questions'),
+      ),
+    },
     async (request) => {
       const clinic = requireClinic(request);
       const { journeyId } = request.params;
@@ -319,7 +363,7 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         security,
         params: JourneyParams,
         body: JourneyAttachmentJson,
-        response: { 200: AttachmentResponse, 413: Problem, 422: Problem, 502: Problem, 504: Problem, ...problems },
+        response: { 200: AttachmentResponse, ...actionProblems },
       },
     },
     async (request) => {
@@ -360,7 +404,14 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         tags: ['attachments'],
         security,
         body: AttachmentUploadJson,
-        response: { 201: AttachmentResponse, 413: Problem, ...problems },
+        response: {
+          201: AttachmentResponse,
+          ...problemResponses([400, 401, 413, 415, 429], {
+            429:
+              "The clinic's stored attachments would pass its quota (`attachment-quota-exceeded`), or the rate " +
+              'limit (`rate-limited`, `Retry-After`) or too many refused sign-ins from this address',
+          }),
+        },
       },
     },
     async (request, reply) => {
