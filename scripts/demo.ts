@@ -77,7 +77,7 @@ async function main(): Promise<number> {
 
   try {
     if (opts.startStack) {
-      const answer = await client.request('GET', '/readyz', { auth: false, timeoutMs: 3_000 }).then(
+      const answer = await client.ready(3_000).then(
         () => 'ready',
         (err: unknown) => (err instanceof UnreachableError ? undefined : (err as Error).message),
       );

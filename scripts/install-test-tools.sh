@@ -8,7 +8,8 @@
 #   Chromium, the sign-in test's browser                               install-browser.sh          apt
 #   Helm, for the chart's lint and render                              install-helm.sh             go install
 #   promtool, for the alerting rules' tests (from Debian's prometheus)  install-promtool.sh         apt-get download
-# Needs go, Java 17+ and Maven on the PATH, and for the Debian packages apt-get, run as root or through sudo.
+#   Schemathesis, the clinic API's contract fuzzer                     install-schemathesis.sh     pip (PyPI)
+# Needs go, Java 17+, Maven and Python 3.10+ on the PATH, and for the Debian packages apt-get, run as root or through sudo.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bash "$here/install-temporal-tools.sh"
@@ -16,3 +17,4 @@ bash "$here/install-production.sh"
 bash "$here/install-browser.sh"
 bash "$here/install-helm.sh"
 bash "$here/install-promtool.sh"
+bash "$here/install-schemathesis.sh"

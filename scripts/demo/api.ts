@@ -1,5 +1,8 @@
-// The clinic API as the demo calls it: JSON requests with the clinic's token (a 429 waits for Retry-After), errors
-// that say what the API answered, and the parts of its answers the demo reads.
+// The clinic API as the demo calls it: the typed client generated from the API's OpenAPI document
+// (clients/typescript), so every path, parameter, body and answer the demo uses is the document's; a 429 waits for
+// Retry-After, other errors say what the API answered. /readyz, an operation of the deployment rather than of the
+// clinic API, is a plain request.
+import { createClinicClient, type ClinicClient, type components } from '../../clients/typescript';
 import { requestJson, sleep, UnreachableError, type Problem } from '../lib/http';
 
 export { UnreachableError };
@@ -31,13 +34,69 @@ export class HttpError extends Error {
   }
 }
 
+/** What an openapi-fetch call resolves to (the parts the demo reads). */
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+const retryAfterMs = (res: Response) => {
+  const seconds = Number(res.headers.get('retry-after'));
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
+};
+
 export class ApiClient {
+  /** The generated client, with the clinic's token. */
+  readonly api: ClinicClient;
+
   constructor(
     readonly base: string,
     private readonly token: string,
-  ) {}
+  ) {
+    this.api = createClinicClient({ baseUrl: base, token });
+  }
 
-  /** JSON request; 429 is retried after Retry-After (a few times), other non-2xx answers throw HttpError. */
+  /**
+   * Runs one call of the generated client (given the request's signal); 429 is retried after Retry-After (a few
+   * times), another non-2xx answer throws HttpError, no answer at all UnreachableError.
+   */
+  async call<T>(
+    what: { method: 'GET' | 'POST'; route: string },
+    send: (signal: AbortSignal) => Promise<Answer<T>>,
+    timeoutMs = 20_000,
+  ): Promise<{ status: number; body: T }> {
+    for (let attempt = 1; ; attempt++) {
+      let answer: Answer<T>;
+      try {
+        answer = await send(AbortSignal.timeout(timeoutMs));
+      } catch (err) {
+        const timedOut = err instanceof Error && err.name === 'TimeoutError';
+        const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;
+        throw new UnreachableError(
+          this.base,
+          timedOut ? `no answer in ${timeoutMs / 1000} s` : (cause?.code ?? (err as Error).message),
+        );
+      }
+      const { response } = answer;
+      if (response.status === 429 && attempt < 5) {
+        await sleep(Math.min(retryAfterMs(response) ?? 1_000, 10_000));
+        continue;
+      }
+      if (!response.ok || answer.data === undefined) {
+        const problem =
+          typeof answer.error === 'object' && answer.error !== null ? (answer.error as Problem) : undefined;
+        const text = typeof answer.error === 'string' ? answer.error : JSON.stringify(answer.error ?? '');
+        throw new HttpError(what.method, what.route, response.status, problem, text);
+      }
+      return { status: response.status, body: answer.data };
+    }
+  }
+
+  /**
+   * A JSON request by path, for the tools that call other routes with this client (npm run journeys:park, the
+   * deployment drill); 429 is retried after Retry-After (a few times), other non-2xx answers throw HttpError.
+   */
   async request<T>(
     method: 'GET' | 'POST',
     route: string,
@@ -58,62 +117,43 @@ export class ApiClient {
       return { status: res.status, body: res.body as T };
     }
   }
+
+  /** GET /readyz: resolves when the API is ready, throws HttpError (503 while not) or UnreachableError. */
+  async ready(timeoutMs: number): Promise<void> {
+    const res = await requestJson(this.base, 'GET', '/readyz', { timeoutMs });
+    if (!res.ok) throw new HttpError('GET', '/readyz', res.status, res.problem, res.text);
+  }
 }
 
-// ---- what the API answers (the parts the demo reads) -----------------------------------------------------------
+// ---- what the API answers (the parts the demo reads), in the document's own types ------------------------------
 
-export interface CatalogExam {
-  examId: number;
-  title: string;
-  rxType: 1 | 2;
-  attachmentsRequired: number;
-  attachments: string[];
-}
+type Schemas = components['schemas'];
+type Journey = Schemas['Journey'];
 
-export interface AttachmentRef {
-  ref: string;
-  kind: string;
-  fileName: string;
-  contentType: string;
-  size: number;
-}
-
-export interface ReceivedEvent {
-  deliveryId?: string;
-  event: number;
-  patientExamId: number;
-  prescriptionId?: number;
-  receivedAt?: string;
-  disposition: string;
-}
-
-export interface ExamView {
-  patientExamId: number;
-  examId: number;
-  status: string;
-  rxStatus: string | null;
-  prescriptions: { prescriptionId: number; drugName: string; tracking?: { trackingNumber: string } | null }[];
-  prescriptionOverdue?: boolean;
-  trackingOverdue?: boolean;
-}
-
-export interface JourneyView {
-  journeyId: string;
-  workflowStatus: string;
-  startedAt: string;
-  closedAt: string | null;
-  source: 'query' | 'result' | 'visibility';
-  journey: {
-    stage: string;
+export type CatalogExam = Schemas['CatalogExams']['exams'][number];
+export type StartBody = Schemas['StartJourneyRequestInput'];
+export type AttachmentRef = NonNullable<StartBody['attachments']>[number]['attachment'];
+export type StartResponse = Schemas['StartJourneyResponse'];
+type Prescription = NonNullable<Journey['journey']['exams']>[number]['prescriptions'][number];
+export type ExamView = Pick<
+  NonNullable<Journey['journey']['exams']>[number],
+  'patientExamId' | 'examId' | 'status' | 'rxStatus' | 'prescriptionOverdue' | 'trackingOverdue'
+> & {
+  prescriptions: (Pick<Prescription, 'prescriptionId' | 'drugName'> & {
+    tracking?: Pick<NonNullable<Prescription['tracking']>, 'trackingNumber'> | null;
+  })[];
+};
+export type ReceivedEvent = Pick<
+  NonNullable<Journey['journey']['events']>[number],
+  'event' | 'patientExamId' | 'prescriptionId' | 'disposition'
+> &
+  Partial<Pick<NonNullable<Journey['journey']['events']>[number], 'deliveryId' | 'receivedAt'>>;
+export interface JourneyView extends Pick<
+  Journey,
+  'journeyId' | 'workflowStatus' | 'startedAt' | 'closedAt' | 'source'
+> {
+  journey: Pick<Journey['journey'], 'stage' | 'attention' | 'lastError' | 'examStatus'> & {
     exams?: ExamView[];
     events?: ReceivedEvent[];
-    attention?: { code: string; message: string }[];
-    lastError?: { kind: string; operation: string; message: string } | null;
-    examStatus?: string[];
   };
-}
-
-export interface StartResponse {
-  journeyId: string;
-  created: boolean;
 }

@@ -49,9 +49,12 @@ export async function follow(
       return;
     }
     try {
-      const { body } = await client.request<JourneyView>('GET', `/v1/journeys/${run.journeyId}`, {
-        timeoutMs: Math.max(1_000, Math.min(20_000, deadline - Date.now())),
-      });
+      const { body } = await client.call(
+        { method: 'GET', route: '/v1/journeys/{journeyId}' },
+        (signal) =>
+          client.api.GET('/v1/journeys/{journeyId}', { params: { path: { journeyId: run.journeyId } }, signal }),
+        Math.max(1_000, Math.min(20_000, deadline - Date.now())),
+      );
       run.view = body;
       if (body.journey.events) run.events = body.journey.events;
       run.note = body.source === 'query' ? undefined : `read from ${body.source}`;

@@ -80,7 +80,7 @@ export class LocalStack {
     while (Date.now() < deadline) {
       if (exitCode !== undefined) throw new Error(`the stack exited (${exitCode}) before it was ready`);
       try {
-        await client.request('GET', '/readyz', { auth: false, timeoutMs: 5_000 });
+        await client.ready(5_000);
         return;
       } catch {
         // not yet

@@ -3,14 +3,7 @@
 import type { StartJourneyBody } from '../../src/api/schemas';
 import type { CustomPharmacy } from '../../src/contract/journey-request';
 import { sleep } from '../lib/http';
-import {
-  HttpError,
-  UnreachableError,
-  type ApiClient,
-  type AttachmentRef,
-  type CatalogExam,
-  type StartResponse,
-} from './api';
+import { HttpError, UnreachableError, type ApiClient, type CatalogExam } from './api';
 import { follow, fmtSeconds, type Run } from './follow';
 import type { Options } from './options';
 import { detailOf, green, Progress, red, resultTable } from './report';
@@ -24,7 +17,7 @@ export async function checkReady(client: ApiClient): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
-      await client.request('GET', '/readyz', { auth: false, timeoutMs: 5_000 });
+      await client.ready(5_000);
       return;
     } catch (err) {
       if (err instanceof UnreachableError) {
@@ -55,9 +48,9 @@ async function uploadAttachments(client: ApiClient, s: DemoScenario, catalog: Ma
     if (!entry) throw new SetupError(`exam ${examId} is not in the clinic's exam list (GET /v1/catalog/exams)`);
     if (entry.attachmentsRequired !== 2) continue;
     for (const kind of entry.attachments) {
-      const { status, body } = await client.request<{ attachment: AttachmentRef }>('POST', '/v1/attachments', {
-        body: sampleAttachment(kind, examId),
-      });
+      const { status, body } = await client.call({ method: 'POST', route: '/v1/attachments' }, (signal) =>
+        client.api.POST('/v1/attachments', { body: sampleAttachment(kind, examId), signal }),
+      );
       if (status !== 201) throw new SetupError(`POST /v1/attachments answered ${status}, expected 201`);
       out.push({ examId, attachment: body.attachment });
     }
@@ -71,9 +64,13 @@ async function startJourney(client: ApiClient, s: DemoScenario, runId: string, c
   const key = `demo-${runId}-${s.key}`;
   const headers = { 'idempotency-key': key };
   const startedMs = Date.now();
-  const first = await client.request<StartResponse>('POST', '/v1/journeys', { body, headers });
+  const start = () =>
+    client.call({ method: 'POST', route: '/v1/journeys' }, (signal) =>
+      client.api.POST('/v1/journeys', { body, params: { header: headers }, signal }),
+    );
+  const first = await start();
   // The same key and body again: the same journey, 200, never a second invite.
-  const again = await client.request<StartResponse>('POST', '/v1/journeys', { body, headers });
+  const again = await start();
   const run: Run = { s, journeyId: first.body.journeyId, startedMs, done: false, timedOut: false, problems: [] };
   if (first.status !== 201 || !first.body.created) run.problems.push(`start answered ${first.status}, expected 201`);
   if (again.status !== 200 || again.body.created || again.body.journeyId !== first.body.journeyId) {
@@ -91,13 +88,18 @@ async function startJourney(client: ApiClient, s: DemoScenario, runId: string, c
 
 /** gone: why the journeys cannot be followed any more (the started stack exited), if so. */
 export async function runDemo(opts: Options, client: ApiClient, gone: () => string | undefined): Promise<boolean> {
-  const { body: catalogBody } = await client.request<{ exams: CatalogExam[] }>('GET', '/v1/catalog/exams');
-  const catalog = new Map(catalogBody.exams.map((e) => [e.examId, e]));
-  const { body: found } = await client.request<{ pharmacies: CustomPharmacy[] }>(
-    'GET',
-    `/v1/catalog/pharmacies/search?ncpdpid=${RETAIL_NCPDPID}`,
+  const { body: catalogBody } = await client.call({ method: 'GET', route: '/v1/catalog/exams' }, (signal) =>
+    client.api.GET('/v1/catalog/exams', { signal }),
   );
-  const retail = found.pharmacies[0];
+  const catalog = new Map(catalogBody.exams.map((e) => [e.examId, e]));
+  const { body: found } = await client.call({ method: 'GET', route: '/v1/catalog/pharmacies/search' }, (signal) =>
+    client.api.GET('/v1/catalog/pharmacies/search', {
+      params: { query: { form: { ncpdpid: RETAIL_NCPDPID } } },
+      signal,
+    }),
+  );
+  // The search answers ready for scenario.pharmacy; its state is the service's two-letter code.
+  const retail = found.pharmacies[0] as CustomPharmacy | undefined;
   if (!retail) throw new SetupError(`the pharmacy search found no pharmacy ${RETAIL_NCPDPID}`);
   say(
     `Clinic catalog: ${catalog.size} exams; retail pharmacy ${retail.ncpdpid} ${retail.name} (${retail.city}, ${retail.state}).`,

@@ -41,6 +41,7 @@ const PARTS: Record<string, string[]> = {
   'install-browser.sh': ['Chromium'],
   'install-helm.sh': ['Helm'],
   'install-promtool.sh': ['promtool'],
+  'install-schemathesis.sh': ['Schemathesis'],
 };
 
 const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
