@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Temporal servers this project runs against into .tools/ (git-ignored), from package registries only:
-#   .tools/bin/temporal            the Temporal CLI (dev server with the Web UI), built with `go install`
+#   .tools/bin/temporal            the Temporal CLI (dev server with the Web UI), built from its source with `go build`
 #   .tools/bin/temporal-test-server the time-skipping test server (Java, from Maven Central), a wrapper that execs java
 # Each part is skipped when it is already there, so a second run is a no-op.
 set -euo pipefail
@@ -13,18 +13,23 @@ mkdir -p "$tools/bin"
 say() { printf '[tools] %s\n' "$*"; }
 
 # --- Temporal CLI -----------------------------------------------------------------------------------------------
-# Later tags carry a `replace` directive in go.mod, which `go install pkg@version` refuses; v1.5.1 is the newest
-# that installs this way. CGO is off so the binary has no libc dependency.
-# A go-installed binary reports 0.0.0-DEV as its version, so a stamp file records which tag was built.
+# v1.5.1's source with its embedded server (the dev server) at the production shapes' release, 1.30.8
+# (tools/temporal-cli/server.patch says why; later tags need a module the Go module proxy does not serve), built by
+# tools/temporal-cli/build.sh with CGO off, so the binary has no libc dependency. A stamp file records what was built
+# (a built binary reports 0.0.0-DEV as its version); a changed patch builds again.
+patch_sum="$(sha256sum "$root/tools/temporal-cli/server.patch" | cut -c1-12)"
+cli_build="${cli_version}+server.${patch_sum}"
 cli_stamp="$tools/bin/.temporal-cli-version"
-if [ -x "$tools/bin/temporal" ] && [ "$(cat "$cli_stamp" 2>/dev/null)" = "$cli_version" ]; then
-  say "temporal CLI ${cli_version} present"
+if [ -x "$tools/bin/temporal" ] && [ "$(cat "$cli_stamp" 2>/dev/null)" = "$cli_build" ]; then
+  say "temporal CLI ${cli_build} present"
 else
   command -v go >/dev/null || { echo "go is required to build the Temporal CLI (apt-get install golang, or see README)" >&2; exit 1; }
-  say "building the Temporal CLI ${cli_version} with go install (a few minutes on a cold machine)..."
+  command -v git >/dev/null || { echo "git is required to apply tools/temporal-cli/server.patch" >&2; exit 1; }
+  say "building the Temporal CLI ${cli_version} with its server at 1.30.8 (a few minutes on a cold machine)..."
   start=$SECONDS
-  CGO_ENABLED=0 GOBIN="$tools/bin" GOFLAGS=-buildvcs=false go install "github.com/temporalio/cli/cmd/temporal@${cli_version}"
-  echo "$cli_version" > "$cli_stamp"
+  TEMPORAL_CLI_VERSION="$cli_version" sh "$root/tools/temporal-cli/build.sh" "$tools/bin/temporal.new"
+  mv "$tools/bin/temporal.new" "$tools/bin/temporal"
+  echo "$cli_build" > "$cli_stamp"
   say "temporal CLI built in $((SECONDS - start))s: $("$tools/bin/temporal" --version)"
 fi
 

@@ -123,6 +123,15 @@ describe('the Temporal server the production shape installs', () => {
     expect(script).toMatch(/go mod download -json "go\.temporal\.io\/server@\$\{version\}"/);
   });
 
+  it("is the dev server's too: the Temporal CLI is built with that server release", () => {
+    const patch = read('tools/temporal-cli/server.patch');
+    expect(/^\+\tgo\.temporal\.io\/server v(\d+\.\d+\.\d+)$/m.exec(patch)?.[1]).toBe(version);
+    expect(patch).toMatch(/^-\tgo\.temporal\.io\/server v1\.29\.1$/m);
+    const tools = read('scripts/install-temporal-tools.sh');
+    expect(tools).toContain('sh "$root/tools/temporal-cli/build.sh"');
+    expect(tools).not.toMatch(/go install "github\.com\/temporalio\/cli/);
+  });
+
   it("is the version the README's production shape names", () => {
     const shape = readme.slice(readme.indexOf('**The production shape, natively.**'));
     expect(shape.slice(0, 1200)).toContain(`v${version}`);
