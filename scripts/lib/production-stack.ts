@@ -79,6 +79,12 @@ const AUDIT_OWNER = 'journey_audit_owner';
 const AUDIT_WRITER = 'journey_audit_writer';
 /** The Temporal server's role: owns its two databases (temporal, temporal_visibility), no superuser. */
 const TEMPORAL_ROLE = 'temporal';
+/**
+ * How long the attachments' bucket keeps a version deleted by mistake (`npm run attachments:restore` brings it back);
+ * what the engine deletes goes with every version.
+ */
+export const ATTACHMENTS_KEEP_DELETED_DAYS = 7;
+
 /** Keycloak's role: owns its database, no superuser. */
 const KEYCLOAK_ROLE = 'keycloak';
 /** The bucket with Object Lock every engine process checkpoints the audit table's head to (src/audit/checkpoints.ts). */
@@ -515,7 +521,7 @@ export class ProductionStack {
       bucket: BUCKET,
       endpoint: this.objectStore.endpoint,
       credentials: { accessKeyId: this.objectStore.accessKeyId, secretAccessKey: this.objectStore.secretAccessKey },
-    }).ensureBucket();
+    }).ensureBucket({ keepDeletedDays: ATTACHMENTS_KEEP_DELETED_DAYS });
     await ensureLockedBucket(this.objectStore, CHECKPOINT_BUCKET);
     this.#log(`object store ready at ${this.objectStore.endpoint} (buckets ${BUCKET}, ${CHECKPOINT_BUCKET})`);
 

@@ -2,13 +2,20 @@
 // without a shared file system. Same records as the folder store (src/attachments/files.ts): `<prefix><ref>` holds
 // the sealed bytes, `<prefix><ref>.json` the sealed metadata, written last so that it marks the record complete;
 // `<prefix>usage/` each clinic's usage (ledger.ts), listed by prefix.
+//
+// In a versioned bucket a document deleted by mistake (outside the engine: a console, a script) leaves its earlier
+// version behind for the bucket's window, and `undelete` brings it back; a document the engine deletes (its journey's
+// retention, an orphan's sweep) is deleted with every version it has, so it is gone for good.
 import {
   CreateBucketCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  ListObjectVersionsCommand,
   ListObjectsV2Command,
   NoSuchKey,
+  PutBucketLifecycleConfigurationCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -48,13 +55,59 @@ export class S3AttachmentStore extends AttachmentStoreBase {
     this.#s3 = s3;
   }
 
-  /** Creates the bucket when it does not exist (the local stack's object store starts empty). */
-  async ensureBucket(): Promise<void> {
+  /**
+   * Creates the bucket when it does not exist (the local stack's object store starts empty). With `keepDeletedDays`,
+   * turns versioning on and keeps a version that was deleted or overwritten that many days, then lets it expire (and
+   * the delete markers left with nothing behind them).
+   */
+  async ensureBucket(o: { keepDeletedDays?: number } = {}): Promise<void> {
+    const Bucket = this.#o.bucket;
     try {
-      await this.#s3.send(new HeadBucketCommand({ Bucket: this.#o.bucket }));
+      await this.#s3.send(new HeadBucketCommand({ Bucket }));
     } catch {
-      await this.#s3.send(new CreateBucketCommand({ Bucket: this.#o.bucket }));
+      await this.#s3.send(new CreateBucketCommand({ Bucket }));
     }
+    if (o.keepDeletedDays === undefined) return;
+    if (!Number.isInteger(o.keepDeletedDays) || o.keepDeletedDays < 1) {
+      throw new Error('keepDeletedDays: a whole number of days, 1 or more');
+    }
+    await this.#s3.send(new PutBucketVersioningCommand({ Bucket, VersioningConfiguration: { Status: 'Enabled' } }));
+    await this.#s3.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket,
+        LifecycleConfiguration: {
+          Rules: [
+            {
+              ID: 'deleted-documents-window',
+              Status: 'Enabled',
+              Filter: { Prefix: '' },
+              NoncurrentVersionExpiration: { NoncurrentDays: o.keepDeletedDays },
+              Expiration: { ExpiredObjectDeleteMarker: true },
+            },
+          ],
+        },
+      }),
+    );
+  }
+
+  /**
+   * Brings back a document deleted by mistake in a versioned bucket, while its earlier version is kept: the delete
+   * markers over its two parts are removed. False when there is nothing to bring back (it was never deleted so, the
+   * window has passed, or the engine deleted it with every version).
+   */
+  async undelete(ref: string): Promise<boolean> {
+    const markers: { Key: string; VersionId: string }[] = [];
+    for (const part of ['json', 'bytes'] as const) {
+      const key = this.#key(ref, part);
+      const found = await versionsOf(this.#s3, this.#o.bucket, key);
+      const latest = found.find((v) => v.latest);
+      if (!latest?.marker) continue;
+      if (!found.some((v) => !v.marker)) return false;
+      markers.push({ Key: key, VersionId: latest.versionId });
+    }
+    if (markers.length === 0) return false;
+    await deleteVersions(this.#s3, this.#o.bucket, markers);
+    return (await this.readPart(ref, 'json')) !== undefined;
   }
 
   close(): void {
@@ -82,7 +135,13 @@ export class S3AttachmentStore extends AttachmentStoreBase {
   protected async removeRecord(ref: string): Promise<boolean> {
     // S3 says nothing of whether a deleted key was there: the metadata (the part that marks a record) is asked first.
     const existed = (await this.readPart(ref, 'json')) !== undefined;
-    await deleteObjects(this.#s3, this.#o.bucket, [this.#key(ref, 'json'), this.#key(ref, 'bytes')]);
+    // Every version of both parts (a versioned bucket keeps the ones before), the metadata first.
+    const versions: { Key: string; VersionId: string }[] = [];
+    for (const key of [this.#key(ref, 'json'), this.#key(ref, 'bytes')]) {
+      for (const v of await versionsOf(this.#s3, this.#o.bucket, key))
+        versions.push({ Key: key, VersionId: v.versionId });
+    }
+    await deleteVersions(this.#s3, this.#o.bucket, versions);
     return existed;
   }
 
@@ -164,6 +223,54 @@ async function readObject(s3: S3Client, bucket: string, key: string): Promise<Bu
   } catch (err) {
     if (err instanceof NoSuchKey || (err as { name?: string }).name === 'NoSuchKey') return undefined;
     throw err;
+  }
+}
+
+interface KeyVersion {
+  versionId: string;
+  latest: boolean;
+  /** A delete marker, not a version with content. */
+  marker: boolean;
+}
+
+/**
+ * Every version of one key, delete markers included (an unversioned bucket lists one, `null`). A bucket that may not
+ * be asked (s3:ListBucketVersions refused) fails the deletion rather than leave earlier versions behind.
+ */
+async function versionsOf(s3: S3Client, bucket: string, key: string): Promise<KeyVersion[]> {
+  const found: KeyVersion[] = [];
+  let keyMarker: string | undefined;
+  let versionMarker: string | undefined;
+  for (;;) {
+    const page = await s3.send(
+      new ListObjectVersionsCommand({
+        Bucket: bucket,
+        Prefix: key,
+        ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+        ...(versionMarker ? { VersionIdMarker: versionMarker } : {}),
+      }),
+    );
+    for (const [list, marker] of [
+      [page.Versions ?? [], false],
+      [page.DeleteMarkers ?? [], true],
+    ] as const) {
+      for (const v of list) {
+        if (v.Key === key) found.push({ versionId: v.VersionId ?? 'null', latest: v.IsLatest === true, marker });
+      }
+    }
+    if (!page.IsTruncated) return found;
+    keyMarker = page.NextKeyMarker;
+    versionMarker = page.NextVersionIdMarker;
+  }
+}
+
+/** DeleteObjects of given versions, 1,000 a call; a version that could not be deleted is an error. */
+async function deleteVersions(s3: S3Client, bucket: string, versions: { Key: string; VersionId: string }[]) {
+  for (let i = 0; i < versions.length; i += 1000) {
+    const out = await s3.send(
+      new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: versions.slice(i, i + 1000), Quiet: true } }),
+    );
+    if (out.Errors?.length) throw new Error(`the object store did not delete ${out.Errors.length} object version(s)`);
   }
 }
 

@@ -12,11 +12,13 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/nested-clients/sts';
 import { startObjectStore, type ObjectStoreServer } from '../../scripts/lib/object-store';
+import { ATTACHMENTS_KEEP_DELETED_DAYS } from '../../scripts/lib/production-stack';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import { S3Checkpoints } from '../../src/audit/checkpoints';
 import { loadAuditConfig, loadConfig } from '../../src/config';
@@ -175,6 +177,8 @@ describe("the audit trail's checkpoints in docker-compose.yml", () => {
     const once = [
       `mb --ignore-existing objects/${ATTACHMENTS}`,
       `mb --ignore-existing --with-lock objects/${CHECKPOINTS}`,
+      `version enable objects/${ATTACHMENTS}`,
+      `ilm import objects/${ATTACHMENTS}`,
       `admin policy create objects journey-engine ${path.join(dir, 'tmp')}/journey-engine.json`,
       `admin user add objects journey-engine ${engine.secret}`,
       'admin policy attach objects journey-engine --user journey-engine',
@@ -188,6 +192,18 @@ describe("the audit trail's checkpoints in docker-compose.yml", () => {
         .filter((f) => f.endsWith('.json'))
         .sort(),
     ).toEqual(['journey-codec.json', 'journey-engine.json']);
+    // The window for a document deleted by mistake: the same as the native stack's.
+    expect(JSON.parse(readFileSync(path.join(dir, 'tmp', 'lifecycle.json'), 'utf8'))).toEqual({
+      Rules: [
+        {
+          ID: 'deleted-documents-window',
+          Status: 'Enabled',
+          Filter: { Prefix: '' },
+          NoncurrentVersionExpiration: { NoncurrentDays: ATTACHMENTS_KEEP_DELETED_DAYS },
+          Expiration: { ExpiredObjectDeleteMarker: true },
+        },
+      ],
+    });
   });
 
   describe('under the policies the job gives the users, on a real MinIO', () => {
@@ -242,8 +258,11 @@ describe("the audit trail's checkpoints in docker-compose.yml", () => {
         forcePathStyle: true,
         credentials: { accessKeyId: minio.accessKeyId, secretAccessKey: minio.secretAccessKey },
       });
-      // What `mc mb` and `mc mb --with-lock` make.
+      // What `mc mb`, `mc version enable` and `mc mb --with-lock` make.
       await root.send(new CreateBucketCommand({ Bucket: ATTACHMENTS }));
+      await root.send(
+        new PutBucketVersioningCommand({ Bucket: ATTACHMENTS, VersioningConfiguration: { Status: 'Enabled' } }),
+      );
       await root.send(new CreateBucketCommand({ Bucket: CHECKPOINTS, ObjectLockEnabledForBucket: true }));
     });
     afterAll(async () => {
@@ -297,6 +316,9 @@ describe("the audit trail's checkpoints in docker-compose.yml", () => {
         expect((await store.usage('clinic-a')).count).toBe(1);
         await store.delete(ref);
         expect(await store.get(ref)).toBeUndefined();
+        // With every version: nothing of it left in the versioned bucket.
+        const left = await root.send(new ListObjectVersionsCommand({ Bucket: ATTACHMENTS, Prefix: ref }));
+        expect([...(left.Versions ?? []), ...(left.DeleteMarkers ?? [])]).toEqual([]);
 
         expect(await denied(codec.send(new PutObjectCommand({ Bucket: ATTACHMENTS, Key: 'k', Body: 'x' })))).toBe(
           'AccessDenied',
