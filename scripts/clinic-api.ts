@@ -2,6 +2,7 @@
 // writes docs/clinic-api.openapi.json (the /v1 operations of GET /docs/json, as a clinic reads them) and
 // clients/typescript/clinic-api.ts (openapi-typescript's types of it, which clients/typescript/index.ts puts behind
 // openapi-fetch). A test fails when either differs from what this writes (test/openapi/clinic-client.test.ts).
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +32,8 @@ export async function apiDocument(): Promise<OpenApiDocument> {
   const app = await buildApp({
     config: loadConfig({
       DATA_DIR: dataDir,
-      WEBHOOK_SECRET: 'only-the-document-is-read',
+      // Only the document is read: a secret of this run alone.
+      WEBHOOK_SECRET: randomBytes(32).toString('base64url'),
       EXAM_SERVICE_BASE_URL: 'http://127.0.0.1:9',
     }),
     temporal,
