@@ -779,6 +779,85 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
     expect(() => render({ 'audit.store': 's3' })).toThrow(/audit\.store/);
   });
 
+  describe('PostgreSQL as a CloudNativePG Cluster (postgresql.cloudnativepg)', () => {
+    const CNPG: Record<string, string> = {
+      'postgresql.cloudnativepg.enabled': 'true',
+      'postgresql.cloudnativepg.backup.destinationPath': 's3://journey-backups/postgres',
+    };
+    interface CnpgObject {
+      kind: string;
+      metadata: { name: string };
+      spec: Record<string, unknown> & { cluster?: { name: string } };
+    }
+    const cnpg = (set: Record<string, string>) =>
+      render(set).filter((o) => o.apiVersion === 'postgresql.cnpg.io/v1') as unknown as CnpgObject[];
+
+    test('renders none by default: the deployer brings a highly available PostgreSQL', () => {
+      expect(objects.filter((o) => o.apiVersion.startsWith('postgresql.cnpg.io'))).toEqual([]);
+    });
+
+    test('renders three instances, commits waiting for a synchronous standby, backups and WAL to the object store', () => {
+      const found = cnpg({ ...CNPG, 'attachments.s3.endpoint': 'http://minio.objects.svc:9000' });
+      expect(found.map((o) => o.kind)).toEqual(['Cluster', 'Database', 'ScheduledBackup']);
+      const [cluster, audit, daily] = found as [CnpgObject, CnpgObject, CnpgObject];
+      expect(cluster.spec).toMatchObject({
+        instances: 3,
+        postgresql: { synchronous: { method: 'any', number: 1, dataDurability: 'required' } },
+        bootstrap: { initdb: { database: 'journeys', owner: 'journeys' } },
+        backup: {
+          retentionPolicy: '30d',
+          barmanObjectStore: {
+            destinationPath: 's3://journey-backups/postgres',
+            endpointURL: 'http://minio.objects.svc:9000',
+            s3Credentials: { inheritFromIAMRole: true },
+          },
+        },
+      });
+      // The audit trail's database belongs to a role of its own, which no running process uses.
+      expect(cluster.spec.managed).toEqual({
+        roles: [
+          expect.objectContaining({
+            name: 'journey_audit_owner',
+            superuser: false,
+            passwordSecret: { name: 'journey-audit-owner' },
+          }),
+        ],
+      });
+      expect(audit.spec).toMatchObject({ name: 'journey_audit', owner: 'journey_audit_owner' });
+      expect(audit.spec.cluster).toEqual({ name: cluster.metadata.name });
+      expect(daily.spec).toMatchObject({ schedule: '0 0 2 * * *', cluster: { name: cluster.metadata.name } });
+      // Static keys from a Secret, when given.
+      const keyed = cnpg({ ...CNPG, 'postgresql.cloudnativepg.backup.credentialsSecret': 'backup-keys' })[0]!;
+      expect(
+        (keyed.spec.backup as { barmanObjectStore: { s3Credentials: unknown } }).barmanObjectStore.s3Credentials,
+      ).toEqual({
+        accessKeyId: { name: 'backup-keys', key: 'AWS_ACCESS_KEY_ID' },
+        secretAccessKey: { name: 'backup-keys', key: 'AWS_SECRET_ACCESS_KEY' },
+      });
+      expect(() =>
+        helm([
+          'lint',
+          '--strict',
+          CHART,
+          '--set',
+          'postgresql.cloudnativepg.enabled=true',
+          '--set',
+          'postgresql.cloudnativepg.backup.destinationPath=s3://journey-backups/postgres',
+        ]),
+      ).not.toThrow();
+    });
+
+    test('refuses a cluster without backups, with fewer than three instances, or with every standby synchronous', () => {
+      expect(() => render({ 'postgresql.cloudnativepg.enabled': 'true' })).toThrow(
+        /postgresql\.cloudnativepg\.backup\.destinationPath/,
+      );
+      expect(() => render({ ...CNPG, 'postgresql.cloudnativepg.instances': '2' })).toThrow(/instances/);
+      expect(() => render({ ...CNPG, 'postgresql.cloudnativepg.synchronousStandbys': '3' })).toThrow(
+        /synchronousStandbys/,
+      );
+    });
+  });
+
   test("NOTES.txt tells the deployer to prepare the audit table once, with the engine's own SQL", () => {
     expect(notes({})).toContain('Secret "patient-journey-engine" (key audit-database-url)');
     const text = notes(AUDIT_VALUES);
