@@ -45,7 +45,9 @@ describe('a validation failure of the exam service, on every route that can meet
           ],
         }),
       ),
-      partnerPharmacyList: guard('partner_pharmacy_list', 'clinic', () => Promise.resolve({ pharmacies: [] })),
+      partnerPharmacyList: guard('partner_pharmacy_list', 'clinic', () =>
+        Promise.resolve({ pharmacies: [{ pharmacy_id: 501, name: 'Lone Star', type: '503A' }] }),
+      ),
       treatmentPackages: guard('partner_pharmacy_treatment_packages', 'pharmacy_id', () =>
         Promise.resolve({ treatment_packages: [] } as never),
       ),
@@ -85,7 +87,8 @@ describe('a validation failure of the exam service, on every route that can meet
     [
       'GET /v1/catalog/partner-pharmacies/{id}/treatment-packages',
       'partner_pharmacy_treatment_packages',
-      '/v1/catalog/partner-pharmacies/501/treatment-packages?examId=201',
+      // A partner pharmacy and an exam of the clinic's list: the API asks the service, which refuses.
+      '/v1/catalog/partner-pharmacies/501/treatment-packages?examId=101',
       'pharmacyId',
     ],
     [
