@@ -11,6 +11,8 @@ const SRC = path.resolve(__dirname, '../../src');
 const LAYERS: readonly (readonly string[])[] = [
   // The exam service's contract and client, and leaves that depend on nothing of ours.
   ['exam-service', 'encryption-keys', 'webhook-url', 'part-lifecycle', 'auth', 'audit'],
+  // Per-patient data keys: below what the parts exchange, which will carry their sealed values.
+  ['patient-keys'],
   // What the parts exchange: the journey request (zod: the workflows read its types only), the journey's data, its
   // signals, queries and updates, the activity contract, the failure table.
   ['contract'],

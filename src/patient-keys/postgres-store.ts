@@ -1,0 +1,253 @@
+// The patient key store in PostgreSQL, shared by every process of a deployment: the wrapped keys, the tombstones of the
+// destroyed ones and the key ring's settings, in three tables created at start when missing (as the inbox's are).
+// The engine's role needs SELECT, INSERT, UPDATE and DELETE on them, nothing more; a deployer may create them
+// beforehand as another role with PATIENT_KEY_TABLES_SQL and grant those four.
+import { Pool, type PoolConfig } from 'pg';
+import type { PatientRef } from './envelope';
+import { PatientKeyStoreError, type ErasedKey, type PatientKeyStore, type WrappedKey } from './types';
+
+export const PATIENT_KEYS_TABLE = 'public.patient_keys';
+export const PATIENT_KEY_ERASURES_TABLE = 'public.patient_key_erasures';
+export const PATIENT_KEY_SETTINGS_TABLE = 'public.patient_key_settings';
+const TABLES = [PATIENT_KEYS_TABLE, PATIENT_KEY_ERASURES_TABLE, PATIENT_KEY_SETTINGS_TABLE];
+/** The advisory lock of the tables' creation (the inbox's migrations hold ...551, the audit trail ...552 and ...553). */
+const CREATE_LOCK_KEY = 7_311_420_554;
+
+/** The tables; idempotent. */
+export const PATIENT_KEY_TABLES_SQL = `
+CREATE TABLE IF NOT EXISTS ${PATIENT_KEYS_TABLE} (
+  -- A keyed hash of the clinic and the patient's e-mail, never the patient in clear.
+  patient_ref text PRIMARY KEY,
+  dek_id text NOT NULL UNIQUE,
+  -- The master key that wrapped it, and iv | wrapped key | tag (AES-256-GCM).
+  wrap_key_id text NOT NULL,
+  wrapped bytea NOT NULL,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS patient_keys_wrap_key ON ${PATIENT_KEYS_TABLE} (wrap_key_id);
+CREATE TABLE IF NOT EXISTS ${PATIENT_KEY_ERASURES_TABLE} (
+  -- A destroyed key: which, whose, by which erasure, when. No key, no patient data.
+  dek_id text PRIMARY KEY,
+  patient_ref text NOT NULL,
+  erasure_id text NOT NULL,
+  erased_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS patient_key_erasures_patient ON ${PATIENT_KEY_ERASURES_TABLE} (patient_ref);
+CREATE TABLE IF NOT EXISTS ${PATIENT_KEY_SETTINGS_TABLE} (
+  name text PRIMARY KEY,
+  value text NOT NULL
+);
+`;
+
+export interface PostgresPatientKeyStoreOptions {
+  /** postgres://user:password@host:port/database (a secret: never logged). */
+  connectionString: string;
+  poolSize?: number;
+  statementTimeoutMs?: number;
+  applicationName?: string;
+}
+
+interface KeyRow {
+  patient_ref: PatientRef;
+  dek_id: string;
+  wrap_key_id: string;
+  wrapped: Buffer;
+  created_at: Date;
+}
+
+interface ErasureRow {
+  dek_id: string;
+  patient_ref: PatientRef;
+  erasure_id: string;
+  erased_at: Date;
+}
+
+const failed = (what: string, err: unknown) => {
+  if (err instanceof PatientKeyStoreError) return err;
+  const code = (err as { code?: string } | undefined)?.code;
+  return new PatientKeyStoreError(`${what}: PostgreSQL did not take it${code ? ` (${code})` : ''}`, { cause: err });
+};
+
+const toWrapped = (r: KeyRow): WrappedKey => ({
+  patientRef: r.patient_ref,
+  dekId: r.dek_id,
+  wrapKeyId: r.wrap_key_id,
+  wrapped: r.wrapped,
+  createdAt: r.created_at.toISOString(),
+});
+
+export class PostgresPatientKeyStore implements PatientKeyStore {
+  readonly kind = 'postgres' as const;
+  readonly pool: Pool;
+
+  constructor(options: PostgresPatientKeyStoreOptions) {
+    const timeout = options.statementTimeoutMs ?? 5_000;
+    const config: PoolConfig = {
+      connectionString: options.connectionString,
+      max: options.poolSize ?? 4,
+      connectionTimeoutMillis: 5_000,
+      statement_timeout: timeout,
+      query_timeout: timeout + 1_000,
+      application_name: options.applicationName ?? 'journey patient keys',
+    };
+    this.pool = new Pool(config);
+    // An idle connection that breaks (PostgreSQL restarted) leaves the pool; the next query connects again.
+    this.pool.on('error', () => undefined);
+  }
+
+  /** Creates the tables when one is missing, then checks the role may SELECT, INSERT, UPDATE and DELETE each. */
+  async init(): Promise<void> {
+    try {
+      const present = await this.#present();
+      if (present.some((p) => !p)) {
+        const client = await this.pool.connect();
+        try {
+          await client.query('BEGIN');
+          await client.query('SELECT pg_advisory_xact_lock($1)', [CREATE_LOCK_KEY]);
+          await client.query(PATIENT_KEY_TABLES_SQL);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        } finally {
+          client.release();
+        }
+      }
+      const { rows } = await this.pool.query<{ t: string; missing: string[] }>(
+        `SELECT t, array_remove(ARRAY[
+             CASE WHEN has_table_privilege(t, 'SELECT') THEN NULL ELSE 'SELECT' END,
+             CASE WHEN has_table_privilege(t, 'INSERT') THEN NULL ELSE 'INSERT' END,
+             CASE WHEN has_table_privilege(t, 'UPDATE') THEN NULL ELSE 'UPDATE' END,
+             CASE WHEN has_table_privilege(t, 'DELETE') THEN NULL ELSE 'DELETE' END], NULL) AS missing
+           FROM unnest($1::text[]) t`,
+        [TABLES],
+      );
+      const short = rows.filter((r) => r.missing.length > 0);
+      if (short.length > 0) {
+        throw new PatientKeyStoreError(
+          `the patient key store's role may not ${short.map((r) => `${r.missing.join(', ')} on ${r.t}`).join('; ')}`,
+        );
+      }
+    } catch (err) {
+      throw failed('the patient key tables could not be prepared', err);
+    }
+  }
+
+  async #present(): Promise<boolean[]> {
+    const { rows } = await this.pool.query<{ present: boolean }>(
+      'SELECT to_regclass(t) IS NOT NULL AS present FROM unnest($1::text[]) WITH ORDINALITY u(t, n) ORDER BY n',
+      [TABLES],
+    );
+    return rows.map((r) => r.present);
+  }
+
+  async #query<R extends object>(what: string, sql: string, params: unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>(sql, params)).rows;
+    } catch (err) {
+      throw failed(what, err);
+    }
+  }
+
+  async setting(name: string): Promise<string | undefined> {
+    const rows = await this.#query<{ value: string }>(
+      'a patient key setting could not be read',
+      `SELECT value FROM ${PATIENT_KEY_SETTINGS_TABLE} WHERE name = $1`,
+      [name],
+    );
+    return rows[0]?.value;
+  }
+
+  async settleSetting(name: string, value: string): Promise<string> {
+    // The insert loses to a concurrent one (ON CONFLICT); the select then reads the winner's.
+    await this.#query(
+      'a patient key setting could not be written',
+      `INSERT INTO ${PATIENT_KEY_SETTINGS_TABLE} (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+      [name, value],
+    );
+    return (await this.setting(name))!;
+  }
+
+  async get(patientRef: PatientRef): Promise<WrappedKey | undefined> {
+    const rows = await this.#query<KeyRow>(
+      'a patient key could not be read',
+      `SELECT patient_ref, dek_id, wrap_key_id, wrapped, created_at FROM ${PATIENT_KEYS_TABLE} WHERE patient_ref = $1`,
+      [patientRef],
+    );
+    return rows[0] ? toWrapped(rows[0]) : undefined;
+  }
+
+  async insert(key: WrappedKey): Promise<WrappedKey> {
+    const inserted = await this.#query<{ dek_id: string }>(
+      'a patient key could not be stored',
+      `INSERT INTO ${PATIENT_KEYS_TABLE} (patient_ref, dek_id, wrap_key_id, wrapped, created_at)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (patient_ref) DO NOTHING RETURNING dek_id`,
+      [key.patientRef, key.dekId, key.wrapKeyId, key.wrapped, key.createdAt],
+    );
+    if (inserted.length > 0) return key;
+    const held = await this.get(key.patientRef);
+    if (!held) throw new PatientKeyStoreError('a patient key could not be stored: it was destroyed meanwhile');
+    return held;
+  }
+
+  async erased(dekId: string): Promise<ErasedKey | undefined> {
+    const rows = await this.#query<ErasureRow>(
+      'a patient key erasure could not be read',
+      `SELECT dek_id, patient_ref, erasure_id, erased_at FROM ${PATIENT_KEY_ERASURES_TABLE} WHERE dek_id = $1`,
+      [dekId],
+    );
+    const r = rows[0];
+    return r
+      ? { dekId: r.dek_id, patientRef: r.patient_ref, erasureId: r.erasure_id, erasedAt: r.erased_at.toISOString() }
+      : undefined;
+  }
+
+  async destroy(e: ErasedKey): Promise<boolean> {
+    // One statement: the tombstone in, the key out, together.
+    const rows = await this.#query<{ deleted: number }>(
+      'a patient key could not be destroyed',
+      `WITH tomb AS (
+         INSERT INTO ${PATIENT_KEY_ERASURES_TABLE} (dek_id, patient_ref, erasure_id, erased_at)
+           VALUES ($1, $2, $3, $4) ON CONFLICT (dek_id) DO NOTHING
+       ), gone AS (
+         DELETE FROM ${PATIENT_KEYS_TABLE} WHERE dek_id = $1 RETURNING 1
+       ) SELECT count(*)::int AS deleted FROM gone`,
+      [e.dekId, e.patientRef, e.erasureId, e.erasedAt],
+    );
+    return (rows[0]?.deleted ?? 0) > 0;
+  }
+
+  async wrappedByOther(wrapKeyId: string, limit: number, after?: string): Promise<WrappedKey[]> {
+    const rows = await this.#query<KeyRow>(
+      'the patient keys could not be read',
+      `SELECT patient_ref, dek_id, wrap_key_id, wrapped, created_at FROM ${PATIENT_KEYS_TABLE}
+         WHERE wrap_key_id <> $1 AND dek_id COLLATE "C" > $3 ORDER BY dek_id COLLATE "C" LIMIT $2`,
+      [wrapKeyId, limit, after ?? ''],
+    );
+    return rows.map(toWrapped);
+  }
+
+  async rewrap(dekId: string, from: string, to: { wrapKeyId: string; wrapped: Buffer }): Promise<boolean> {
+    const rows = await this.#query<{ dek_id: string }>(
+      'a patient key could not be rewrapped',
+      `UPDATE ${PATIENT_KEYS_TABLE} SET wrap_key_id = $3, wrapped = $4 WHERE dek_id = $1 AND wrap_key_id = $2
+         RETURNING dek_id`,
+      [dekId, from, to.wrapKeyId, to.wrapped],
+    );
+    return rows.length > 0;
+  }
+
+  async counts(): Promise<{ keys: number; erased: number }> {
+    const rows = await this.#query<{ keys: number; erased: number }>(
+      'the patient keys could not be counted',
+      `SELECT (SELECT count(*)::int FROM ${PATIENT_KEYS_TABLE}) AS keys,
+              (SELECT count(*)::int FROM ${PATIENT_KEY_ERASURES_TABLE}) AS erased`,
+      [],
+    );
+    return rows[0]!;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

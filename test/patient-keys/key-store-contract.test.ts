@@ -1,0 +1,379 @@
+// One contract, two key stores: every test below runs against the file store and the PostgreSQL tables (a real server,
+// the engine's role allowed SELECT, INSERT, UPDATE and DELETE only). The first writer's key and settings win, a
+// destroyed key is deleted (not flagged) beside its tombstone, a rewrap moves only what it read; and through them, an
+// erasure outlives a restore of the store from a backup taken before it (the erasure log re-applied at start, on the
+// record). PostgreSQL alone: processes that share the store, and the role's privileges checked at start.
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CreateBucketCommand, DeleteObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Client } from 'pg';
+import type { AuditEvent } from '../../src/audit/types';
+import type { EncryptionKey } from '../../src/encryption-keys';
+import {
+  FileErasureLog,
+  FilePatientKeyStore,
+  PATIENT_KEY_TABLES_SQL,
+  PatientKeys,
+  PatientKeyStoreError,
+  PostgresPatientKeyStore,
+  S3ErasureLog,
+  type ErasureLog,
+  type PatientKeyStore,
+  type PatientRef,
+  type WrappedKey,
+} from '../../src/patient-keys';
+import { startTestObjectStore, type TestObjectStore } from '../support/object-store';
+import { startTestPostgres, type TestPostgres } from '../support/postgres';
+
+/** Ports of this suite: 26040-26049. */
+const PG_PORT = 26040;
+const TABLES = ['patient_keys', 'patient_key_erasures', 'patient_key_settings'];
+
+interface Harness {
+  kind: 'files' | 'postgres';
+  /** A store on the one shared place (a new file store each time, after the last one closed). */
+  store(): PatientKeyStore;
+  /** A copy of what the store holds now, and how to put it back: a backup and its restore. */
+  backup(): Promise<() => Promise<void>>;
+  reset(): Promise<void>;
+  teardown(): Promise<void>;
+}
+
+function fileHarness(): Promise<Harness> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'patient-key-store-'));
+  const file = path.join(dir, 'patient-keys.json');
+  return Promise.resolve({
+    kind: 'files',
+    store: () => new FilePatientKeyStore(file),
+    backup: () => {
+      const copy = `${file}.backup-${randomBytes(4).toString('hex')}`;
+      copyFileSync(file, copy);
+      return Promise.resolve(() => {
+        copyFileSync(copy, file);
+        return Promise.resolve();
+      });
+    },
+    reset: () => {
+      rmSync(file, { force: true });
+      return Promise.resolve();
+    },
+    teardown: () => {
+      rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve();
+    },
+  });
+}
+
+let pg: TestPostgres | undefined;
+let owner: Client | undefined;
+const rolePassword = randomBytes(18).toString('base64url');
+
+/** The engine's role: the four privileges on tables its owner made. */
+async function engineUrl(role: string, privileges: string): Promise<string> {
+  await owner!.query(PATIENT_KEY_TABLES_SQL);
+  await owner!.query(`DROP ROLE IF EXISTS ${role}`).catch(() => undefined);
+  await owner!.query(`CREATE ROLE ${role} LOGIN PASSWORD '${rolePassword}'`);
+  for (const t of TABLES) await owner!.query(`GRANT ${privileges} ON public.${t} TO ${role}`);
+  const url = new URL(pg!.url);
+  url.username = role;
+  url.password = rolePassword;
+  return url.toString();
+}
+
+async function postgresHarness(): Promise<Harness> {
+  pg = await startTestPostgres({ port: PG_PORT, database: 'patient_keys' });
+  owner = new Client({ connectionString: pg.url });
+  await owner.connect();
+  const url = await engineUrl('journey_patient_keys', 'SELECT, INSERT, UPDATE, DELETE');
+  const stores: PatientKeyStore[] = [];
+  return {
+    kind: 'postgres',
+    store: () => {
+      const s = new PostgresPatientKeyStore({ connectionString: url });
+      stores.push(s);
+      return s;
+    },
+    backup: async () => {
+      const rows = new Map<string, unknown[]>();
+      for (const t of TABLES) rows.set(t, (await owner!.query(`SELECT * FROM public.${t}`)).rows);
+      return async () => {
+        await owner!.query('BEGIN');
+        for (const t of TABLES) {
+          await owner!.query(`DELETE FROM public.${t}`);
+          for (const row of rows.get(t) as Record<string, unknown>[]) {
+            const cols = Object.keys(row);
+            await owner!.query(
+              `INSERT INTO public.${t} (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`,
+              cols.map((c) => row[c]),
+            );
+          }
+        }
+        await owner!.query('COMMIT');
+      };
+    },
+    reset: async () => {
+      for (const t of TABLES) await owner!.query(`DELETE FROM public.${t}`);
+    },
+    teardown: async () => {
+      for (const s of stores.splice(0)) await s.close().catch(() => undefined);
+      await owner?.end();
+      await pg?.cleanup();
+    },
+  };
+}
+
+const stores: [string, () => Promise<Harness>][] = [
+  ['files', fileHarness],
+  ['postgres', postgresHarness],
+];
+
+const ref = (n: number): PatientRef => `pt_${String(n).padStart(22, '0')}`;
+const dek = (n: number) => `dk_${String(n).padStart(22, '0')}`;
+const wrappedKey = (n: number, wrapKeyId = 'k1'): WrappedKey => ({
+  patientRef: ref(n),
+  dekId: dek(n),
+  wrapKeyId,
+  wrapped: randomBytes(60),
+  createdAt: new Date(Date.UTC(2026, 10, 26, 10, 0, n)).toISOString(),
+});
+
+describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
+  let h: Harness;
+  const open: PatientKeyStore[] = [];
+  let dir: string;
+
+  beforeAll(async () => {
+    h = await makeHarness();
+  }, 60_000);
+  afterAll(async () => h?.teardown());
+  beforeEach(async () => {
+    await h.reset();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'patient-key-log-'));
+  });
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const store = async () => {
+    const s = h.store();
+    await s.init();
+    open.push(s);
+    return s;
+  };
+  const closeAll = async () => {
+    for (const s of open.splice(0)) await s.close();
+  };
+
+  it("keeps the first writer's key and settings", async () => {
+    const s = await store();
+    const first = wrappedKey(1);
+    expect(await s.insert(first)).toEqual(first);
+    const second = { ...wrappedKey(2), patientRef: ref(1) };
+    expect(await s.insert(second)).toEqual(first);
+    expect(await s.get(ref(1))).toEqual(first);
+    expect(await s.get(ref(9))).toBeUndefined();
+    expect(await s.settleSetting('patient-ref-key-id', 'k1')).toBe('k1');
+    expect(await s.settleSetting('patient-ref-key-id', 'k2')).toBe('k1');
+    await closeAll();
+    const again = await store();
+    expect(await again.get(ref(1))).toEqual(first);
+    expect(await again.setting('patient-ref-key-id')).toBe('k1');
+  });
+
+  it('deletes a destroyed key and keeps its tombstone, again without harm', async () => {
+    const s = await store();
+    await s.insert(wrappedKey(1));
+    await s.insert(wrappedKey(2));
+    const erasure = { patientRef: ref(1), dekId: dek(1), erasureId: 'er_1', erasedAt: '2026-11-26T11:00:00.000Z' };
+    expect(await s.destroy(erasure)).toBe(true);
+    expect(await s.destroy(erasure)).toBe(false);
+    expect(await s.get(ref(1))).toBeUndefined();
+    expect(await s.erased(dek(1))).toEqual(erasure);
+    expect(await s.erased(dek(2))).toBeUndefined();
+    expect(await s.counts()).toEqual({ keys: 1, erased: 1 });
+    // A tombstone alone (no key held): put in, nothing deleted.
+    const other = { ...erasure, patientRef: ref(2), dekId: dek(7) };
+    expect(await s.destroy(other)).toBe(false);
+    expect(await s.get(ref(2))).toBeDefined();
+  });
+
+  it('rewraps only a key still wrapped as it was read, page by page in key id order', async () => {
+    const s = await store();
+    for (let i = 1; i <= 5; i++) await s.insert(wrappedKey(i, i === 3 ? 'k2' : 'k1'));
+    const first = await s.wrappedByOther('k2', 2);
+    expect(first.map((k) => k.dekId)).toEqual([dek(1), dek(2)]);
+    const rest = await s.wrappedByOther('k2', 10, first.at(-1)!.dekId);
+    expect(rest.map((k) => k.dekId)).toEqual([dek(4), dek(5)]);
+    const next = { wrapKeyId: 'k2', wrapped: randomBytes(60) };
+    expect(await s.rewrap(dek(1), 'k1', next)).toBe(true);
+    expect(await s.rewrap(dek(1), 'k1', next)).toBe(false);
+    expect(await s.get(ref(1))).toMatchObject(next);
+  });
+
+  describe('under per-patient keys', () => {
+    const ring: EncryptionKey[] = [{ id: '2026-11', key: randomBytes(32) }];
+    let events: AuditEvent[];
+    let keysOpen: PatientKeys[];
+    beforeEach(() => {
+      events = [];
+      keysOpen = [];
+    });
+    afterEach(async () => {
+      for (const k of keysOpen.splice(0)) await k.close().catch(() => undefined);
+    });
+    const keys = async (o: { erasureLog?: ErasureLog; ttlMs?: number } = {}) => {
+      const k = new PatientKeys({
+        ring,
+        store: h.store(),
+        erasureLog: o.erasureLog ?? new FileErasureLog(path.join(dir, 'erasures.jsonl')),
+        audit: (e) => {
+          events.push(e);
+          return Promise.resolve();
+        },
+        cache: { ttlMs: o.ttlMs ?? 30_000 },
+      });
+      keysOpen.push(k);
+      return { keys: k, reapplied: await k.init() };
+    };
+    const closeKeys = async () => {
+      for (const k of keysOpen.splice(0)) await k.close();
+    };
+
+    it('keeps an erasure through a restore of the store from a backup taken before it', async () => {
+      const { keys: k } = await keys();
+      const ann = k.patientRef('clinic-a', 'ann@example.com');
+      const bob = k.patientRef('clinic-a', 'bob@example.com');
+      const annValue = await k.sealForPatient(ann, 'journey-input', { lastName: 'Lee' });
+      const bobValue = await k.sealForPatient(bob, 'journey-input', { lastName: 'Ray' });
+      const restore = await h.backup();
+      await k.erase(ann, { erasureId: 'er_restore' });
+      expect((await k.openSealed(annValue, 'journey-input')).state).toBe('erased');
+      await closeKeys();
+
+      await restore();
+      const { keys: after, reapplied } = await keys();
+      expect(reapplied.reDestroyed).toEqual([
+        { patientRef: ann, dekId: annValue.k, erasureId: 'er_restore', erasedAt: expect.any(String) },
+      ]);
+      expect(events.map((e) => e.action)).toEqual([
+        'patient-key.create',
+        'patient-key.create',
+        'patient-key.erase',
+        'patient-key.re-destroy',
+      ]);
+      expect(JSON.stringify(events)).not.toMatch(/example\.com|Lee|Ray/);
+      expect(await after.openSealed(annValue, 'journey-input')).toMatchObject({
+        state: 'erased',
+        erasureId: 'er_restore',
+      });
+      expect(await after.openSealed(bobValue, 'journey-input')).toEqual({ state: 'open', value: { lastName: 'Ray' } });
+    });
+
+    it('puts back a tombstone a restore lost when the key had been gone already', async () => {
+      const { keys: k } = await keys();
+      const restore = await h.backup().catch(() => undefined);
+      const ann = k.patientRef('clinic-a', 'ann@example.com');
+      const value = await k.sealForPatient(ann, 'journey-input', 1);
+      await k.erase(ann, { erasureId: 'er_gone' });
+      await closeKeys();
+      // The backup was taken before the key existed: neither the key nor its tombstone is in it.
+      await restore?.();
+      const { keys: after, reapplied } = await keys();
+      expect(reapplied).toEqual({ reDestroyed: [], tombstonesRestored: 1 });
+      expect(await after.openSealed(value, 'journey-input')).toMatchObject({ state: 'erased', erasureId: 'er_gone' });
+    });
+
+    if (_kind === 'postgres') {
+      it("shares keys between processes; an erasure in one reaches another's cache within its time", async () => {
+        const { keys: a } = await keys({ ttlMs: 300 });
+        const { keys: b } = await keys({ ttlMs: 300 });
+        const ann = a.patientRef('clinic-a', 'ann@example.com');
+        expect(b.patientRef('clinic-a', 'ann@example.com')).toBe(ann);
+        const [x, y] = await Promise.all([
+          a.sealForPatient(ann, 'journey-input', 'from a'),
+          b.sealForPatient(ann, 'journey-input', 'from b'),
+        ]);
+        // One key for the patient whoever made it first; the other's attempt is on the record as superseded.
+        expect(x.k).toBe(y.k);
+        const creates = events.filter((e) => e.action === 'patient-key.create');
+        const made = creates.filter((e) => e.outcome === 'ok').length;
+        expect(made - creates.filter((e) => e.outcome === 'superseded').length).toBe(1);
+        expect(await b.openSealed(x, 'journey-input')).toEqual({ state: 'open', value: 'from a' });
+        await a.erase(ann);
+        await new Promise((r) => setTimeout(r, 350));
+        expect((await b.openSealed(x, 'journey-input')).state).toBe('erased');
+      });
+    }
+  });
+});
+
+describe('the patient key tables and the engine role', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await postgresHarness();
+  }, 60_000);
+  afterAll(async () => h?.teardown());
+
+  it('refuses at start a role without one of the four privileges, naming it', async () => {
+    const url = await engineUrl('journey_keys_no_delete', 'SELECT, INSERT, UPDATE');
+    const s = new PostgresPatientKeyStore({ connectionString: url });
+    try {
+      const err = await s.init().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PatientKeyStoreError);
+      expect((err as Error).message).toContain('may not DELETE on public.patient_keys');
+      expect((err as Error).message).not.toContain(rolePassword);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('creates its tables at start when they are missing', async () => {
+    await owner!.query(`DROP TABLE ${TABLES.map((t) => `public.${t}`).join(', ')}`);
+    const s = new PostgresPatientKeyStore({ connectionString: pg!.url });
+    try {
+      await s.init();
+      await s.init();
+      expect(await s.counts()).toEqual({ keys: 0, erased: 0 });
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('the erasure log in a bucket with Object Lock', () => {
+  let objects: TestObjectStore;
+  let s3: S3Client;
+  const BUCKET = 'audit-checkpoints';
+  const erasure = { patientRef: ref(1), dekId: dek(1), erasureId: 'er_s3', erasedAt: '2026-11-26T12:00:00.000Z' };
+
+  beforeAll(async () => {
+    objects = await startTestObjectStore('patient-erasures');
+    s3 = objects.s3;
+    await s3.send(new CreateBucketCommand({ Bucket: BUCKET, ObjectLockEnabledForBucket: true }));
+    await s3.send(new CreateBucketCommand({ Bucket: 'no-lock' }));
+  }, 60_000);
+  afterAll(async () => objects?.stop());
+
+  it('refuses a bucket without Object Lock, naming it', async () => {
+    const log = new S3ErasureLog({ client: s3, bucket: 'no-lock', retentionDays: 1 });
+    await expect(log.init()).rejects.toThrow("the erasure log's bucket no-lock has no Object Lock");
+  });
+
+  it('keeps each erasure locked: it cannot be deleted, and a delete marker hides none', async () => {
+    const log = new S3ErasureLog({ client: s3, bucket: BUCKET, prefix: 'patient-erasures/', retentionDays: 1 });
+    await log.init();
+    await log.append(erasure);
+    await log.append({ ...erasure, dekId: dek(2), patientRef: ref(2) });
+    const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: BUCKET, Prefix: 'patient-erasures/' }));
+    const first = versions.Versions!.find((v) => v.Key === `patient-erasures/${dek(1)}.json`)!;
+    await expect(
+      s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: first.Key!, VersionId: first.VersionId! })),
+    ).rejects.toThrow();
+    await s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: first.Key! }));
+    expect((await log.list()).map((e) => e.dekId).sort()).toEqual([dek(1), dek(2)]);
+    expect(await log.list()).toContainEqual(erasure);
+  });
+});
