@@ -8,6 +8,7 @@
 #   Chromium, the sign-in test's browser                               install-browser.sh          apt
 #   Helm, for the chart's lint and render                              install-helm.sh             go install
 #   promtool, for the alerting rules' tests (from Debian's prometheus)  install-promtool.sh         apt-get download
+#   Patroni, etcd, pgBackRest: the PostgreSQL cluster and its backups  install-postgres-ha.sh      apt
 #   Schemathesis, the clinic API's contract fuzzer                     install-schemathesis.sh     pip (PyPI)
 # Needs go, Java 17+, Maven and Python 3.10+ on the PATH, and for the Debian packages apt-get, run as root or through sudo.
 set -euo pipefail
@@ -18,3 +19,4 @@ bash "$here/install-browser.sh"
 bash "$here/install-helm.sh"
 bash "$here/install-promtool.sh"
 bash "$here/install-schemathesis.sh"
+bash "$here/install-postgres-ha.sh"

@@ -37,6 +37,8 @@ const STARTS_SERVERS: Record<string, string> = {
   'scripts/lib/temporal-server': 'the Temporal server',
   'scripts/lib/production-stack': 'the production stack',
   'scripts/lib/object-store': 'MinIO',
+  'scripts/lib/stack/postgres-cluster': 'the PostgreSQL cluster',
+  'scripts/lib/stack/postgres-backup': 'PostgreSQL restored from a backup',
   'scripts/local-stack': 'the local stack',
   '@temporalio/testing': 'Temporal servers',
   'playwright-core': 'Chromium',

@@ -42,6 +42,7 @@ const PARTS: Record<string, string[]> = {
   'install-helm.sh': ['Helm'],
   'install-promtool.sh': ['promtool'],
   'install-schemathesis.sh': ['Schemathesis'],
+  'install-postgres-ha.sh': ['Patroni', 'etcd', 'pgBackRest'],
 };
 
 const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
