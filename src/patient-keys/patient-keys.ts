@@ -17,7 +17,7 @@ import {
   type PatientRef,
   type SealedEnvelope,
 } from './envelope';
-import { SealedValueError, type ErasedKey, type ErasureLog, type PatientKeyStore } from './types';
+import { PatientKeyStoreError, SealedValueError, type ErasedKey, type ErasureLog, type PatientKeyStore } from './types';
 
 /** The store's setting that names the master key patient refs are derived under (fixed at the first start). */
 export const REF_KEY_SETTING = 'patient-ref-key-id';
@@ -132,7 +132,7 @@ export class PatientKeys {
       key = await this.#keyFor(p, false);
     }
     if (key?.dekId !== k) {
-      const tomb = await this.#o.store.erased(k);
+      const tomb = this.#erased.get(k) ?? (await this.#o.store.erased(k));
       if (tomb) {
         this.#remember(tomb);
         return erasedOf(tomb);
@@ -171,6 +171,12 @@ export class PatientKeys {
     let held = await this.#o.store.get(patientRef);
     if (!held && create) held = await this.#create(patientRef);
     if (!held) return undefined;
+    if (this.#erased.has(held.dekId)) {
+      // Logged as erased, still in the store: an erasure under way, or cut short (the next start finishes it). Nothing
+      // is sealed under it, and what it sealed reads as erased.
+      if (create) throw new PatientKeyStoreError("the patient's key is being erased: try again once it is done");
+      return undefined;
+    }
     let dek: Buffer;
     try {
       dek = this.#wrapper.unwrap(held.patientRef, held.dekId, held.wrapKeyId, held.wrapped);
@@ -181,8 +187,9 @@ export class PatientKeys {
       );
     }
     const key = { dekId: held.dekId, dek };
-    // A key destroyed while it was being read is used once by the caller who asked for it, never kept.
-    if (!this.#erased.has(held.dekId)) this.#cache.set(patientRef, key);
+    // A key erased while it was being read is not kept (and not used: the caller checks again).
+    if (this.#erased.has(held.dekId)) return create ? this.#load(patientRef, create) : undefined;
+    this.#cache.set(patientRef, key);
     return key;
   }
 

@@ -215,6 +215,21 @@ describe('per-patient data keys (file store)', () => {
     expect(existsSync(path.join(dir, 'patient-keys.erasures'))).toBe(false);
   });
 
+  it('finishes at the next start an erasure cut short after its log entry; meanwhile the key neither seals nor opens', async () => {
+    const store = new FilePatientKeyStore(path.join(dir, 'patient-keys.json'));
+    store.destroy = () => Promise.reject(new Error('disk full'));
+    const { keys } = await open({ store });
+    const ann = keys.patientRef('clinic-a', 'ann@example.com');
+    const value = await keys.sealForPatient(ann, 'journey-input', 1);
+    await expect(keys.erase(ann, { erasureId: 'er_cut' })).rejects.toThrow('disk full');
+    expect(await keys.openSealed(value, 'journey-input')).toMatchObject({ state: 'erased', erasureId: 'er_cut' });
+    await expect(keys.sealForPatient(ann, 'journey-input', 2)).rejects.toThrow(/being erased/);
+    await closeAll();
+    const { keys: again, reapplied } = await open();
+    expect(reapplied.reDestroyed.map((e) => e.erasureId)).toEqual(['er_cut']);
+    expect(await again.openSealed(value, 'journey-input')).toMatchObject({ state: 'erased', erasureId: 'er_cut' });
+  });
+
   it('destroys again, on the record, a key that a restore of an older key file brought back', async () => {
     const file = path.join(dir, 'patient-keys.json');
     const { keys } = await open();
