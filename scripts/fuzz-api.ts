@@ -87,7 +87,10 @@ export class FuzzStack {
     if (proc?.pid !== undefined && proc.exitCode === null) {
       const exited = new Promise((r) => proc.once('exit', r));
       process.kill(proc.pid, 'SIGTERM');
-      await Promise.race([exited, sleep(60_000)]);
+      // The grace's timer goes with the stack: left running, it would hold the process (jest) for its minute.
+      const grace = new AbortController();
+      await Promise.race([exited, sleep(60_000, grace.signal)]);
+      grace.abort();
       try {
         process.kill(-proc.pid, 'SIGKILL');
       } catch {
