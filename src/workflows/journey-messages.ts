@@ -18,7 +18,7 @@ import {
 } from '../contract/definitions';
 import type { Journey } from './journey';
 import { nowIso, service } from './journey-activities';
-import { guardsAgainstFloods } from './journey-rules';
+import { cancelsAfterActionsInFlight, guardsAgainstFloods } from './journey-rules';
 import { cancellableExams, findExam, isFinished, snapshot, stageOf, type Attention } from './journey-state';
 
 /** A journey that has received this many callbacks asks for a person (an exam sends a handful): the default. */
@@ -51,54 +51,46 @@ export function takeMessages(j: Journey): void {
 
   const ids = (xs: number[]) => (xs.length > 0 ? xs.join(', ') : 'none');
 
+  // Actions at the service right now, so that two that conflict do not race there: the scope of each cancel in flight
+  // (one patient exam, or every one: undefined) and how many other actions (resend, answers, upload) each patient exam
+  // has in flight. A cancel waits for those on its patient exams; an action on a patient exam being cancelled, or a
+  // second cancel of it, is refused (the journey's 409), as it would be once the cancel is done.
+  const cancelling: (number | undefined)[] = [];
+  const inFlight = new Map<number, number>();
+  const beingCancelled = (patientExamId: number | undefined) =>
+    cancelling.some((scope) => scope === undefined || patientExamId === undefined || scope === patientExamId);
+  const refuseWhileCancelling = (patientExamId: number | undefined, what: string) => {
+    if (!beingCancelled(patientExamId)) return;
+    const which = patientExamId === undefined ? "the journey's invite" : `patient exam ${patientExamId}`;
+    throw new Error(`cannot ${what}: a cancel of ${which} is in progress`);
+  };
+  const actionsInFlight = (scope: number | undefined) =>
+    [...inFlight].some(([id, n]) => n > 0 && (scope === undefined || id === scope));
+  /** Runs an action on these patient exams, counted as in flight until it ends. */
+  const acting = async <T>(patientExamIds: number[], action: () => Promise<T>): Promise<T> => {
+    for (const id of patientExamIds) inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+    try {
+      return await action();
+    } finally {
+      for (const id of patientExamIds) inFlight.set(id, inFlight.get(id)! - 1);
+    }
+  };
+
   setHandler(
     cancelUpdate,
     async (req): Promise<CancelResult> => {
-      await condition(() => !j.state.inviteInFlight);
-      if (j.state.meetings.length === 0) {
-        // Nothing was invited (or the invite is in doubt and parked): the journey just ends.
-        j.recordAction('cancel', req, 'ended the journey before any invite was created', 'clinic');
-        j.dispatch({ type: 'journey_cancelled', at: nowIso() });
-        return { cancelled: [], alreadyFinal: [] };
+      cancelling.push(req.patientExamId);
+      try {
+        return await cancel(req);
+      } finally {
+        cancelling.splice(cancelling.indexOf(req.patientExamId), 1);
       }
-      const targets = cancellableExams(j.state).filter(
-        (e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId,
-      );
-      const result: CancelResult = { cancelled: [], alreadyFinal: [] };
-      for (const exam of targets) {
-        const r = await service.cancelInvite.executeWithOptions(
-          { summary: `cancel the invite of patient exam ${exam.patientExamId} (clinic's request)` },
-          [{ clinicId: j.state.clinicId, patientExamId: exam.patientExamId }],
-        );
-        if (r.outcome === 'already_final') {
-          // The provider acted; its callback is on the way or lost. The deadline path will tell which.
-          result.alreadyFinal.push({ patientExamId: exam.patientExamId, status: r.finalStatus ?? 'final' });
-        } else {
-          j.dispatch({ type: 'exam_cancelled', at: nowIso(), patientExamId: exam.patientExamId, by: 'clinic' });
-          result.cancelled.push(exam.patientExamId);
-        }
-      }
-      // What parked the journey was a deadline cancel that failed for these exams: this cancel settled it.
-      const settled = (a: Attention) =>
-        a.patientExamId !== undefined && findExam(j.state, a.patientExamId)?.status === 'cancelled';
-      if (result.cancelled.length > 0 && j.state.attention.length > 0 && j.state.attention.every(settled)) {
-        j.dispatch({ type: 'attention_resolved', at: nowIso() });
-      }
-      j.recordAction(
-        'cancel',
-        { ...req, note: req.note ?? req.reason },
-        `cancelled patient exams: ${ids(result.cancelled)}; already final: ${ids(result.alreadyFinal.map((f) => f.patientExamId))}`,
-        'clinic',
-      );
-      // No invite is out but a re-invite is due (after Missed/NA): ending the journey is what stops it.
-      if (req.patientExamId === undefined && j.reinvitePending())
-        j.dispatch({ type: 'journey_cancelled', at: nowIso() });
-      return result;
     },
     {
       validator: (req: CancelRequest) => {
         j.refuseWhenFinished();
         j.refuseUnknownExam(req.patientExamId);
+        refuseWhileCancelling(req.patientExamId, 'cancel');
         if (j.state.meetings.length === 0 || j.state.inviteInFlight) return;
         const targets = cancellableExams(j.state).filter(
           (e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId,
@@ -114,17 +106,65 @@ export function takeMessages(j: Journey): void {
     },
   );
 
+  async function cancel(req: CancelRequest): Promise<CancelResult> {
+    await condition(() => !j.state.inviteInFlight);
+    // A resend (or answers, an upload) already at the service goes first: cancelled under it, it would be refused.
+    if (actionsInFlight(req.patientExamId) && cancelsAfterActionsInFlight()) {
+      await condition(() => !actionsInFlight(req.patientExamId));
+    }
+    if (j.state.meetings.length === 0) {
+      // Nothing was invited (or the invite is in doubt and parked): the journey just ends.
+      j.recordAction('cancel', req, 'ended the journey before any invite was created', 'clinic');
+      j.dispatch({ type: 'journey_cancelled', at: nowIso() });
+      return { cancelled: [], alreadyFinal: [] };
+    }
+    const targets = cancellableExams(j.state).filter(
+      (e) => req.patientExamId === undefined || e.patientExamId === req.patientExamId,
+    );
+    const result: CancelResult = { cancelled: [], alreadyFinal: [] };
+    for (const exam of targets) {
+      const r = await service.cancelInvite.executeWithOptions(
+        { summary: `cancel the invite of patient exam ${exam.patientExamId} (clinic's request)` },
+        [{ clinicId: j.state.clinicId, patientExamId: exam.patientExamId }],
+      );
+      if (r.outcome === 'already_final') {
+        // The provider acted; its callback is on the way or lost. The deadline path will tell which.
+        result.alreadyFinal.push({ patientExamId: exam.patientExamId, status: r.finalStatus ?? 'final' });
+      } else {
+        j.dispatch({ type: 'exam_cancelled', at: nowIso(), patientExamId: exam.patientExamId, by: 'clinic' });
+        result.cancelled.push(exam.patientExamId);
+      }
+    }
+    // What parked the journey was a deadline cancel that failed for these exams: this cancel settled it.
+    const settled = (a: Attention) =>
+      a.patientExamId !== undefined && findExam(j.state, a.patientExamId)?.status === 'cancelled';
+    if (result.cancelled.length > 0 && j.state.attention.length > 0 && j.state.attention.every(settled)) {
+      j.dispatch({ type: 'attention_resolved', at: nowIso() });
+    }
+    j.recordAction(
+      'cancel',
+      { ...req, note: req.note ?? req.reason },
+      `cancelled patient exams: ${ids(result.cancelled)}; already final: ${ids(result.alreadyFinal.map((f) => f.patientExamId))}`,
+      'clinic',
+    );
+    // No invite is out but a re-invite is due (after Missed/NA): ending the journey is what stops it.
+    if (req.patientExamId === undefined && j.reinvitePending()) j.dispatch({ type: 'journey_cancelled', at: nowIso() });
+    return result;
+  }
+
   setHandler(
     resendUpdate,
     async (req) => {
       const targets =
         req.patientExamId !== undefined ? [req.patientExamId] : [cancellableExams(j.state)[0]!.patientExamId];
-      for (const id of targets) {
-        const meetingUuid = findExam(j.state, id)?.meetingUuid;
-        await service.resendInvite.executeWithOptions({ summary: `resend the invite of patient exam ${id}` }, [
-          { clinicId: j.state.clinicId, patientExamId: id, ...(meetingUuid ? { meetingUuid } : {}) },
-        ]);
-      }
+      await acting(targets, async () => {
+        for (const id of targets) {
+          const meetingUuid = findExam(j.state, id)?.meetingUuid;
+          await service.resendInvite.executeWithOptions({ summary: `resend the invite of patient exam ${id}` }, [
+            { clinicId: j.state.clinicId, patientExamId: id, ...(meetingUuid ? { meetingUuid } : {}) },
+          ]);
+        }
+      });
       j.recordAction('resend', req, `resent the invite of patient exams: ${ids(targets)}`, 'clinic');
       return { resent: targets };
     },
@@ -133,6 +173,7 @@ export function takeMessages(j: Journey): void {
         j.refuseWhenFinished();
         if (req.patientExamId !== undefined) j.refuseUnlessPending(req.patientExamId, 'resend');
         else if (cancellableExams(j.state).length === 0) throw new Error('no invite is waiting for the patient');
+        refuseWhileCancelling(req.patientExamId ?? cancellableExams(j.state)[0]!.patientExamId, 'resend');
       },
     },
   );
@@ -141,21 +182,28 @@ export function takeMessages(j: Journey): void {
     submitAnswersUpdate,
     async (req) => {
       const exam = findExam(j.state, req.patientExamId)!;
-      const r = await service.submitAnswers.executeWithOptions(
-        { summary: `submit screening answers for patient exam ${exam.patientExamId}` },
-        [
-          {
-            clinicId: j.state.clinicId,
-            meetingUuid: exam.meetingUuid,
-            patientExamId: exam.patientExamId,
-            answers: req.answers,
-          },
-        ],
+      const r = await acting([exam.patientExamId], () =>
+        service.submitAnswers.executeWithOptions(
+          { summary: `submit screening answers for patient exam ${exam.patientExamId}` },
+          [
+            {
+              clinicId: j.state.clinicId,
+              meetingUuid: exam.meetingUuid,
+              patientExamId: exam.patientExamId,
+              answers: req.answers,
+            },
+          ],
+        ),
       );
       j.dispatch({ type: 'answers_submitted', at: nowIso(), patientExamId: exam.patientExamId, count: r.answered });
       return r;
     },
-    { validator: (req: SubmitAnswersRequest) => j.refuseUnlessPending(req.patientExamId, 'submit answers') },
+    {
+      validator: (req: SubmitAnswersRequest) => {
+        j.refuseUnlessPending(req.patientExamId, 'submit answers');
+        refuseWhileCancelling(req.patientExamId, 'submit answers');
+      },
+    },
   );
 
   setHandler(
@@ -163,9 +211,11 @@ export function takeMessages(j: Journey): void {
     async (req) => {
       // Kept before the upload: a failed one was deleted by the API, and deleting a missing document is no error.
       j.addedRefs.push(req.attachment.ref);
-      const r = await service.uploadAttachment.executeWithOptions(
-        { summary: `upload an attachment to patient exam ${req.patientExamId}` },
-        [{ clinicId: j.state.clinicId, patientExamId: req.patientExamId, attachment: req.attachment }],
+      const r = await acting([req.patientExamId], () =>
+        service.uploadAttachment.executeWithOptions(
+          { summary: `upload an attachment to patient exam ${req.patientExamId}` },
+          [{ clinicId: j.state.clinicId, patientExamId: req.patientExamId, attachment: req.attachment }],
+        ),
       );
       j.dispatch({
         type: 'attachment_uploaded',
@@ -175,7 +225,12 @@ export function takeMessages(j: Journey): void {
       });
       return r;
     },
-    { validator: (req: AddAttachmentRequest) => j.refuseUnlessPending(req.patientExamId, 'add an attachment') },
+    {
+      validator: (req: AddAttachmentRequest) => {
+        j.refuseUnlessPending(req.patientExamId, 'add an attachment');
+        refuseWhileCancelling(req.patientExamId, 'add an attachment');
+      },
+    },
   );
 
   const requireAttention = (_req: unknown) => {

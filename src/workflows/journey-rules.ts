@@ -40,6 +40,8 @@ const JOURNEY_RULES_2026_12 = 'journey-rules-2026-12';
 const ATTACHMENT_RETENTION_ADDED = 'attachment-retention-added';
 /** Recorded only by a journey that reached CALLBACK_FLOOD_LIMIT. */
 const CALLBACK_FLOOD_GUARD = 'callback-flood-guard';
+/** Recorded only by a cancel that came while another action on its patient exams was at the service. */
+const CANCEL_AFTER_ACTIONS = 'cancel-after-actions-in-flight';
 
 /** Which patch decided what, for this journey's history. */
 export interface HistoryRules extends JourneyRules {
@@ -90,4 +92,12 @@ export function handsOffAddedDocuments(rules: HistoryRules): boolean {
 /** Whether a flooded journey asks for a person (asked only when one is, so others record no marker). */
 export function guardsAgainstFloods(): boolean {
   return patched(CALLBACK_FLOOD_GUARD);
+}
+
+/**
+ * Whether a cancel waits for the actions on its patient exams already at the service (a resend, answers, an upload)
+ * before it cancels them (asked only when one is, so other journeys record no marker).
+ */
+export function cancelsAfterActionsInFlight(): boolean {
+  return patched(CANCEL_AFTER_ACTIONS);
 }

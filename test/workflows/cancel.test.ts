@@ -1,6 +1,7 @@
 // The clinic's cancel in every state of the journey: what the service is asked, what the update answers and how the
 // journey ends (or goes on).
-import { cancelUpdate } from '../../src/contract/definitions';
+import { WorkflowUpdateStage } from '@temporalio/client';
+import { cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../src/contract/definitions';
 import { serviceError } from '../support/scripted-exam-service';
 import {
   DAY,
@@ -236,6 +237,78 @@ describe('cancel', () => {
         `nothing to cancel: the provider has already acted (${id}: Approved)`,
       );
       expect((await j.snapshot()).attention.map((a) => a.code)).toEqual(['verdict_lost']);
+    });
+  });
+
+  describe('beside another action on the same patient exam', () => {
+    it('a resend while the cancel is at the service: refused by the journey, never sent (no refusal from the service)', async () => {
+      const service = examService(h);
+      await withJourney(h, { service }, async (j) => {
+        const id = await j.firstPatientExamId();
+        await j.waitFor('awaiting consultation', (s) => s.stage === 'awaiting_consultation');
+        // The service has cancelled the invite; its answer is still on the wire (let go whatever the test finds: a
+        // held activity would keep the worker from stopping).
+        const release = service.hold('exam_invite_cancel');
+        try {
+          const cancelling = j.handle.executeUpdate(cancelUpdate, { args: [{ reason: 'patient called' }] });
+          await j.waitForCalls('exam_invite_cancel', 1);
+
+          expect(await refusal(j.handle.executeUpdate(resendUpdate, { args: [{}] }))).toBe(
+            `cannot resend: a cancel of patient exam ${id} is in progress`,
+          );
+          expect(await refusal(j.handle.executeUpdate(resendUpdate, { args: [{ patientExamId: id }] }))).toBe(
+            `cannot resend: a cancel of patient exam ${id} is in progress`,
+          );
+          const answers = [{ no: 1, answer: 'none' }];
+          expect(
+            await refusal(j.handle.executeUpdate(submitAnswersUpdate, { args: [{ patientExamId: id, answers }] })),
+          ).toBe(`cannot submit answers: a cancel of patient exam ${id} is in progress`);
+          expect(await refusal(j.handle.executeUpdate(cancelUpdate, { args: [{}] }))).toBe(
+            "cannot cancel: a cancel of the journey's invite is in progress",
+          );
+          expect(j.service.count('exam_invite_resend')).toBe(0);
+          expect(j.service.count('exam_submit_answers')).toBe(0);
+
+          release();
+          await expect(cancelling).resolves.toEqual({ cancelled: [id], alreadyFinal: [] });
+        } finally {
+          release();
+        }
+        expect((await j.handle.result()).stage).toBe('cancelled');
+        expect(j.service.patientExamIdsOf('exam_invite_cancel')).toEqual([id]);
+      });
+    });
+
+    it('a cancel while a resend is at the service: waits for it, then cancels; both answer truthfully', async () => {
+      const service = examService(h);
+      await withJourney(h, { service }, async (j) => {
+        const id = await j.firstPatientExamId();
+        await j.waitFor('awaiting consultation', (s) => s.stage === 'awaiting_consultation');
+        const release = service.hold('exam_invite_resend');
+        try {
+          const resending = j.handle.executeUpdate(resendUpdate, { args: [{}] });
+          await j.waitForCalls('exam_invite_resend', 1);
+
+          const cancelling = await j.handle.startUpdate(cancelUpdate, {
+            args: [{}],
+            waitForStage: WorkflowUpdateStage.ACCEPTED,
+          });
+          // Accepted, and waiting: nothing goes to the service while the resend is there.
+          await new Promise((r) => setTimeout(r, 500));
+          expect(j.service.count('exam_invite_cancel')).toBe(0);
+
+          release();
+          await expect(resending).resolves.toEqual({ resent: [id] });
+          await expect(cancelling.result()).resolves.toEqual({ cancelled: [id], alreadyFinal: [] });
+        } finally {
+          release();
+        }
+        expect(j.service.calls.map((c) => c.operation).filter((o) => o.startsWith('exam_invite_'))).toEqual([
+          'exam_invite_resend',
+          'exam_invite_cancel',
+        ]);
+        expect((await j.handle.result()).stage).toBe('cancelled');
+      });
     });
   });
 });
