@@ -1,9 +1,10 @@
 // The clinic API against its own OpenAPI document, from outside as a clinic's tools would test it: a local stack
 // (`npm start`'s, on ports of its own and a data folder of its own), journeys seeded for the operations to act on,
 // every example of the document sent (each must be accepted), then Schemathesis (.tools/schemathesis, PyPI) fuzzing
-// every /v1 operation with a fixed seed. It fails on a 5xx, a status the document does not list, an answer that breaks
-// its schema, a method not answered 405 with Allow, and a schema-valid request refused for a reason the document does
-// not state (scripts/fuzz/checks.py).
+// every /v1 operation with a fixed seed, then every operator route (/admin, the stack's admin token) and the webhook
+// (a journey and dead letters seeded for them). It fails on a 5xx, a status the document does not list, an answer that
+// breaks its schema, a method not answered 405 with Allow, and a schema-valid request refused for a reason the
+// document does not state (scripts/fuzz/checks.py).
 //
 //   npm run fuzz:api                          the run before a release: 200 examples per operation (minutes)
 //   npm run fuzz:api -- --max-examples 30 --seed 7
@@ -15,13 +16,17 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createClinicClient, type ClinicClient } from '../clients/typescript';
+import { webhookToken } from '../src/webhook-url';
 import { exitWith } from './lib/cli';
 import { sleep } from './lib/http';
+import { LOCAL_ADMIN_TOKEN } from './lib/stack-secrets';
 
 const ROOT = path.resolve(__dirname, '..');
 const TOOLS = process.env.TEMPORAL_TOOLS_DIR ?? path.join(ROOT, '.tools');
 export const SCHEMATHESIS = path.join(TOOLS, 'schemathesis/bin/st');
 const TOKEN = 'demo-clinic-token';
+/** Who the admin token's requests say reads or acts. */
+const ADMIN_ACTOR = 'contract-fuzz';
 
 type Json = Record<string, any>;
 
@@ -198,9 +203,93 @@ export async function sendExample(base: string, ex: ExampleRequest, idempotencyK
   return { status: res.status, problem: res.ok ? undefined : text.slice(0, 500) };
 }
 
+/** What one Schemathesis pass fuzzes, signed in how, with which seeded ids. */
+export interface FuzzScope {
+  /** The operations: their paths match this regular expression. */
+  paths: string;
+  headers: Record<string, string>;
+  /** Values of parameters for every operation (`path.journeyId`), and for one operation by its name. */
+  parameters: Record<string, string | number>;
+  operations?: { name: string; parameters: Record<string, string | number> }[];
+}
+
+/** The clinic API (/v1) with the demo clinic's token, acting on a seeded journey. */
+export function clinicScope(seeded: Seeded): FuzzScope {
+  return {
+    paths: '^/v1/',
+    headers: { Authorization: `Bearer ${TOKEN}` },
+    parameters: { 'path.journeyId': seeded.journeyId, 'path.pharmacyId': 501 },
+  };
+}
+
+/**
+ * The operator routes (/admin) with the stack's admin token, which names who reads or acts (X-Actor), acting on a
+ * journey and on dead letters of their own (one per operation that takes one: a discarded letter is gone for the
+ * others); and the exam service's webhook, at the address of a journey that does not exist (its callbacks become
+ * dead letters, no journey changes).
+ */
+export function operatorScope(seeds: OperatorSeeds): FuzzScope {
+  const letter = (name: string, id: string) => ({ name, parameters: { 'path.id': id } });
+  return {
+    paths: '^/(admin|webhooks)/',
+    headers: { Authorization: `Bearer ${LOCAL_ADMIN_TOKEN}`, 'X-Actor': ADMIN_ACTOR },
+    parameters: { 'path.journeyId': seeds.journeyId },
+    operations: [
+      letter('GET /admin/dead-letters/{id}', seeds.deadLetters.read),
+      letter('POST /admin/dead-letters/{id}/replay', seeds.deadLetters.replay),
+      letter('DELETE /admin/dead-letters/{id}', seeds.deadLetters.discard),
+      {
+        name: 'POST /webhooks/exam-service/{journeyId}/{token}',
+        parameters: { 'path.journeyId': seeds.webhook.journeyId, 'path.token': seeds.webhook.token },
+      },
+    ],
+  };
+}
+
+/** Ids the operator routes act on, made for the fuzzer on a fresh stack. */
+export interface OperatorSeeds {
+  journeyId: string;
+  deadLetters: { read: string; replay: string; discard: string };
+  webhook: { journeyId: string; token: string };
+}
+
+/** The admin token's headers, naming who reads (the static token names nobody). */
+export const adminHeaders = { authorization: `Bearer ${LOCAL_ADMIN_TOKEN}`, 'x-actor': ADMIN_ACTOR };
+
+/**
+ * A journey for the operators' actions (its own: they cancel and reset it) and three dead letters, each a body the
+ * webhook could not read, sent to the webhook address of a journey that does not exist.
+ */
+export async function seedOperatorWork(stack: FuzzStack, api: ClinicClient, key: string): Promise<OperatorSeeds> {
+  const { journeyId } = await seedJourney(api, key);
+  const secret = (JSON.parse(readFileSync(path.join(stack.dataDir, 'local-secrets.json'), 'utf8')) as Json)
+    .webhookSecret as string;
+  const webhookOf = (id: string) => ({ journeyId: id, token: webhookToken(id, secret) });
+  const letters: Record<string, string> = {};
+  for (const use of ['read', 'replay', 'discard']) {
+    const to = webhookOf(`contract-letter-${use}`);
+    const sent = await fetch(`${stack.api}/webhooks/exam-service/${to.journeyId}/${to.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'not a callback',
+    });
+    await sent.text();
+    if (sent.status !== 400) throw new Error(`seeding a dead letter answered ${sent.status}`);
+  }
+  const listed = await fetch(`${stack.api}/admin/dead-letters?reason=unparseable&limit=500`, { headers: adminHeaders });
+  for (const letter of ((await listed.json()) as Json).deadLetters as Json[]) {
+    letters[String(letter.journeyId).replace('contract-letter-', '')] = String(letter.id);
+  }
+  const { read, replay, discard } = letters;
+  if (!read || !replay || !discard) throw new Error(`seeding dead letters: ${listed.status}, not all listed`);
+  return { journeyId, deadLetters: { read, replay, discard }, webhook: webhookOf('contract-webhook-nobody') };
+}
+
 export interface FuzzOptions {
   api: string;
-  seeded: Seeded;
+  scope: FuzzScope;
+  /** The document's paths (templates): what the report's URLs are counted under. */
+  routes: string[];
   seed: number;
   maxExamples: number;
   workDir: string;
@@ -214,23 +303,43 @@ export interface FuzzResult {
   operations: Record<string, Record<string, number>>;
 }
 
-/** Runs Schemathesis over the /v1 operations of the API's document; what it sent and the answers' statuses. */
+/** The document's path a request's path is an instance of (the one with the most fixed parts when several are). */
+function routeOf(pathname: string, routes: string[]): string {
+  const matching = routes.filter((route) =>
+    new RegExp(`^${route.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`).test(pathname),
+  );
+  const fixed = (route: string) => route.split('/').filter((part) => part !== '' && !part.startsWith('{')).length;
+  return matching.sort((a, b) => fixed(b) - fixed(a))[0] ?? pathname;
+}
+
+const toml = (v: string | number) => (typeof v === 'number' ? String(v) : JSON.stringify(v));
+const inlineTable = (values: Record<string, string | number>) =>
+  `{ ${Object.entries(values)
+    .map(([k, v]) => `${JSON.stringify(k)} = ${toml(v)}`)
+    .join(', ')} }`;
+
+/** Runs Schemathesis over the operations of the API's document in scope; what it sent and the answers' statuses. */
 export function runSchemathesis(o: FuzzOptions): FuzzResult {
   const config = path.join(o.workDir, 'schemathesis.toml');
   const har = path.join(o.workDir, 'run.har');
+  rmSync(har, { force: true });
   writeFileSync(
     config,
     [
       `hooks = ${JSON.stringify(path.join(ROOT, 'scripts/fuzz/checks.py'))}`,
       'seed = ' + String(o.seed),
       '[parameters]',
-      `"path.journeyId" = ${JSON.stringify(o.seeded.journeyId)}`,
-      '"path.pharmacyId" = 501',
+      ...Object.entries(o.scope.parameters).map(([k, v]) => `${JSON.stringify(k)} = ${toml(v)}`),
       '[checks.positive_data_acceptance]',
       'enabled = false',
       '[generation]',
       `max-examples = ${o.maxExamples}`,
       'database = "none"',
+      ...(o.scope.operations ?? []).flatMap((op) => [
+        '[[operations]]',
+        `include-name = ${JSON.stringify(op.name)}`,
+        `parameters = ${inlineTable(op.parameters)}`,
+      ]),
       '',
     ].join('\n'),
   );
@@ -244,16 +353,15 @@ export function runSchemathesis(o: FuzzOptions): FuzzResult {
       '--url',
       o.api,
       '--include-path-regex',
-      '^/v1/',
-      '--header',
-      `Authorization: Bearer ${TOKEN}`,
+      o.scope.paths,
+      ...Object.entries(o.scope.headers).flatMap(([name, value]) => ['--header', `${name}: ${value}`]),
       '--phases',
       'examples,fuzzing',
       '--checks',
       'all',
       '--exclude-checks',
       'positive_data_acceptance',
-      // One operation at a time: the journey's actions race each other otherwise (a resend beside a cancel).
+      // One operation at a time: the seeded journey's and letters' state moves with each, as the seed orders them.
       '--workers',
       '1',
       '--no-color',
@@ -276,10 +384,7 @@ export function runSchemathesis(o: FuzzOptions): FuzzResult {
       const status = String(e.response.status);
       statuses[status] = (statuses[status] ?? 0) + 1;
       const url = new URL(e.request.url as string);
-      const route = url.pathname
-        .replace(o.seeded.journeyId, '{journeyId}')
-        .replace(/\/partner-pharmacies\/[^/]+\//, '/partner-pharmacies/{pharmacyId}/');
-      const key = `${String(e.request.method)} ${route}`;
+      const key = `${String(e.request.method)} ${routeOf(url.pathname, o.routes)}`;
       operations[key] ??= {};
       operations[key][status] = (operations[key][status] ?? 0) + 1;
     }
@@ -287,6 +392,17 @@ export function runSchemathesis(o: FuzzOptions): FuzzResult {
     // no report: the run failed before it sent anything; its output says why
   }
   return { exitCode: run.status ?? 1, output: `${run.stdout}\n${run.stderr}`, requests, statuses, operations };
+}
+
+/** Operations of the document in scope that never answered anything but 404 or 405 (none, when all reached past). */
+export function missedOperations(doc: Json, scope: FuzzScope, result: FuzzResult): string[] {
+  const inScope = new RegExp(scope.paths);
+  const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+    .filter(([route]) => inScope.test(route))
+    .flatMap(([route, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${route}`));
+  return documented.filter(
+    (op) => !Object.keys(result.operations[op] ?? {}).some((status) => status !== '404' && status !== '405'),
+  );
 }
 
 function option(args: string[], name: string, fallback: number): number {
@@ -322,14 +438,26 @@ async function main(): Promise<number> {
         `${ok ? 'accepted' : 'REFUSED '} ${answer.status} ${ex.label}${answer.problem ? ` ${answer.problem}` : ''}`,
       );
     }
-    console.log(`Schemathesis: seed ${seed}, ${maxExamples} examples per operation ...`);
-    const started = Date.now();
-    const result = runSchemathesis({ api: stack.api, seeded, seed, maxExamples, workDir: work });
-    console.log(result.output);
-    console.log(
-      `${result.requests} requests in ${Math.round((Date.now() - started) / 1000)} s; statuses ${JSON.stringify(result.statuses)}`,
-    );
-    return result.exitCode === 0 && refused === 0 ? 0 : 1;
+    const routes = Object.keys(doc.paths as Json);
+    const operators = await seedOperatorWork(stack, api, `fuzz-operators-${Date.now()}`);
+    let failed = refused > 0;
+    // The clinic's operations first, then the operators' (who cancel and reset a journey of their own).
+    for (const [name, scope] of [
+      ['clinic API (/v1)', clinicScope(seeded)],
+      ['operator routes (/admin) and the webhook', operatorScope(operators)],
+    ] as const) {
+      console.log(`Schemathesis over the ${name}: seed ${seed}, ${maxExamples} examples per operation ...`);
+      const started = Date.now();
+      const result = runSchemathesis({ api: stack.api, scope, routes, seed, maxExamples, workDir: work });
+      console.log(result.output);
+      const missed = missedOperations(doc, scope, result);
+      console.log(
+        `${result.requests} requests in ${Math.round((Date.now() - started) / 1000)} s; statuses ` +
+          `${JSON.stringify(result.statuses)}${missed.length > 0 ? `; never past 404: ${missed.join(', ')}` : ''}`,
+      );
+      failed ||= result.exitCode !== 0 || missed.length > 0;
+    }
+    return failed ? 1 : 0;
   } finally {
     await stack.stop();
     rmSync(work, { recursive: true, force: true });

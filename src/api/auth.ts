@@ -7,6 +7,7 @@ import { decodeJwt } from 'jose';
 import type { AuditEvent } from '../audit/types';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import type { ClinicConfig, Config } from '../config';
+import { ruleParams } from '../contract/request-rules';
 import { Actor } from './operation-schemas';
 import { ApiProblem } from './problem';
 import type { SourceGuard } from './source-guard';
@@ -87,7 +88,8 @@ export function adminAuth(
       const alone = o.guard?.failed(request.ip) ?? true;
       if (!alone) return unauthorized(refusalDetail(Boolean(o.verify), reason));
       request.log.warn({ reason, route: request.routeOptions.url }, 'operator request refused');
-      await o.audit?.({
+      // A refusal the trail cannot take is a 503, as every record that fails is, not an unhandled 500.
+      await recordFirst(o.audit, {
         action: 'admin.sign-in',
         subject: 'anonymous',
         roles: [],
@@ -133,7 +135,9 @@ const refusalDetail = (withProvider: boolean, reason: string) =>
       : 'the bearer token is not valid';
 
 const actorProblem = (message: string) =>
-  new ApiProblem(400, 'validation', `actor: ${message}`, { errors: [{ field: 'actor', message }] });
+  new ApiProblem(400, 'validation', `actor: ${message}`, {
+    errors: [{ field: 'actor', message, ...ruleParams('actor-named') }],
+  });
 
 export type AuditFn = (event: AuditEvent) => unknown;
 
@@ -253,7 +257,7 @@ export function requireRole(audit: AuditFn | undefined, ...roles: string[]) {
   return async (request: FastifyRequest) => {
     const operator = request.operator;
     if (operator && operator.roles.some((r) => roles.includes(r))) return;
-    await audit?.({
+    await recordFirst(audit, {
       action: 'admin.access',
       subject: operator?.subject ?? 'anonymous',
       roles: operator?.roles ?? [],

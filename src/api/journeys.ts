@@ -21,6 +21,7 @@ import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common
 import type { FailureFacts } from '../contract/activity-contract';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../contract/definitions';
 import { failureKindOf } from '../contract/failures';
+import { ruleParams } from '../contract/request-rules';
 import { serviceProblem } from './exam-service';
 import type { JourneyInput } from '../contract/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';
@@ -453,7 +454,7 @@ function badQuery(err: unknown): ApiProblem {
   const raw = err instanceof Error ? ((err as { details?: string }).details ?? err.message) : String(err);
   const message = raw.replace(/^\d+ INVALID_ARGUMENT: /, '');
   return new ApiProblem(400, 'validation', `Temporal refused the query: ${message}`, {
-    errors: [{ field: 'query', message }],
+    errors: [{ field: 'query', message, ...ruleParams('visibility-query') }],
   });
 }
 

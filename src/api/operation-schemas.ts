@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { MAX_QUERY_LENGTH, queryProblem } from './journey-query';
 import { JourneyIdParam, JourneySummaryItem } from './schemas';
+import { ruleParams } from '../contract/request-rules';
 
 export const OPERATOR_ACTIONS = ['retry', 'abandon', 'cancel', 'resend', 'reset'] as const;
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
@@ -30,9 +31,13 @@ const auditText = (max: number, what: string) =>
     .max(max, `at most ${max} characters`)
     // eslint-disable-next-line no-control-regex
     .regex(/^[^\u0000-\u001f\u007f]+$/, 'one line of text')
+    .regex(/\S/, 'not only white space')
     .superRefine((v, ctx) => {
       const found = contactDetail(v);
-      if (found) ctx.addIssue({ code: 'custom', message: `${found}; ${what} must never hold patient data` });
+      if (found) {
+        const message = `${found}; ${what} must never hold patient data`;
+        ctx.addIssue({ code: 'custom', message, params: ruleParams('no-patient-data') });
+      }
     });
 
 export const Actor = auditText(100, 'the actor').describe(
@@ -48,12 +53,13 @@ export const JourneySearchQuery = z
       .max(MAX_QUERY_LENGTH)
       .superRefine((q, ctx) => {
         const problem = queryProblem(q);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        if (problem) ctx.addIssue({ code: 'custom', message: problem, params: ruleParams('visibility-query') });
       })
       .describe(
         "a Temporal visibility query, e.g. NeedsAttention = true AND JourneyStage = 'needs_attention'; always ANDed " +
           "with WorkflowType = 'patientJourney' (and ClinicId)",
-      ),
+      )
+      .meta({ examples: ["JourneyStage = 'awaiting_consultation'"] }),
     clinicId: ClinicIdField.optional().describe("only this clinic's journeys"),
     running: boolParam.default(false).describe("only running journeys (ExecutionStatus = 'Running')"),
     attention: boolParam
@@ -69,7 +75,12 @@ export const JourneySearchQuery = z
   })
   .superRefine((q, ctx) => {
     if (q.attention && q.pageSize > 100) {
-      ctx.addIssue({ code: 'custom', path: ['pageSize'], message: 'at most 100 with attention=true' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pageSize'],
+        message: 'at most 100 with attention=true',
+        params: ruleParams('attention-page-size'),
+      });
     }
   });
 
@@ -128,7 +139,10 @@ export const OperatorActionBody = z
       .describe('reset: to the first workflow task completed after the last event of this type'),
   })
   .refine((b) => !(b.badBuild && b.afterEvent), { message: 'badBuild or afterEvent, not both', path: ['afterEvent'] })
-  .meta({ examples: [{ actor: 'ops-ticket-1234', note: 'portal settings fixed by the clinic' }] });
+  .meta({
+    not: { required: ['badBuild', 'afterEvent'] },
+    examples: [{ actor: 'ops-ticket-1234', note: 'portal settings fixed by the clinic' }],
+  });
 
 export const OperatorActionResponse = z
   .object({

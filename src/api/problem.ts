@@ -288,18 +288,53 @@ const WHY: Record<number, string> = {
   504: 'Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect',
 };
 
+/** What each error status means on the operator routes (/admin), signed in with the admin token or an access token. */
+const OPERATOR_WHY: Record<number, string> = {
+  400:
+    "The request breaks the operation's schema (`validation`, each field in `errors`), or one of its `x-rules` " +
+    '(`errors[].rule` names it); with the admin token, an `X-Actor` that is not one line of text free of patient data ' +
+    '(field `X-Actor`)',
+  401:
+    'No bearer token, or one that is neither the admin token nor a valid access token of the identity provider ' +
+    '(`unauthorized`, `WWW-Authenticate`); the connection is closed and the refusal is on the audit trail',
+  403: 'Signed in with an access token whose roles do not allow this (`forbidden`; on the audit trail)',
+  404:
+    'The operator routes are off: neither `ADMIN_TOKEN_SHA256` nor `OIDC_ISSUER` is set, and every /admin address ' +
+    'answers `not-found`',
+  409: 'The request conflicts with the state of what it names',
+  413: 'The body is larger than the API takes (`body-too-large`; `API_BODY_LIMIT_BYTES`, 8 MiB by default)',
+  414: 'A part of the path is longer than the API reads (`uri-too-long`)',
+  415: 'A body in another media type than application/json (`unsupported-media-type`)',
+  429:
+    'Too many refused sign-ins from this address within the minute (`too-many-refused-sign-ins`, `Retry-After`), ' +
+    'answered before the token is looked at',
+  503:
+    'The audit trail could not record the request, so nothing was served or done (`audit-unavailable`, ' +
+    '`Retry-After`)',
+  504: 'Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect',
+};
+
 /**
  * The error answers of an operation for its schema and the document: each status a problem (application/problem+json)
- * with what it means here.
+ * with what it means here. `operator`: the meanings of the operator routes (/admin) instead of the clinic API's.
  */
-export function problemResponses(statuses: number[], why: Partial<Record<number, string>> = {}) {
+export function problemResponses(
+  statuses: number[],
+  why: Partial<Record<number, string>> = {},
+  o: { operator?: boolean } = {},
+) {
+  const meanings = o.operator ? OPERATOR_WHY : WHY;
   return Object.fromEntries(
     statuses.map((status) => [
       status,
       {
-        description: why[status] ?? WHY[status] ?? TITLES[status] ?? 'Error',
+        description: why[status] ?? meanings[status] ?? TITLES[status] ?? 'Error',
         content: { [PROBLEM_CONTENT_TYPE]: { schema: Problem } },
       },
     ]),
   );
 }
+
+/** The error answers of an operator route (/admin): problemResponses with the operator routes' meanings. */
+export const operatorProblems = (statuses: number[], why: Partial<Record<number, string>> = {}) =>
+  problemResponses(statuses, why, { operator: true });

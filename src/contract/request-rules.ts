@@ -1,4 +1,4 @@
-// The rules a clinic's request must keep that JSON Schema cannot say: they depend on the clinic's exam list, on
+// The rules a clinic's (or an operator's) request must keep that JSON Schema cannot say: they depend on the clinic's exam list, on
 // another field's value or on today's date. Each has a name: the OpenAPI document lists an operation's rules under
 // `x-rules` in these words, a 400 for a broken one names it in `errors[].rule`, and a rule the exam service judges
 // (through the journey) is refused by it as a 422 `exam-service-refused`. So a client, or the contract fuzzer, can tell
@@ -23,6 +23,21 @@ export const REQUEST_RULES = {
   'answers-fit-questions':
     "each answer's no is a question of the patient exam's questionnaire (the exam service's) and its answer one that " +
     'question takes; the exam service judges it: 422 exam-service-refused.',
+  // The operator routes' (/admin).
+  'no-patient-data':
+    'actor, note and X-Actor hold no patient data: text that looks like an e-mail address or a phone number (10 digits ' +
+    'or more in a run) is refused.',
+  'actor-named':
+    'who acts is named: with the admin token, `actor` in the body or the `X-Actor` header; signed in with an access ' +
+    'token, the actor is its subject (leave `actor` out, or send that).',
+  'clinic-configured': 'clinicId names a clinic configured on this API.',
+  'visibility-query':
+    'query is one Temporal visibility expression over search attributes Temporal knows (not empty, balanced ' +
+    'parentheses and quotes, no backslash, no ";", ORDER BY, GROUP BY or LIMIT); Temporal refuses what it cannot read.',
+  'attention-page-size': 'pageSize is at most 100 with attention=true.',
+  'callback-readable':
+    "a replayed dead letter's body is a callback the journey can read and keep (else 422 unparseable-callback or " +
+    'callback-too-large, and it stays a dead letter).',
 } as const;
 
 /** The rules the exam service judges (its refusal is a 422 `exam-service-refused`), not the API. */

@@ -81,7 +81,11 @@ describe('operators known by their access token', () => {
     const typed = await request('POST', `/admin/journeys/${id}/abandon`, operator, { actor: 'alice', note: 'n' });
     expect(typed.statusCode).toBe(400);
     expect(typed.json().errors).toEqual([
-      { field: 'actor', message: 'the actor is who signed in (operator-7); leave it out, or send that' },
+      {
+        field: 'actor',
+        message: 'the actor is who signed in (operator-7); leave it out, or send that',
+        rule: 'actor-named',
+      },
     ]);
     expect((await request('POST', `/admin/journeys/${id}/reset`, operator, { note: 'n' })).statusCode).toBe(403);
     const done = await request('POST', `/admin/journeys/${id}/abandon`, operator, { note: 'INC-7 patient called' });

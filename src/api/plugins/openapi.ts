@@ -51,6 +51,44 @@ function pharmacySearchForms<T>(document: T): T {
   return document;
 }
 
+/** The largest integer JSON numbers carry exactly: the event numbers the webhook reads. */
+const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The webhook's body as the document says it: the route reads any body as text (a body it cannot read is still kept),
+ * so its schema is the document's only. What it acknowledges: a JSON object with an event number, in any layout the
+ * service is known to send (docs/exam-service.md), nested at most 32 levels.
+ */
+function webhookBody<T>(document: T): T {
+  const webhook = (document as Document).paths?.['/webhooks/exam-service/{journeyId}/{token}']?.post;
+  if (!webhook) return document;
+  (webhook as Record<string, unknown>).requestBody = {
+    required: true,
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          description:
+            "The exam service's callback (events 1, 2, 3; the rest of the body in the service's layout, kept as " +
+            'sent); nested at most 32 levels',
+          required: ['event'],
+          properties: {
+            event: {
+              description: 'The event number: 1 consultation complete, 2 prescription confirmed, 3 package shipped',
+              oneOf: [
+                { type: 'integer', minimum: -SAFE_INTEGER, maximum: SAFE_INTEGER },
+                { type: 'string', pattern: '^\\s*-?\\d{1,9}\\s*$' },
+              ],
+            },
+          },
+          examples: [{ event: 1, patient_exam_id: 90001, exam_status: 'Approved' }],
+        },
+      },
+    },
+  };
+  return document;
+}
+
 export default fp(
   async (app) => {
     await app.register(swagger, {
@@ -70,12 +108,20 @@ export default fp(
         components: {
           securitySchemes: {
             bearerAuth: { type: 'http', scheme: 'bearer', description: "a clinic's API token" },
-            adminAuth: { type: 'http', scheme: 'bearer', description: 'the operator token' },
+            adminAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              description:
+                "the operator's access token from the identity provider (OIDC_ISSUER), or the admin token " +
+                '(ADMIN_TOKEN_SHA256), which names nobody: its requests say who reads or acts in an `X-Actor` ' +
+                'header (an operator name or a ticket, never patient data), required for reads of dead letters and ' +
+                'of the audit trail',
+            },
           },
         },
       },
       transform: jsonSchemaTransform,
-      transformObject: (input) => pharmacySearchForms(problemMediaType(jsonSchemaTransformObject(input))),
+      transformObject: (input) => webhookBody(pharmacySearchForms(problemMediaType(jsonSchemaTransformObject(input)))),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
   },

@@ -7,11 +7,22 @@ import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { AuditQuery, AuditRecord, AuditTrail } from '../../../audit/types';
 import { readerOf, requireRole, ROLES } from '../../auth';
 import type { ApiContext } from '../../context';
-import { ApiProblem, Problem } from '../../problem';
+import { ApiProblem, operatorProblems } from '../../problem';
 import { AuditExportQuery, AuditListQuery, AuditPageSchema, AuditRecordSchema } from '../../audit-schemas';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
-const problems = { 400: Problem, 401: Problem, 403: Problem, 404: Problem, 503: Problem };
+const problems = operatorProblems([400, 401, 403, 404, 429, 503], {
+  400:
+    "The query breaks the operation's schema (`validation`, each field in `errors`); with the admin token, no " +
+    '`X-Actor` naming who reads, or one that is not one line of text free of patient data (field `X-Actor`)',
+  403: 'Signed in with an access token without the role journey-admin (`forbidden`; on the audit trail)',
+  404:
+    'No audit trail is kept here (neither `AUDIT_FILE` nor `AUDIT_STORE=postgres`), or the operator routes are off ' +
+    '(`not-found`)',
+  503:
+    'The audit trail could not be read, or this read could not be recorded on it, so nothing was served ' +
+    '(`audit-unavailable`, `Retry-After`)',
+});
 /** The export's lines are sent this many bytes at a time, at least. */
 const CHUNK_BYTES = 64 * 1024;
 

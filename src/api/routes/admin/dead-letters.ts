@@ -5,27 +5,47 @@ import type { FastifyRequest } from 'fastify';
 import { readerOf, recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
 import type { AuditEvent } from '../../../audit/types';
 import type { DeadLetter, ReplayOutcome } from '../../../inbox';
+import { ruleParams, rulesOf } from '../../../contract/request-rules';
 import type { ApiContext } from '../../context';
-import { ApiProblem, notFound, Problem } from '../../problem';
+import { ApiProblem, notFound, operatorProblems } from '../../problem';
 import { DeadLetterDetail, DeadLetterList, DeadLetterListQuery, DeadLetterParams, ReplayResponse } from '../../schemas';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
-const problems = { 401: Problem, 404: Problem };
+/** What every dead-letter route may answer beside its own. */
+const why = {
+  400:
+    "The request breaks the operation's schema (`validation`, each field in `errors`); with the admin token, no " +
+    '`X-Actor` naming who reads or acts, or one that is not one line of text free of patient data (field `X-Actor`)',
+  403: 'Signed in with an access token without the role journey-admin (`forbidden`; on the audit trail)',
+  404: 'No dead letter with this id: never kept, or already replayed or discarded (`not-found`); or the operator routes are off',
+  503: 'The audit trail could not record the access first, so nothing was served or done (`audit-unavailable`, `Retry-After`)',
+};
+const rules = (...names: Parameters<typeof rulesOf>) => ({ 'x-rules': rulesOf(...names) });
 /** A filtered list reads the store this many letters at a time, and at most SCAN_LIMIT letters per request. */
 const SCAN_PAGE = 200;
 const SCAN_LIMIT = 5_000;
 
 type Access = 'list' | 'read' | 'replay' | 'delete';
 
+const readable = ruleParams('callback-readable');
+
 /** A replay the callback path refused, as the operator's answer. */
 function replayProblem(refused: Exclude<ReplayOutcome, { ok: true }>): ApiProblem {
   switch (refused.refusal) {
-    case 'unreadable':
+    case 'unreadable': {
+      const errors = (refused.issues ?? []).map((i) => ({
+        field: i.split(': ')[0] ?? '(body)',
+        message: i,
+        ...readable,
+      }));
       return new ApiProblem(422, 'unparseable-callback', refused.detail, {
-        errors: (refused.issues ?? []).map((i) => ({ field: i.split(': ')[0] ?? '(body)', message: i })),
+        errors: errors.length > 0 ? errors : [{ field: '(body)', message: refused.detail, ...readable }],
       });
+    }
     case 'too-large':
-      return new ApiProblem(422, 'callback-too-large', refused.detail);
+      return new ApiProblem(422, 'callback-too-large', refused.detail, {
+        errors: [{ field: '(body)', message: 'larger than a journey keeps of a callback', ...readable }],
+      });
     case 'journey-gone':
       return new ApiProblem(409, 'journey-unavailable', refused.detail);
   }
@@ -62,7 +82,13 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
           'Dead letters, oldest first (without their bodies); filtered by reason and receipt time, a page may hold fewer ' +
           'than limit letters while `next` is not null',
         querystring: DeadLetterListQuery,
-        response: { 200: DeadLetterList, 400: Problem, ...problems },
+        response: {
+          200: DeadLetterList,
+          ...operatorProblems([400, 401, 403, 404, 429, 503], {
+            ...why,
+            404: 'The operator routes are off (`not-found`)',
+          }),
+        },
       },
     },
     async (request) => {
@@ -107,7 +133,7 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
         ...meta,
         summary: 'One dead letter with the body as received',
         params: DeadLetterParams,
-        response: { 200: DeadLetterDetail, ...problems },
+        response: { 200: DeadLetterDetail, ...operatorProblems([400, 401, 403, 404, 414, 429, 503], why) },
       },
     },
     async (request) => {
@@ -130,7 +156,17 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
         ...meta,
         summary: 'Deliver a dead letter to its journey again; it is removed once signalled or queued in the inbox',
         params: DeadLetterParams,
-        response: { 200: ReplayResponse, 409: Problem, 422: Problem, ...problems },
+        response: {
+          200: ReplayResponse,
+          ...operatorProblems([400, 401, 403, 404, 409, 413, 414, 415, 422, 429, 503], {
+            ...why,
+            409: 'Its journey does not exist, or has ended and had not taken this delivery (`journey-unavailable`); the letter stays',
+            422:
+              'Its body still cannot be read (`unparseable-callback`) or is more than a journey keeps of a callback ' +
+              '(`callback-too-large`): the rule `callback-readable`; the letter stays',
+          }),
+        },
+        ...rules('callback-readable'),
       },
     },
     async (request) => {
@@ -160,7 +196,10 @@ const deadLetters: FastifyPluginCallbackZod = (app, _options, done) => {
         ...meta,
         summary: 'Discard a dead letter',
         params: DeadLetterParams,
-        response: { 204: z.undefined(), ...problems },
+        response: {
+          204: z.undefined().describe('Discarded'),
+          ...operatorProblems([400, 401, 403, 404, 413, 414, 415, 429, 503], why),
+        },
       },
     },
     async (request, reply) => {

@@ -13,6 +13,7 @@ import {
   type ResendRequest,
 } from '../../../contract/definitions';
 import { actorOf, recordFirst, recordOutcome, requireRole, ROLES } from '../../auth';
+import { ruleParams, rulesOf } from '../../../contract/request-rules';
 import type { ApiContext } from '../../context';
 import { restrictToJourneys } from '../../journey-query';
 import {
@@ -23,7 +24,7 @@ import {
   OperatorActionResponse,
   type OperatorAction,
 } from '../../operation-schemas';
-import { ApiProblem, Problem, validationProblem } from '../../problem';
+import { ApiProblem, operatorProblems, validationProblem } from '../../problem';
 import type { ResetTarget } from '../../reset-point';
 
 const meta = { tags: ['admin'], security: [{ adminAuth: [] }] };
@@ -32,7 +33,9 @@ const ATTENTION_CONCURRENCY = 8;
 
 function knownClinic(ctx: ApiContext, clinicId: string | undefined, field: string): void {
   if (clinicId !== undefined && !clinicById(ctx.config, clinicId)) {
-    throw validationProblem([{ field, message: `no clinic ${clinicId} is configured` }]);
+    throw validationProblem([
+      { field, message: `no clinic ${clinicId} is configured`, ...ruleParams('clinic-configured') },
+    ]);
   }
 }
 
@@ -108,7 +111,18 @@ const journeyOperations: FastifyPluginCallbackZod = (app, _options, done) => {
         ...meta,
         summary: 'Journeys a Temporal visibility query matches, restricted to journeys (and a clinic), newest first',
         querystring: JourneySearchQuery,
-        response: { 200: JourneySearchResponse, 400: Problem, 401: Problem, 404: Problem, 503: Problem, 504: Problem },
+        response: {
+          200: JourneySearchResponse,
+          ...operatorProblems([400, 401, 403, 404, 429, 503, 504], {
+            403:
+              'Signed in with an access token without the role journey-viewer, journey-operator or journey-admin ' +
+              '(`forbidden`; on the audit trail)',
+            503:
+              'Temporal did not answer (`temporal-unavailable`, `Retry-After`), or the audit trail could not record ' +
+              'a refusal (`audit-unavailable`)',
+          }),
+        },
+        'x-rules': rulesOf('visibility-query', 'clinic-configured', 'attention-page-size', 'page-token-of-list'),
       },
     },
     async (request) => {
@@ -148,15 +162,27 @@ const journeyOperations: FastifyPluginCallbackZod = (app, _options, done) => {
         body: OperatorActionBody,
         response: {
           200: OperatorActionResponse,
-          400: Problem,
-          401: Problem,
-          404: Problem,
-          409: Problem,
-          422: Problem,
-          502: Problem,
-          503: Problem,
-          504: Problem,
+          ...operatorProblems([400, 401, 403, 404, 409, 413, 414, 415, 422, 429, 502, 503, 504], {
+            403:
+              'Signed in with an access token without the role journey-operator or journey-admin, or without ' +
+              'journey-admin for reset (`forbidden`; on the audit trail)',
+            404: "No journey with this id (or not the clinicId's: `not-found`); or the operator routes are off",
+            409:
+              'The journey refused the action (`refused-by-journey`, its reason in `detail`: not parked, already ' +
+              'abandoned, nothing to cancel, another action on the same patient exam in progress), it has ended ' +
+              '(`journey-ended`), the provider has already acted (`already-final`), a document is no longer in the ' +
+              'store (`attachment-missing`), or its history allows no such reset (`reset-refused`)',
+            422: 'The exam service refused the cancel or the resend (`exam-service-refused`)',
+            502:
+              "The exam service refused the clinic's key (`exam-service-unauthorized`), asks for account setup " +
+              '(`exam-service-account-setup`) or answered outside its contract (`exam-service-bad-response`)',
+            503:
+              'The audit trail could not record the action first, so nothing was done (`audit-unavailable`); or ' +
+              'Temporal (`temporal-unavailable`) or the exam service (`exam-service-unavailable`) did not answer; ' +
+              'retry after `Retry-After` (with the same `operationId`)',
+          }),
         },
+        'x-rules': rulesOf('no-patient-data', 'actor-named', 'clinic-configured'),
       },
     },
     async (request) => {

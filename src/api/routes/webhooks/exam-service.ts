@@ -6,7 +6,14 @@ import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CallbackNotStoredError, type Acceptance } from '../../../inbox/callback-path';
 import { isValidWebhookToken } from '../../../webhook-url';
-import { ApiProblem, NOT_FOUND, Problem, sendProblem, validationProblem, type FieldError } from '../../problem';
+import {
+  ApiProblem,
+  NOT_FOUND,
+  problemResponses,
+  sendProblem,
+  validationProblem,
+  type FieldError,
+} from '../../problem';
 
 const JOURNEY_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -66,8 +73,27 @@ const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
           'nested deeper than 32 levels (400), is over 1 MiB or more than a journey keeps of a callback (413), or ' +
           'cannot be stored as an inbox entry (422) is kept as a dead letter for operators.',
         tags: ['webhooks'],
-        params: z.object({ journeyId: z.string(), token: z.string() }),
-        response: { 200: WebhookAck, 400: Problem, 404: Problem, 413: Problem, 422: Problem, 503: Problem },
+        params: z.object({
+          journeyId: z.string().describe('The journey the webhook address was made for'),
+          token: z.string().describe("The address's token, which the journey's invite gave the service"),
+        }),
+        response: {
+          200: WebhookAck,
+          ...problemResponses([400, 404, 413, 414, 422, 503], {
+            400:
+              'The body is not JSON, has no event number or is nested deeper than 32 levels (`validation`, what ' +
+              'could not be read in `errors`); it was kept as a dead letter',
+            404: 'No journey has this webhook address: the token is not its (`not-found`)',
+            413:
+              'The body is over 1 MiB, or more than a journey keeps of a callback (`callback-too-large`: kept as a ' +
+              'dead letter); over `WEBHOOK_MAX_BODY_BYTES` (16 MiB) it is not read at all (`body-too-large`)',
+            414: 'A part of the path is longer than the API reads (`uri-too-long`)',
+            422: 'The callback cannot be stored as an inbox entry (`callback-unstorable`); it was kept as a dead letter',
+            503:
+              'The inbox could not store the callback, so it was not accepted (`inbox-unavailable`, `Retry-After: 1`): ' +
+              'send it again',
+          }),
+        },
       },
     },
     async (request, reply) => {
