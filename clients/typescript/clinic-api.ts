@@ -953,7 +953,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, or the provider has already acted (`already-final`) */
+        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, a cancel of it is in progress, or the provider has already acted (`already-final`) */
         409: {
           headers: {
             [name: string]: unknown;
@@ -1115,7 +1115,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, or the provider has already acted (`already-final`) */
+        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, a cancel of it is in progress, or the provider has already acted (`already-final`) */
         409: {
           headers: {
             [name: string]: unknown;
@@ -1296,7 +1296,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, or the provider has already acted (`already-final`) */
+        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, a cancel of it is in progress, or the provider has already acted (`already-final`) */
         409: {
           headers: {
             [name: string]: unknown;
@@ -1493,7 +1493,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, or the provider has already acted (`already-final`) */
+        /** @description The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no longer pending, a cancel of it is in progress, or the provider has already acted (`already-final`) */
         409: {
           headers: {
             [name: string]: unknown;

@@ -39,7 +39,7 @@ import { rulesOf } from '../../../contract/request-rules';
 const actionProblems = problemResponses([400, 401, 404, 409, 413, 414, 415, 422, 429, 502, 503, 504], {
   409:
     'The journey refused it (its message in `detail`): it has ended, the patient exam is not one of its own or no ' +
-    'longer pending, or the provider has already acted (`already-final`)',
+    'longer pending, a cancel of it is in progress, or the provider has already acted (`already-final`)',
 });
 const security = [{ bearerAuth: [] }];
 
