@@ -1,12 +1,15 @@
 // docs/performance.md is written by several runs: `npm run bench` renders the whole file, `npm run bench:scale` only
-// its scaling section between the scale markers, and `npm run bench -- --only sustained` only the sustained section
-// between its markers. Each keeps what the others wrote.
+// its scaling section between the scale markers, `npm run bench -- --only sustained` only the sustained section
+// between its markers, and `npm run bench:patient-keys` only the per-patient keys' section. Each keeps what the others
+// wrote.
 import { existsSync, readFileSync } from 'node:fs';
 
 export const SCALE_START = '<!-- scale:start -->';
 export const SCALE_END = '<!-- scale:end -->';
 export const SUSTAINED_START = '<!-- sustained:start -->';
 export const SUSTAINED_END = '<!-- sustained:end -->';
+export const PATIENT_KEYS_START = '<!-- patient-keys:start -->';
+export const PATIENT_KEYS_END = '<!-- patient-keys:end -->';
 
 /** Who got the CPU first in a run: the bench's options that set it (bench/lib/context.ts). */
 export function cpuWeights(o: { backgroundNice?: number; backgroundGroup?: string }): string {
@@ -29,6 +32,7 @@ interface Markers {
 }
 const SCALE: Markers = { start: SCALE_START, end: SCALE_END };
 const SUSTAINED: Markers = { start: SUSTAINED_START, end: SUSTAINED_END };
+const PATIENT_KEYS: Markers = { start: PATIENT_KEYS_START, end: PATIENT_KEYS_END };
 
 function sectionOf(text: string, m: Markers): string | undefined {
   const start = text.indexOf(m.start);
@@ -57,6 +61,11 @@ export function withScaleSection(text: string, section: string): string {
   return withSection(text, SCALE, section);
 }
 
+/** The file's text with `section` in place of its per-patient keys' section (appended when it has none). */
+export function withPatientKeysSection(text: string, section: string): string {
+  return withSection(text, PATIENT_KEYS, section);
+}
+
 /** A freshly rendered report, with the scale section the file at `file` already had (if any) at its end. */
 export function keepScaleSection(file: string, markdown: string): string {
   const kept = existsSync(file) ? sectionOf(readFileSync(file, 'utf8'), SCALE) : undefined;
@@ -65,7 +74,7 @@ export function keepScaleSection(file: string, markdown: string): string {
 
 /**
  * A freshly rendered report with what the file at `file` already had that this run did not measure: its scale
- * section, and its sustained section when the report's own is empty (a run without the sustained phase).
+ * section, its per-patient keys' section, and its sustained section when the report's own is empty (a run without the sustained phase).
  */
 export function keepSections(file: string, markdown: string): string {
   if (!existsSync(file)) return markdown;
@@ -77,7 +86,9 @@ export function keepSections(file: string, markdown: string): string {
     out = withSection(out, SUSTAINED, keptSustained, SCALE);
   }
   const keptScale = sectionOf(old, SCALE);
-  return keptScale ? withScaleSection(out, keptScale) : out;
+  if (keptScale) out = withScaleSection(out, keptScale);
+  const keptKeys = sectionOf(old, PATIENT_KEYS);
+  return keptKeys ? withPatientKeysSection(out, keptKeys) : out;
 }
 
 /**
