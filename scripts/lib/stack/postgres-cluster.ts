@@ -217,17 +217,21 @@ export class PostgresCluster {
     try {
       await Promise.all([this.#witness, ...this.nodes.map((n) => n.etcd)].map((p) => p.start().ready()));
       await waitFor('etcd to have a leader', () => this.#etcdHealthy(), 60_000, 250);
-      // The first node alone, so it is the one that runs initdb (the other would wait for it anyway).
-      const [first, ...rest] = this.nodes;
-      await first!.patroni.start().ready();
-      first!.guardPostmaster();
-      await waitFor('the first primary', async () => (await this.primary()) !== undefined, 120_000, 500);
-      await Promise.all(
-        rest.map(async (n) => {
-          await n.patroni.start().ready();
-          n.guardPostmaster();
-        }),
-      );
+      // A new cluster: the first node alone, so it is the one that runs initdb (the other would wait for it anyway).
+      // A cluster started again: both at once, since in synchronous mode only the node that was the primary or its
+      // synchronous standby may take the lead, whichever of the two that was.
+      const fresh = !this.nodes.some((n) => existsSync(path.join(n.dataDir, 'PG_VERSION')));
+      const [first, ...rest] = fresh ? this.nodes : [];
+      const startPatroni = async (n: Node) => {
+        await n.patroni.start().ready();
+        n.guardPostmaster();
+      };
+      if (first) {
+        await startPatroni(first);
+        await waitFor('the first primary', async () => (await this.primary()) !== undefined, 120_000, 500);
+      }
+      await Promise.all((fresh ? rest : this.nodes).map(startPatroni));
+      await waitFor('a primary', async () => (await this.primary()) !== undefined, 120_000, 500);
       await this.#haproxy.start().ready();
       await this.waitForSynchronousStandby(180_000);
       await this.#ensureDatabase();
