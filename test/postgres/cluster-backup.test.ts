@@ -129,6 +129,45 @@ test('rows written, T noted, a table dropped: restored to T into a new folder, t
   }
 }, 300_000);
 
+test('after a failover the new primary archives into the same stanza: a restore follows the new timeline to T', async () => {
+  const c = cluster!;
+  const killed = await c.killPrimary();
+  const primary = await waitForPrimary(c, 120_000);
+  expect(primary).not.toBe(killed.node);
+  // HAProxy sends sessions there once its next check (every second) has seen it primary.
+  await c.waitForWritable();
+  await query(c.url(), 'CREATE TABLE after_failover (id integer PRIMARY KEY)');
+  await query(c.url(), 'INSERT INTO after_failover SELECT generate_series(1, 42)');
+  await new Promise((r) => setTimeout(r, 1_000));
+  const [{ t }] = (await query<{ t: Date }>(c.url(), 'SELECT clock_timestamp() AS t')) as [{ t: Date }];
+  await new Promise((r) => setTimeout(r, 1_000));
+  await query(c.url(), 'TRUNCATE after_failover');
+  await backups.check();
+  const [{ timeline }] = (await query<{ timeline: number }>(
+    c.url(),
+    'SELECT timeline_id AS timeline FROM pg_control_checkpoint()',
+  )) as [{ timeline: number }];
+  expect(timeline).toBeGreaterThan(1);
+
+  await restored?.stop();
+  restored = undefined;
+  const result = await backups.restoreToTime({
+    target: t,
+    dataDir: path.join(root, 'restored-after-failover', 'data'),
+    port: RESTORED_PORT,
+  });
+  restored = result.server;
+  const [row] = await query<{ count: string }>(restored.url, 'SELECT count(*) AS count FROM after_failover');
+  expect(Number(row!.count)).toBe(42);
+  // The old primary follows again, for the backups that come next.
+  await c.startNode(killed.node);
+  await c.waitForReplica(killed.node);
+  console.log(
+    `pgbackrest restore to T after a failover (timeline ${timeline}): restore ${(result.restoreMs / 1000).toFixed(1)} s, ` +
+      `recovery until it took writes ${(result.recoveryMs / 1000).toFixed(1)} s`,
+  );
+}, 300_000);
+
 test('retention: two full backups kept, the oldest expired with the archive it alone needed', async () => {
   await backups.backup('full');
   await backups.backup('full');
@@ -139,3 +178,13 @@ test('retention: two full backups kept, the oldest expired with the archive it a
   expect(stanza!.backup.filter((b) => b.type === 'full')).toHaveLength(2);
   expect(stanza!.archive.length).toBeGreaterThan(0);
 }, 300_000);
+
+async function waitForPrimary(c: PostgresCluster, timeoutMs: number): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const primary = await c.primary();
+    if (primary) return primary;
+    if (Date.now() > until) throw new Error(`no primary after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

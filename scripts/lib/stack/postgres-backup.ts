@@ -123,6 +123,7 @@ export class PostgresBackups implements ArchiveTarget {
     await this.#copyCa(runAs);
     const own = path.join(this.dir, node.name);
     await this.#ownedDir(own, runAs);
+    await this.#ownedDir(path.join(own, 'log'), runAs);
     const file = path.join(own, 'pgbackrest.conf');
     await writeOwned(file, this.#config(own, node), runAs);
     return file;
@@ -145,6 +146,9 @@ export class PostgresBackups implements ArchiveTarget {
   async backup(type: BackupResult['type'] = 'full'): Promise<BackupResult> {
     const conf = await this.#primaryConfig();
     const started = Date.now();
+    // A standby just promoted has its new timeline in pg_control only after a checkpoint, which PostgreSQL does not
+    // hurry; pgBackRest refuses a backup until then ("WAL timeline 2 does not match pg_control timeline 1").
+    await this.#cluster!.checkpoint();
     await this.#run(['--config', conf.file, `--stanza=${STANZA}`, `--type=${type}`, 'backup']);
     const ms = Date.now() - started;
     this.#log(`pgbackrest: ${type} backup on ${conf.node} in ${ms} ms`);
@@ -174,6 +178,7 @@ export class PostgresBackups implements ArchiveTarget {
     await this.#ownedDir(dataDir, runAs);
     const confDir = `${dataDir}.pgbackrest`;
     await this.#ownedDir(confDir, runAs);
+    await this.#ownedDir(path.join(confDir, 'log'), runAs);
     const socketDir = `${dataDir}.sock`;
     const conf = path.join(confDir, 'pgbackrest.conf');
     await this.#copyCa(runAs);

@@ -312,6 +312,27 @@ export class PostgresCluster {
     );
   }
 
+  /** Resolves once a session through the cluster's address lands on a primary that takes writes. */
+  async waitForWritable(timeoutMs = 120_000): Promise<void> {
+    await waitFor(
+      'the address to reach a primary',
+      async () => {
+        const [row] = await this.#query<{ recovery: boolean }>(
+          this.url('postgres'),
+          'SELECT pg_is_in_recovery() AS recovery',
+        );
+        return row?.recovery === false;
+      },
+      timeoutMs,
+      250,
+    );
+  }
+
+  /** A CHECKPOINT on the primary (through the address). */
+  async checkpoint(): Promise<void> {
+    await this.#query(this.url('postgres'), 'CHECKPOINT');
+  }
+
   /**
    * SIGKILL to every process of the primary's node at once, as when its host is lost: its etcd member, its Patroni,
    * the postmaster and every backend. Resolves once all are gone.
@@ -498,14 +519,16 @@ export class PostgresCluster {
   #patroniConfig(n: Node, pgBin: string, etcdHosts: string[], archiveConfig: string | undefined): unknown {
     const s = this.#need();
     const t = this.timing;
+    // The cluster's own settings (etcd holds them, the same for every node, from the first node's bootstrap).
     const archive = archiveConfig
-      ? {
-          archive_mode: 'on',
-          archive_command: `pgbackrest --config=${archiveConfig} --stanza=${this.o.archive!.stanza} archive-push %p`,
-          // A quiet primary's WAL reaches the archive within a minute all the same (what a restore can reach).
-          archive_timeout: '60s',
-        }
+      ? // A quiet primary's WAL reaches the archive within a minute all the same (what a restore can reach).
+        { archive_mode: 'on', archive_timeout: '60s' }
       : { archive_mode: 'off' };
+    // The node's own: its archive_command names its pgBackRest configuration (pg1-path its data folder), so it
+    // lives in the node's local parameters, which win over the cluster's.
+    const archiveCommand = archiveConfig
+      ? { archive_command: `pgbackrest --config=${archiveConfig} --stanza=${this.o.archive!.stanza} archive-push %p` }
+      : {};
     return {
       scope: SCOPE,
       namespace: '/service/',
@@ -569,6 +592,7 @@ export class PostgresCluster {
         parameters: {
           unix_socket_directories: n.socketDir,
           password_encryption: 'scram-sha-256',
+          ...archiveCommand,
           // Statement text and DETAIL lines can carry patient data: kept out of the server log (postgres-server.ts).
           log_min_error_statement: 'panic',
           log_error_verbosity: 'terse',
