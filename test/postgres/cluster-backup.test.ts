@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -178,6 +178,25 @@ test('retention: two full backups kept, the oldest expired with the archive it a
   expect(stanza!.backup.filter((b) => b.type === 'full')).toHaveLength(2);
   expect(stanza!.archive.length).toBeGreaterThan(0);
 }, 300_000);
+
+test("neither the S3 keys nor the cluster's password in pgBackRest's logs", async () => {
+  const dirs = [
+    ...cluster!.nodes.map((n) => path.join(backups.dir, n.name, 'log')),
+    path.join(root, 'restored', 'data.pgbackrest', 'log'),
+  ];
+  let files = 0;
+  for (const dir of dirs) {
+    for (const file of await readdir(dir)) {
+      files++;
+      const text = await readFile(path.join(dir, file), 'utf8');
+      expect({ file, leaks: text.includes(secretAccessKey) || text.includes(cluster!.superuser.password) }).toEqual({
+        file,
+        leaks: false,
+      });
+    }
+  }
+  expect(files).toBeGreaterThan(0);
+});
 
 async function waitForPrimary(c: PostgresCluster, timeoutMs: number): Promise<string> {
   const until = Date.now() + timeoutMs;

@@ -6,7 +6,7 @@
  * started again, follows as the synchronous standby; a planned switchover loses nothing. The time without a primary
  * is logged, not asserted (the machine is shared).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -215,6 +215,18 @@ test('stopped and started again on its folder: the same cluster, every row, a sy
   await expect(c.waitForSynchronousStandby(60_000)).resolves.toBeDefined();
   console.log(`postgres cluster started again on its folder in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }, 300_000);
+
+test("no password of the cluster's in any of its processes' logs", async () => {
+  const c = cluster!;
+  const secrets = Object.values(JSON.parse(await readFile(path.join(c.dir, 'secrets.json'), 'utf8')) as object);
+  expect(secrets.length).toBe(4);
+  const logs = await readdir(c.logDir);
+  expect(logs.length).toBeGreaterThanOrEqual(6);
+  for (const log of logs) {
+    const text = await readFile(path.join(c.logDir, log), 'utf8');
+    for (const secret of secrets) expect({ log, leaks: text.includes(String(secret)) }).toEqual({ log, leaks: false });
+  }
+});
 
 async function waitUntil(fn: () => boolean, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
