@@ -10,7 +10,11 @@
 // TEMPORAL_METRICS_PORT (9091), WORKERS (2) and WORKER_METRICS_PORTS (9464,9465: each worker's Prometheus page).
 // Operators sign in through Keycloak (KEYCLOAK_PORT 8180, KEYCLOAK_MANAGEMENT_PORT 8181; the Temporal server's
 // internal frontend on TEMPORAL_INTERNAL_FRONTEND_PORT 7236 and TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT 7244); the demo
-// users' passwords are made on the first start and printed; admins sign in (no static admin token). IDENTITY=off runs
+// realm has no people: the banner says how to add yourself (npm run add-person); admins sign in (no static admin
+// token). PostgreSQL is a highly available cluster (a primary and a synchronous standby run by Patroni with etcd,
+// HAProxy on POSTGRES_PORT as the primary's address, the nodes and etcd on the 33 ports after it; the WAL archived and
+// a full backup taken at start and daily by pgBackRest into a backup store of its own, BACKUP_STORE_PORT 9010 and
+// BACKUP_STORE_CONSOLE_PORT 9011); POSTGRES_HA=off runs one server instead. IDENTITY=off runs
 // the stack without it (nothing decoded in the Web UI then, and the Temporal server open to whoever reaches it on this
 // host); the admin routes then take a token the stack makes once, kept in <DATA_DIR>/secrets/admin_token (mode 0600).
 // The engine's secrets are files in <DATA_DIR>/secrets, each mode 0600, named by its *_FILE settings.
@@ -30,9 +34,12 @@ function settings() {
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`WORKERS: not a count: ${process.env.WORKERS}`);
   const identity = (process.env.IDENTITY ?? 'keycloak').trim().toLowerCase();
   if (!['keycloak', 'off'].includes(identity)) throw new Error(`IDENTITY: keycloak or off, not ${identity}`);
+  const ha = (process.env.POSTGRES_HA ?? 'on').trim().toLowerCase();
+  if (!['on', 'off'].includes(ha)) throw new Error(`POSTGRES_HA: on or off, not ${ha}`);
   return {
     workers,
     identity: identity === 'keycloak',
+    database: ha === 'on' ? ('cluster' as const) : ('single' as const),
     ports: productionPorts(process.env, 2),
     dataDir: path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production')),
   };
@@ -55,6 +62,12 @@ async function up(stack: ProductionStack) {
   say(
     `  Temporal         ${stack.temporalAddress} on PostgreSQL 127.0.0.1:${p.postgres} (metrics :${p.temporalMetrics})`,
   );
+  if (stack.cluster) {
+    say(`  PostgreSQL       a primary and a synchronous standby (Patroni, etcd) behind 127.0.0.1:${p.postgres}; the`);
+    say(`                   primary now: ${await stack.cluster.primary()}; nodes' logs in ${stack.cluster.logDir}`);
+    say(`  backups          WAL archived and full backups (at start, daily; two kept) by pgBackRest into`);
+    say(`                   ${stack.backupStore?.endpoint} (docs/operations.md: failover, switchover, restore)`);
+  }
   if (identity) {
     say(`  Temporal UI      ${stack.uiUrl}  (sign-in; patient data decoded by ${stack.codecUrl} for operators)`);
     say(`  codec server     ${stack.codecUrl}  (HTTPS with a certificate made for this machine: open`);
@@ -91,7 +104,7 @@ try {
   void runStack({
     log,
     dataDir: o.dataDir,
-    ports: productionStackPorts(o.ports, o.workers, o.identity),
+    ports: productionStackPorts(o.ports, o.workers, o.identity, o.database === 'cluster'),
     install: {
       part: 'install',
       command: ['bash', path.join(root, 'scripts/install-production.sh')],

@@ -13,7 +13,7 @@
 // Started in dependency order and stopped in the reverse one. Each part can be killed and started again on its own
 // (the fault drills do), and with `supervise` a worker or API replica that dies is started again, as an
 // orchestrator would.
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import {
   CreateBucketCommand,
@@ -40,6 +40,8 @@ import {
 import { ensureLocalCertificate } from './local-tls';
 import { startObjectStore, type ObjectStoreServer } from './object-store';
 import { startPostgres, type PostgresServer } from './postgres-server';
+import { PostgresBackups } from './stack/postgres-backup';
+import { PostgresCluster } from './stack/postgres-cluster';
 import {
   adminTokenFile,
   DEMO_CLINIC_TOKEN,
@@ -89,6 +91,9 @@ export const ATTACHMENTS_KEEP_DELETED_DAYS = 7;
 const KEYCLOAK_ROLE = 'keycloak';
 /** The bucket with Object Lock every engine process checkpoints the audit table's head to (src/audit/checkpoints.ts). */
 export const CHECKPOINT_BUCKET = 'journey-audit-checkpoints';
+/** The cluster's backups' bucket, in the backup store; full backups kept (each with the WAL after it). */
+export const POSTGRES_BACKUP_BUCKET = 'journeys-postgres';
+export const POSTGRES_FULL_BACKUPS_KEPT = 2;
 
 export interface ProductionPorts {
   /** The load balancer: the clinic API and the webhook, as the outside sees them. */
@@ -106,9 +111,16 @@ export interface ProductionPorts {
   ui: number;
   codec: number;
   sandbox: number;
+  /**
+   * PostgreSQL: the one server's port, or with the cluster the primary's address (its load balancer), the cluster's
+   * nodes and etcd on the next 33 ports (postgres-cluster.ts).
+   */
   postgres: number;
   objectStore: number;
   objectStoreConsole: number;
+  /** The cluster's backups: an object store of their own (HTTPS) and its console; with the cluster only. */
+  backupStore?: number;
+  backupStoreConsole?: number;
   /** Keycloak (the identity provider) and its management interface (health): with `identity` only. */
   keycloak?: number;
   keycloakManagement?: number;
@@ -157,6 +169,8 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
     postgres: n('POSTGRES_PORT', 5433),
     objectStore: n('OBJECT_STORE_PORT', 9000),
     objectStoreConsole: n('OBJECT_STORE_CONSOLE_PORT', 9001),
+    backupStore: n('BACKUP_STORE_PORT', 9010),
+    backupStoreConsole: n('BACKUP_STORE_CONSOLE_PORT', 9011),
     keycloak: n('KEYCLOAK_PORT', 8180),
     keycloakManagement: n('KEYCLOAK_MANAGEMENT_PORT', 8181),
     temporalInternalFrontend: n('TEMPORAL_INTERNAL_FRONTEND_PORT', temporal + 3),
@@ -172,7 +186,7 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
 export async function freeProductionPorts(
   base: number,
   max: number,
-  o: { replicas?: number; identity?: boolean; workerMetrics?: boolean } = {},
+  o: { replicas?: number; identity?: boolean; workerMetrics?: boolean; cluster?: boolean } = {},
 ): Promise<ProductionPorts> {
   let next = base;
   const run = async (length = 1): Promise<number> => {
@@ -201,9 +215,11 @@ export async function freeProductionPorts(
     ui: await run(),
     codec: await run(),
     sandbox: await run(),
-    postgres: await run(),
+    // The cluster: its address and 33 ports after it, all below 32768.
+    postgres: await run(o.cluster ? 34 : 1),
     objectStore: await run(),
     objectStoreConsole: await run(),
+    ...(o.cluster ? { backupStore: await run(), backupStoreConsole: await run() } : {}),
     ...(o.identity
       ? {
           keycloak: await run(),
@@ -217,7 +233,23 @@ export async function freeProductionPorts(
 }
 
 /** Every port the production stack listens on, with the part that needs it and the variable that moves it. */
-export function productionStackPorts(ports: ProductionPorts, workers: number, identity = false): StackPort[] {
+export function productionStackPorts(
+  ports: ProductionPorts,
+  workers: number,
+  identity = false,
+  cluster = false,
+): StackPort[] {
+  const clusterPorts: StackPort[] = cluster
+    ? [
+        ...Array.from({ length: 33 }, (_, i) => ({
+          part: 'PostgreSQL cluster (nodes, etcd)',
+          port: ports.postgres + 1 + i,
+          variable: 'POSTGRES_PORT',
+        })),
+        { part: 'backup store', port: ports.backupStore!, variable: 'BACKUP_STORE_PORT' },
+        { part: "backup store's console", port: ports.backupStoreConsole!, variable: 'BACKUP_STORE_CONSOLE_PORT' },
+      ]
+    : [];
   const identityPorts: StackPort[] = identity
     ? ([
         { part: 'Keycloak', port: ports.keycloak, variable: 'KEYCLOAK_PORT' },
@@ -241,6 +273,7 @@ export function productionStackPorts(ports: ProductionPorts, workers: number, id
     : [];
   return [
     ...identityPorts,
+    ...clusterPorts,
     { part: 'load balancer (clinic API)', port: ports.api, variable: 'API_PORT' },
     ...ports.apiReplicas.map((port, i) => ({ part: `API replica ${i + 1}`, port, variable: 'API_REPLICA_PORTS' })),
     { part: 'Temporal frontend', port: ports.temporal, variable: 'TEMPORAL_PORT' },
@@ -257,7 +290,11 @@ export function productionStackPorts(ports: ProductionPorts, workers: number, id
     { part: 'Temporal Web UI', port: ports.ui, variable: 'TEMPORAL_UI_PORT' },
     { part: 'codec server', port: ports.codec, variable: 'CODEC_PORT' },
     { part: 'exam-service sandbox', port: ports.sandbox, variable: 'SANDBOX_PORT' },
-    { part: 'PostgreSQL', port: ports.postgres, variable: 'POSTGRES_PORT' },
+    {
+      part: cluster ? "PostgreSQL's primary (load balancer)" : 'PostgreSQL',
+      port: ports.postgres,
+      variable: 'POSTGRES_PORT',
+    },
     { part: 'object store', port: ports.objectStore, variable: 'OBJECT_STORE_PORT' },
     { part: "object store's console", port: ports.objectStoreConsole, variable: 'OBJECT_STORE_CONSOLE_PORT' },
     ...(ports.workerMetrics ?? [])
@@ -286,6 +323,12 @@ export interface ProductionStackOptions {
    * the Temporal server (its JWT authorizer) checking its tokens; workers and API replicas use service accounts.
    */
   identity?: boolean;
+  /**
+   * PostgreSQL as one server (`single`, the default), or highly available (`cluster`): a primary and a synchronous
+   * standby run by Patroni with etcd, one address through HAProxy, the WAL archived and full backups taken by
+   * pgBackRest into an object store of their own (postgres-cluster.ts, postgres-backup.ts).
+   */
+  database?: 'single' | 'cluster';
   log?: (line: string) => void;
   /** Called when an infrastructure part (not a worker or API replica) dies on its own. */
   onFatal?: (why: string) => void;
@@ -295,6 +338,10 @@ export class ProductionStack {
   readonly workers: ManagedProcess[] = [];
   readonly apis: ManagedProcess[] = [];
   postgres: PostgresServer | undefined;
+  /** With `database: 'cluster'`: the cluster, its backups and their object store. */
+  cluster: PostgresCluster | undefined;
+  backups: PostgresBackups | undefined;
+  backupStore: ObjectStoreServer | undefined;
   temporal: TemporalServer | undefined;
   objectStore: ObjectStoreServer | undefined;
   readonly #stack: Stack;
@@ -404,15 +451,28 @@ export class ProductionStack {
     return { database: INBOX_DATABASE, role: INBOX_ROLE, password };
   }
 
-  #pg(): PostgresServer {
-    if (!this.postgres) throw new Error('PostgreSQL is not started');
-    return this.postgres;
+  /** PostgreSQL's address: the one server's, or the cluster's primary's. */
+  #pg(): { port: number } {
+    const pg = this.cluster ?? this.postgres;
+    if (!pg) throw new Error('PostgreSQL is not started');
+    return pg;
   }
 
-  /** The cluster's superuser over its unix socket (no password): the stack's own preparation, and nothing else. */
+  /**
+   * The superuser: the stack's own preparation, and nothing else. The one server's over its unix socket (no
+   * password); the cluster's through its primary's address, with its password.
+   */
   #superuser(): SuperuserAccess {
-    const pg = this.#pg();
+    if (this.cluster) return { host: '127.0.0.1', port: this.cluster.port, ...this.cluster.superuser };
+    const pg = this.postgres!;
     return { host: pg.socketDir, port: pg.port, user: pg.user };
+  }
+
+  /** The superuser's URL to the inbox's database (tests and drills look around with it). Carries a password. */
+  get superuserUrl(): string {
+    if (this.cluster) return this.cluster.url(INBOX_DATABASE);
+    if (!this.postgres) throw new Error('PostgreSQL is not started');
+    return this.postgres.url;
   }
 
   /** A role's access over TCP with its password (what a part logs in as). */
@@ -433,15 +493,19 @@ export class ProductionStack {
 
     // 1. PostgreSQL: Temporal's two databases, Keycloak's, the callback inbox and the audit trail, each owned by a
     // role of its own; no part logs in as the superuser.
-    const postgres = await startPostgres({
-      dataDir: path.join(dataDir, 'postgres'),
-      port: ports.postgres,
-      database: INBOX_DATABASE,
-      user: 'journeys',
-      log: (l) => this.#log(l),
-    });
-    this.postgres = postgres;
-    stack.add({ name: 'postgres', stop: () => postgres.stop() });
+    if (this.o.database === 'cluster') {
+      await this.#startCluster();
+    } else {
+      const postgres = await startPostgres({
+        dataDir: path.join(dataDir, 'postgres'),
+        port: ports.postgres,
+        database: INBOX_DATABASE,
+        user: 'journeys',
+        log: (l) => this.#log(l),
+      });
+      this.postgres = postgres;
+      stack.add({ name: 'postgres', stop: () => postgres.stop() });
+    }
     const su = this.#superuser();
 
     // 1a. The callback inbox: a database the API replicas' own role owns (not the cluster's superuser).
@@ -455,7 +519,7 @@ export class ProductionStack {
       writerRole: AUDIT_WRITER,
       writerPassword: secrets.auditWriterPassword!,
     });
-    this.#auditUrl = roleUrl('127.0.0.1', postgres.port, AUDIT_WRITER, secrets.auditWriterPassword!, AUDIT_DATABASE);
+    this.#auditUrl = roleUrl('127.0.0.1', this.#pg().port, AUDIT_WRITER, secrets.auditWriterPassword!, AUDIT_DATABASE);
 
     // 1c. The identity provider: Keycloak on its own database as its own role, the realm imported on its first
     // start. Temporal's authorizer reads its keys at start, so it comes first (its ~20 s overlap the schema's setup).
@@ -691,6 +755,83 @@ export class ProductionStack {
       TEMPORAL_OAUTH_CLIENT_SECRET_FILE: clientSecretFile!,
       TEMPORAL_OAUTH_TOKEN_URL: tokenUrlOf(this.#identityPorts().keycloak),
     };
+  }
+
+  /**
+   * The highly available cluster: its backups' object store first (HTTPS: pgBackRest speaks S3 over TLS only, with a
+   * certificate made for this machine), then the cluster archiving every node's WAL into it, then a full backup, and
+   * another every 24 hours while the stack runs (two kept: the window a point-in-time restore reaches into).
+   */
+  async #startCluster() {
+    const { dataDir, ports } = this.o;
+    const secrets = this.#secrets!;
+    if (ports.backupStore === undefined || ports.backupStoreConsole === undefined) {
+      throw new Error('the PostgreSQL cluster needs ports.backupStore and ports.backupStoreConsole');
+    }
+    const cert = ensureLocalCertificate(path.join(dataDir, 'tls'), 'backup-store');
+    const certsDir = path.join(dataDir, 'backup-store', 'certs');
+    mkdirSync(certsDir, { recursive: true, mode: 0o700 });
+    copyFileSync(cert.certFile, path.join(certsDir, 'public.crt'));
+    copyFileSync(cert.keyFile, path.join(certsDir, 'private.key'));
+    const keys = writeSecretFiles(dataDir, {
+      backup_store_root_user: secrets.backupStoreAccessKey!,
+      backup_store_root_password: secrets.backupStoreSecretKey!,
+    });
+    const store = this.#stack.add(
+      await startObjectStore({
+        dataDir: path.join(dataDir, 'backup-store', 'data'),
+        port: ports.backupStore,
+        consolePort: ports.backupStoreConsole,
+        accessKeyId: secrets.backupStoreAccessKey!,
+        secretAccessKey: secrets.backupStoreSecretKey!,
+        credentialFiles: { user: keys.backup_store_root_user, password: keys.backup_store_root_password },
+        certsDir,
+      }),
+    );
+    this.backupStore = store;
+    const backups = new PostgresBackups({
+      dir: path.join(dataDir, 'postgres-backups'),
+      repository: {
+        // The certificate's name: pgBackRest checks DNS names only.
+        endpoint: store.endpoint.replace('127.0.0.1', 'localhost'),
+        bucket: POSTGRES_BACKUP_BUCKET,
+        accessKeyId: store.accessKeyId,
+        secretAccessKey: store.secretAccessKey,
+        caFile: cert.certFile,
+      },
+      retentionFull: POSTGRES_FULL_BACKUPS_KEPT,
+      log: (l) => this.#log(l),
+    });
+    await backups.ensureBucket();
+    const cluster = new PostgresCluster({
+      dir: path.join(dataDir, 'postgres-cluster'),
+      portBase: ports.postgres,
+      database: INBOX_DATABASE,
+      archive: backups,
+      log: (l) => this.#log(l),
+    });
+    backups.attach(cluster);
+    this.cluster = cluster;
+    this.backups = backups;
+    this.#stack.add({ name: 'postgres cluster', stop: () => cluster.stop() });
+    await cluster.start();
+    await backups.createStanza();
+    const full = await backups.backup('full');
+    this.#log(`postgres cluster: full backup on ${full.node} in ${full.ms} ms`);
+    const daily = setInterval(() => {
+      backups.backup('full').then(
+        (b) => this.#log(`postgres cluster: full backup on ${b.node} in ${b.ms} ms`),
+        (err: unknown) => this.#log(`postgres cluster: the full backup failed: ${String(err).slice(0, 200)}`),
+      );
+    }, 86_400_000);
+    daily.unref();
+    this.#stack.add({
+      name: 'postgres backups',
+      stop: () => {
+        clearInterval(daily);
+        return Promise.resolve();
+      },
+    });
   }
 
   /** Keycloak on the stack's PostgreSQL as its own role; resolves once the realm answers discovery. */

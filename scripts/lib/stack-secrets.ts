@@ -21,6 +21,9 @@ export interface StackSecrets {
   /** The object store's root credentials (the production-shaped stack only). */
   objectStoreAccessKey?: string;
   objectStoreSecretKey?: string;
+  /** The PostgreSQL cluster's backup store's root credentials: none of the engine's processes holds them. */
+  backupStoreAccessKey?: string;
+  backupStoreSecretKey?: string;
   /** The codec server's token (the production-shaped stack: automation's static token, header only). */
   codecServerToken?: string;
   /** The audit trail's writer role's password (the production-shaped stack). */
@@ -46,6 +49,8 @@ export function stackSecrets(dataDir: string): StackSecrets {
     payloadEncryptionKeys: kept.payloadEncryptionKeys ?? `local-1:${randomBytes(32).toString('base64')}`,
     objectStoreAccessKey: kept.objectStoreAccessKey ?? `journeys-${randomBytes(4).toString('hex')}`,
     objectStoreSecretKey: kept.objectStoreSecretKey ?? randomBytes(24).toString('base64url'),
+    backupStoreAccessKey: kept.backupStoreAccessKey ?? `backups-${randomBytes(4).toString('hex')}`,
+    backupStoreSecretKey: kept.backupStoreSecretKey ?? randomBytes(24).toString('base64url'),
     codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
     auditWriterPassword: kept.auditWriterPassword ?? randomBytes(24).toString('base64url'),
     inboxPassword: kept.inboxPassword ?? randomBytes(24).toString('base64url'),

@@ -1,0 +1,105 @@
+// The production topology on its highly available PostgreSQL (ProductionStack, database 'cluster': a primary and a
+// synchronous standby run by Patroni with etcd, HAProxy as the primary's address, the WAL archived by pgBackRest).
+// First `npm run demo` runs through the stack while every process of the primary's node is SIGKILLed: every scenario
+// ends as expected. Then the failover drill's short form (scripts/lib/disaster.ts, `npm run drill:disaster` runs the
+// long one): callbacks at a steady rate, new journeys starting, journeys parked in every wait state, the new primary
+// killed in turn: no acknowledged callback lost, no journey invited twice, each ending as planned, the audit chain
+// whole. The figures are logged, never asserted against a time: the machine is shared.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { failoverDrill, runIdOf } from '../../scripts/lib/disaster';
+import { freeProductionPorts, ProductionStack } from '../../scripts/lib/production-stack';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/** `npm run demo -- --api <url>` as a user runs it; its exit code and the end of its output. */
+function demo(api: string): Promise<{ code: number | null; tail: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [require.resolve('tsx/cli'), 'scripts/demo.ts', '--api', api, '--timeout', '240'],
+      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', CI: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', (code) => resolve({ code, tail: out.split('\n').slice(-15).join('\n') }));
+  });
+}
+
+describe('the production topology on a PostgreSQL cluster, its primary killed', () => {
+  let root: string;
+  let stack: ProductionStack;
+  const fatal: string[] = [];
+
+  beforeAll(async () => {
+    root = mkdtempSync(path.join(tmpdir(), 'failover-'));
+    // Below the ephemeral range, the cluster's 34 ports in a row.
+    const ports = await freeProductionPorts(22_600, 31_000, { cluster: true });
+    stack = new ProductionStack({
+      dataDir: root,
+      ports,
+      workers: 2,
+      database: 'cluster',
+      supervise: true,
+      // The drill polls its journeys through the clinic API; the per-clinic limit is for real clinics.
+      engineEnv: { API_RATE_LIMIT_PER_MINUTE: '100000' },
+      // A sender that got no 200 sends again, for minutes (the exam service's retries are not documented; the
+      // sandbox's default gives up after about ten seconds, shorter than a failover).
+      sandboxEnv: { SANDBOX_CALLBACK_RETRIES: '8', SANDBOX_CALLBACK_RETRY_BASE_MS: '1000' },
+      onFatal: (why) => fatal.push(why),
+    });
+    await stack.start();
+  }, 420_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    // KEEP_RUN=1 keeps the run folder (every part's log, the cluster's) to look into a failure.
+    if (root && process.env.KEEP_RUN !== '1') rmSync(root, { recursive: true, force: true });
+  }, 180_000);
+
+  it('runs the demo to the end while every process of the primary is SIGKILLed', async () => {
+    const cluster = stack.cluster!;
+    const before = await cluster.primary();
+    const run = demo(stack.apiUrl);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const killed = await cluster.killPrimary();
+    expect(killed.node).toBe(before);
+    const { code, tail } = await run;
+    expect({ code, tail }).toEqual({ code: 0, tail: expect.stringContaining('All 5 journeys ended as expected') });
+    const after = await cluster.primary();
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    // The old primary follows the new one.
+    await cluster.startNode(killed.node);
+    await cluster.waitForReplica(killed.node);
+    await cluster.waitForSynchronousStandby();
+  }, 420_000);
+
+  it('loses no acknowledged callback and invites no journey twice when the new primary is killed under load', async () => {
+    const lines: string[] = [];
+    const report = await failoverDrill(stack, {
+      rate: 25,
+      loadJourneys: 20,
+      beforeKillMs: 8_000,
+      afterKillMs: 30_000,
+      startEveryMs: 2_000,
+      parkPerState: 1,
+      runId: runIdOf(),
+      say: (l) => lines.push(l),
+    });
+    console.log(`failover drill (short form):\n${lines.join('\n')}\n${JSON.stringify(report, null, 2)}`);
+    expect(report.problems).toEqual([]);
+    expect(report.callbacks.lost).toBe(0);
+    expect(report.callbacks.acked).toBe(report.callbacks.due);
+    expect(report.journeys.doubleInvites).toBe(0);
+    expect(report.journeys.endedWrong).toEqual([]);
+    expect(report.journeys.started).toBeGreaterThan(5);
+    expect(report.parked.moved).toEqual([]);
+    expect(report.audit.ok).toBe(true);
+    expect(Number.isFinite(report.movingAgainMs)).toBe(true);
+    expect(fatal).toEqual([]);
+  }, 900_000);
+});
