@@ -4,6 +4,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bash "$here/install-postgres.sh"
+bash "$here/install-postgres-ha.sh"
 bash "$here/install-temporal-server.sh"
 bash "$here/install-temporal-ui.sh"
 bash "$here/install-object-store.sh"
