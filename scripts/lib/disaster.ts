@@ -13,6 +13,7 @@
 // - the old primary back as the synchronous standby.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Client as PgClient } from 'pg';
 import { Pool } from 'undici';
 import { verifyAuditTable } from '../../src/audit/postgres';
 import { webhookToken } from '../../src/webhook-url';
@@ -313,11 +314,35 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
   const rejoinedMs = Date.now() - rejoinFrom;
   o.say(`${killed.node} is back as a standby (${(rejoinedMs / 1000).toFixed(1)} s)`);
 
-  // 5. What the journeys recorded.
+  // 5. What the journeys recorded, once the inbox has handed every callback on (the journeys' own snapshot only: an
+  // answer from visibility, while a busy worker lets the query wait, holds no events).
+  const drained = Date.now();
+  const inbox = new PgClient({ connectionString: stack.superuserUrl });
+  await inbox.connect();
+  try {
+    while (Number((await inbox.query<{ n: string }>('SELECT count(*) AS n FROM callback_inbox')).rows[0]!.n) > 0) {
+      if (Date.now() - drained > 300_000) {
+        problems.push('the inbox still held callbacks five minutes after the load');
+        break;
+      }
+      await sleep(1_000);
+    }
+  } finally {
+    await inbox.end();
+  }
   const applied = new Map<string, number>();
   let duplicates = 0;
+  const unqueried: string[] = [];
   await eachLimit(loadIds, 8, async (id) => {
-    const v = await view(id);
+    let v: JourneyView | undefined;
+    for (let attempt = 0; attempt < 60 && v?.source !== 'query'; attempt++) {
+      if (attempt > 0) await sleep(2_000);
+      v = await view(id).catch(() => undefined);
+    }
+    if (v?.source !== 'query') {
+      unqueried.push(id);
+      return;
+    }
     const seen = new Set<string>();
     for (const e of v.journey.events ?? []) {
       if (!e.deliveryId) continue;
@@ -326,10 +351,12 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
       if (e.receivedAt) applied.set(e.deliveryId, Date.parse(e.receivedAt));
     }
   });
+  if (unqueried.length > 0) problems.push(`${unqueried.length} load journeys never answered their query: not counted`);
+  const unknown = new Set(unqueried);
   let lost = 0;
   let slowestAppliedMs = 0;
   for (const s of sent) {
-    if (!s.ackAt || !s.deliveryId) continue;
+    if (!s.ackAt || !s.deliveryId || unknown.has(s.journeyId)) continue;
     const at = applied.get(s.deliveryId);
     if (at === undefined) lost++;
     else slowestAppliedMs = Math.max(slowestAppliedMs, at - s.ackAt);
