@@ -10,6 +10,7 @@
 #   deploy/secrets/inbox_database_url       INBOX_DATABASE_URL: the API replicas' callback inbox in the bundled
 #                                           PostgreSQL (database and role `journeys`, a generated password)
 #   deploy/secrets/temporal_database_password  the Temporal server's role `temporal_server` in the bundled PostgreSQL
+#   deploy/secrets/postgres_replication_password  the standby's replication role `replicator`
 #   deploy/secrets/audit_database_url       AUDIT_DATABASE_URL: the one audit trail of the API replicas, the workers
 #                                           and the codec server in the bundled PostgreSQL (database `journey_audit`,
 #                                           its insert-only writer role `journey_audit_writer`, a generated password)
@@ -98,6 +99,7 @@ fi
 write "$secrets/inbox_database_url" "postgres://journeys:$(random_token 24)@postgres:5432/journeys" || true
 # Temporal's own role, temporal_server (the temporal-database job makes it; the server and its schema job sign in as it).
 write "$secrets/temporal_database_password" "$(random_token 24)" || true
+write "$secrets/postgres_replication_password" "$(random_token 24)" || true
 # The audit trail's owner, journey_audit_owner: the one-shot audit jobs alone sign in as it.
 write "$secrets/audit_owner_password" "$(random_token 24)" || true
 # The audit trail's writer (the audit-trail job creates the database, the table and the role from this URL).

@@ -45,6 +45,7 @@ const API_REPLICAS = ['api-1', 'api-2'] as const;
 const ENGINE = [...API_REPLICAS, 'worker', 'codec'] as const;
 const LONG_RUNNING = [
   'postgres',
+  'postgres-standby',
   'temporal',
   'temporal-ui',
   'minio',
@@ -56,6 +57,8 @@ const LONG_RUNNING = [
   'keycloak',
 ];
 const ONE_SHOTS = [
+  'postgres-replication',
+  'postgres-synchronous',
   'temporal-database',
   'temporal-schema',
   'temporal-setup',
@@ -66,7 +69,14 @@ const ONE_SHOTS = [
   'audit-trail',
 ];
 /** The one-shot jobs that sign in to PostgreSQL as its superuser (psql scripts in the postgres image). */
-const SUPERUSER_JOBS = ['temporal-database', 'inbox-database', 'keycloak-database', 'audit-database'];
+const SUPERUSER_JOBS = [
+  'postgres-replication',
+  'postgres-synchronous',
+  'temporal-database',
+  'inbox-database',
+  'keycloak-database',
+  'audit-database',
+];
 const ON_DEMAND = ['temporal-cli'];
 /** Read by the AWS SDK's credential chain, not by src/config.ts. */
 const AWS_SDK_ENV_VARS = ['AWS_SHARED_CREDENTIALS_FILE'];
@@ -1130,7 +1140,12 @@ describe('docker-compose.yml', () => {
     expect(svc('codec').depends_on).toEqual({ 'audit-trail': done, 'minio-bucket': done });
     expect(svc('temporal-ui').depends_on).toEqual({ 'temporal-setup': done });
     const healthy = { postgres: { condition: 'service_healthy' } };
-    for (const job of SUPERUSER_JOBS) expect([job, svc(job).depends_on]).toEqual([job, healthy]);
+    for (const job of SUPERUSER_JOBS.filter((j) => j !== 'postgres-synchronous')) {
+      expect([job, svc(job).depends_on]).toEqual([job, healthy]);
+    }
+    // The standby named synchronous once it streams; it starts after the replication job.
+    expect(svc('postgres-synchronous').depends_on).toEqual({ 'postgres-standby': { condition: 'service_healthy' } });
+    expect(svc('postgres-standby').depends_on).toEqual({ 'postgres-replication': done });
     expect(svc('temporal-schema').depends_on).toEqual({ 'temporal-database': done });
     expect(svc('audit-trail').depends_on).toEqual({ 'audit-database': done });
     expect(svc('minio-bucket').depends_on).toEqual({ minio: { condition: 'service_healthy' } });
@@ -1146,11 +1161,39 @@ describe('docker-compose.yml', () => {
     for (const name of [...ONE_SHOTS, ...ON_DEMAND]) expect([name, svc(name).restart]).toEqual([name, 'no']);
   });
 
+  test('runs PostgreSQL as a primary and a synchronous standby: a commit waits for postgres_standby', () => {
+    const args = (svc('postgres') as { command?: string[] }).command ?? [];
+    const settings = args.filter((_, i) => args[i - 1] === '-c');
+    expect(settings).toEqual(expect.arrayContaining(['wal_level=replica', 'synchronous_commit=on']));
+    // Named synchronous once it streams (not at the primary's first start, which would wait for it).
+    expect(settings.filter((kv) => kv.startsWith('synchronous_standby_names'))).toEqual([]);
+    const sync = [...(svc('postgres-synchronous').command ?? [])].join('\n');
+    expect(sync).toContain("ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (postgres_standby)'");
+    expect(svc('postgres-synchronous').depends_on).toEqual({ 'postgres-standby': { condition: 'service_healthy' } });
+    const standby = svc('postgres-standby');
+    const script = [...(standby.entrypoint ?? []), ...(standby.command ?? [])].join('\n');
+    // Its copy through the slot the primary keeps, then streaming under the name the primary waits for.
+    expect(script).toContain('pg_basebackup -h postgres -U replicator');
+    expect(script).toContain('-S postgres_standby');
+    expect(script).toContain('application_name=postgres_standby');
+    expect(script).toContain("primary_slot_name = 'postgres_standby'");
+    expect(script).toContain('standby.signal');
+    // The password from its secret file into a passfile (0600), never on a command line or in the environment.
+    expect(script).toContain('chmod 0600');
+    expect(script).not.toMatch(/PGPASSWORD/);
+    expect(standby.depends_on).toEqual({ 'postgres-replication': { condition: 'service_completed_successfully' } });
+    const job = [...(svc('postgres-replication').command ?? [])].join('\n');
+    expect(job).toContain("pg_create_physical_replication_slot('postgres_standby')");
+    expect(job).toContain('host replication replicator all scram-sha-256');
+    expect(job).toContain('CREATE ROLE replicator WITH REPLICATION LOGIN');
+  });
+
   test('keeps state in PostgreSQL and MinIO only: the engine keeps nothing on its own disks', () => {
     // The audit trail of every process is in PostgreSQL too (Keycloak keeps its realm there).
-    expect(Object.keys(compose.volumes).sort()).toEqual(['minio-data', 'postgres-data']);
+    expect(Object.keys(compose.volumes).sort()).toEqual(['minio-data', 'postgres-data', 'postgres-standby-data']);
     const named = (name: string) => mounts(svc(name)).filter((m) => m.source in compose.volumes);
     expect(named('postgres').map((m) => m.target)).toEqual(['/var/lib/postgresql/data']);
+    expect(named('postgres-standby').map((m) => m.target)).toEqual(['/var/lib/postgresql/data']);
     expect(named('minio').map((m) => m.target)).toEqual(['/data']);
     for (const name of [...ENGINE, 'audit-trail']) expect([name, svc(name).volumes]).toEqual([name, undefined]);
     expect(env('codec').CODEC_AUDIT_FILE).toBeUndefined();
@@ -1175,6 +1218,24 @@ function mergeOverride(base: ComposeFile, override: ComposeFile, overrideText: s
   expect(overrideText.match(/depends_on: !override\n/g)?.length).toBe(overridden);
   return merged;
 }
+
+describe('deploy/compose.promoted.yml', () => {
+  test('after a promotion, the standby answers as postgres and the old primary no longer starts', () => {
+    const overrideText = read('deploy/compose.promoted.yml');
+    const override = YAML.parse(overrideText.replaceAll('!override', '')) as {
+      services: Record<string, { profiles?: string[]; networks?: { default?: { aliases?: string[] } } }>;
+    };
+    expect(override.services.postgres?.profiles).toEqual(['old-primary']);
+    expect(override.services['postgres-replication']?.profiles).toEqual(['old-primary']);
+    expect(override.services['postgres-standby']?.networks?.default?.aliases).toEqual(['postgres']);
+    expect(overrideText).toContain("STANDBY_PROMOTED: 'true'");
+    const standby = [...(svc('postgres-standby').command ?? [])].join('\n');
+    expect(standby).toContain('if [ "${STANDBY_PROMOTED:-}" = true ]; then');
+    // Every part connects to the name `postgres`, which the promoted standby then answers as.
+    expect(read('deploy/init-secrets.sh')).toContain('@postgres:5432/');
+    expect(overrideText).toContain('depends_on: !override {}');
+  });
+});
 
 describe('deploy/compose.temporal-cloud.yml', () => {
   test('turns the API replicas, the workers and the CLI to Temporal Cloud with an API key from a secret file', () => {
