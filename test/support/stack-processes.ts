@@ -218,6 +218,10 @@ async function productionEnv(base: number, dataDir: string) {
     OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
     WORKER_METRICS_PORTS: workerMetrics.join(','),
     IDENTITY: 'off',
+    // One PostgreSQL server: these tests hold the stack's start and stop (every part gone within 15 s). The cluster
+    // (the default) stops its primary gracefully, archiving included, in longer than that; its own tests are
+    // test/postgres/* and test/production/failover.test.ts.
+    POSTGRES_HA: 'off',
   };
   const ports = [
     p.api,
