@@ -36,7 +36,7 @@ import {
   ProductionStack,
   ATTACHMENTS_KEEP_DELETED_DAYS,
 } from './lib/production-stack';
-import { stackSecrets } from './lib/stack-secrets';
+import { DEMO_CLINIC_TOKEN, stackSecrets } from './lib/stack-secrets';
 
 const ROOT = path.resolve(__dirname, '..');
 export const BEGIN = '<!-- begin: npm run drill:disaster -->';
@@ -106,7 +106,7 @@ async function recoveryDrill(
   const temporalDb = withDatabase(cluster.url(), 'temporal');
   // The journeys an operator will terminate by mistake: some waiting for their consultation, started now.
   const api = `${stack.apiUrl}`;
-  const clinic = { authorization: 'Bearer demo-clinic-token', 'content-type': 'application/json' };
+  const clinic = { authorization: `Bearer ${DEMO_CLINIC_TOKEN}`, 'content-type': 'application/json' };
   const victims: string[] = [];
   for (let i = 0; i < 10; i++) {
     const res = await fetch(`${api}/v1/journeys`, {

@@ -18,7 +18,7 @@ import { Pool } from 'undici';
 import { verifyAuditTable } from '../../src/audit/postgres';
 import { webhookToken } from '../../src/webhook-url';
 import { ApiClient, HttpError, type JourneyView } from '../demo/api';
-import { eachLimit, parkJourneys, type ParkedJourney } from '../park-journeys';
+import { eachLimit, parkJourneys, until as waitFor, type ParkedJourney } from '../park-journeys';
 import { sleep } from './processes';
 import type { ProductionStack } from './production-stack';
 import { DEMO_CLINIC_TOKEN, stackSecrets } from './stack-secrets';
@@ -128,16 +128,9 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
   const secret = stackSecrets(stack.o.dataDir).webhookSecret;
   const view = (id: string) =>
     api.request<JourneyView>('GET', `/v1/journeys/${id}`, { timeoutMs: 10_000 }).then((r) => r.body);
-  /** Polls a journey until `ok` (answers refused while the database is away are waited out). */
-  const until = async (id: string, ok: (v: JourneyView) => boolean, timeoutMs: number) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await view(id).catch(() => undefined);
-      if (v && ok(v)) return v;
-      if (Date.now() > deadline) return v;
-      await sleep(500);
-    }
-  };
+  /** Polls a journey until `ok` (park-journeys' until); on a timeout, the journey as it is then. */
+  const until = async (id: string, ok: (v: JourneyView) => boolean, timeoutMs: number) =>
+    (await waitFor(api, id, ok, timeoutMs)) ?? (await view(id).catch(() => undefined));
 
   // 1. Journeys parked in every wait state, and the journeys the callbacks go to.
   o.say(`parking ${o.parkPerState} journey(s) in each wait state...`);
