@@ -35,6 +35,8 @@ export interface FailoverOptions {
   startEveryMs: number;
   /** Journeys parked in each wait state. */
   parkPerState: number;
+  /** Start the killed node again and wait until it follows (default true; the report's rejoin figure). */
+  rejoin?: boolean;
   runId: string;
   say: (line: string) => void;
 }
@@ -301,11 +303,14 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
   if (unacked > 0) problems.push(`${unacked} callbacks never acknowledged, a minute after the load`);
 
   // 4. The old primary back, following the new one.
-  const rejoinFrom = Date.now();
-  await cluster.startNode(killed.node);
-  await cluster.waitForReplica(killed.node);
-  const rejoinedMs = Date.now() - rejoinFrom;
-  o.say(`${killed.node} is back as a standby (${(rejoinedMs / 1000).toFixed(1)} s)`);
+  let rejoinedMs = Number.NaN;
+  if (o.rejoin !== false) {
+    const rejoinFrom = Date.now();
+    await cluster.startNode(killed.node);
+    await cluster.waitForReplica(killed.node);
+    rejoinedMs = Date.now() - rejoinFrom;
+    o.say(`${killed.node} is back as a standby (${(rejoinedMs / 1000).toFixed(1)} s)`);
+  }
 
   // 5. What the journeys recorded, once the inbox has handed every callback on (the journeys' own snapshot only: an
   // answer from visibility, while a busy worker lets the query wait, holds no events).
