@@ -7,20 +7,26 @@
 //   node --import tsx bench/api-alone.ts                          files and postgres, 500 and 1000/s, signals 5 ms
 //   STORES=files SIGNAL_MS=5 RATES=500,1000 LEVEL_SECONDS=8 node --import tsx bench/api-alone.ts
 //
-// Standalone, it starts its own PostgreSQL (port 22291, a temp folder) for the postgres inbox. `npm run bench` runs
+// Standalone, it starts its own PostgreSQL (from port 22291, a temp folder) for the postgres inbox: a primary with a
+// synchronous standby as in production, or with POSTGRES_SHAPE=single one server. `npm run bench` runs
 // it too (phase `alone`), before its own stack starts, on the bench's PostgreSQL (a database of its own).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
-import { startPostgres } from '../scripts/lib/postgres-server';
 import { buildApp } from '../src/api/app';
 import { loadConfig } from '../src/config';
 import { event1Body, webhookPath } from './lib/journeys';
 import { burstSpec, runLoad } from './lib/load';
-import { httpProbe, startProcess, threadCpuSeconds, treeCpuSeconds, tsx } from '../scripts/lib/processes';
-import type { InboxStore } from './lib/stack';
+import { httpProbe, startProcess, threadCpuSeconds, tsx } from '../scripts/lib/processes';
+import {
+  DATABASE_SHAPES,
+  startBenchDatabase,
+  type BenchDatabase,
+  type DatabaseShape,
+  type InboxStore,
+} from './lib/stack';
 import { apiFigures, batchSummary, diff, type BatchSummary } from './lib/api-metrics';
 import { summarize, type Summary } from './lib/stats';
 
@@ -89,8 +95,8 @@ export async function apiAlone(o: {
   /** Bursts of 200 callbacks per store (pooled; connections established first), after the rates. */
   bursts?: number;
   logDir: string;
-  /** The server's URL (postgres store); its `pid` for the server's CPU share. */
-  postgres?: { url: string; pid: number | undefined };
+  /** The database (postgres store): its superuser URL, and its processes' CPU for its share. */
+  postgres?: Pick<BenchDatabase, 'url' | 'cpuSeconds'>;
   log?: (m: string) => void;
 }): Promise<AloneRun[]> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'api-alone-'));
@@ -120,9 +126,9 @@ export async function apiAlone(o: {
       try {
         await api.ready();
         for (const rate of o.rates) {
-          const pgPid = store === 'postgres' ? o.postgres?.pid : undefined;
+          const pgCpu = store === 'postgres' ? o.postgres : undefined;
           const cpu0 = await threadCpuSeconds(api.pid);
-          const pg0 = pgPid !== undefined ? await treeCpuSeconds(pgPid) : undefined;
+          const pg0 = await pgCpu?.cpuSeconds();
           const f0 = await apiFigures(origin);
           const t0 = performance.now();
           const runs = await runLoad(
@@ -142,7 +148,7 @@ export async function apiAlone(o: {
             120_000,
           );
           const cpu1 = await threadCpuSeconds(api.pid);
-          const pg1 = pgPid !== undefined ? await treeCpuSeconds(pgPid) : undefined;
+          const pg1 = await pgCpu?.cpuSeconds();
           const wall = (performance.now() - t0) / 1000;
           const batch = batchSummary(diff(await apiFigures(origin), f0));
           const cpu = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, (v - (cpu0[k] ?? 0)) / wall]));
@@ -183,8 +189,16 @@ export async function apiAlone(o: {
 async function run() {
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'api-alone-logs-'));
   const stores = (process.env.STORES ?? 'files,postgres').split(',') as InboxStore[];
+  const shape = (process.env.POSTGRES_SHAPE ?? 'synchronous') as DatabaseShape;
+  if (!DATABASE_SHAPES.includes(shape)) throw new Error(`POSTGRES_SHAPE is ${DATABASE_SHAPES.join(' or ')}`);
   const pg = stores.includes('postgres')
-    ? await startPostgres({ dataDir: path.join(logDir, 'postgres'), port: 22_291, log: console.log })
+    ? await startBenchDatabase({
+        shape,
+        dir: path.join(logDir, 'postgres'),
+        port: 22_291,
+        database: 'journeys_alone',
+        log: console.log,
+      })
     : undefined;
   try {
     await apiAlone({
@@ -194,7 +208,7 @@ async function run() {
       seconds: Number(process.env.LEVEL_SECONDS ?? 8),
       bursts: Number(process.env.BURSTS ?? 3),
       logDir,
-      ...(pg ? { postgres: { url: pg.url, pid: pg.pid } } : {}),
+      ...(pg ? { postgres: pg } : {}),
       log: console.log,
     });
   } finally {

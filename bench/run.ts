@@ -24,7 +24,9 @@
 // them, every parked journey's snapshot: ack -> applied per level, and each acknowledged callback applied once.
 //
 // Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
-//          --stores files,postgres  --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
+//          --stores files,postgres  --postgres synchronous|single (the postgres inbox's PostgreSQL: a primary with a
+//          synchronous standby under Patroni, through HAProxy, as npm run start:production runs it; or one server)
+//          --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
 //          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
 //          --background-cpu group|nice (group: those processes also in a cpu cgroup of the lowest weight, where one can be made)
 //          --npm-test first|full|skip  --timeout-minutes 30 (time enough to park and wake all 10,000)  --port-base 22200
@@ -51,7 +53,7 @@ import { backgroundCpuGroup, liveProcesses, memoryLimitGroup, ROOT } from '../sc
 import { renderReport, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
-import { BenchStack, benchPorts } from './lib/stack';
+import { BenchStack, benchPorts, DATABASE_SHAPES, type DatabaseShape } from './lib/stack';
 import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
 import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { apiAlone } from './api-alone';
@@ -121,6 +123,7 @@ function parseOptions(argv: string[]): Options {
       'sustained-svg': { type: 'string' },
       'forwarder-policies': { type: 'string' },
       'worker-memory-mib': { type: 'string' },
+      postgres: { type: 'string' },
     },
   });
   const quick = v.quick ?? false;
@@ -143,6 +146,8 @@ function parseOptions(argv: string[]): Options {
   if (portBase < 22_000 || portBase + 200 > 23_999) throw new Error('--port-base must keep every port in 22000-23999');
   const stores = list(v.stores) ?? ['files', 'postgres'];
   for (const st of stores) if (st !== 'files' && st !== 'postgres') throw new Error(`unknown inbox store ${st}`);
+  const database = (v.postgres ?? 'synchronous') as DatabaseShape;
+  if (!DATABASE_SHAPES.includes(database)) throw new Error(`--postgres is ${DATABASE_SHAPES.join(' or ')}`);
   const sustainedRates = (list(v['sustained-rates']) ?? ['50', '100', '150', '200', '300']).map((x) => num(x, 0));
   if (sustainedRates.some((r) => r <= 0)) throw new Error('--sustained-rates are callbacks per second, above 0');
   const sustainedSeconds = num(v['sustained-seconds'], quick ? 30 : 180);
@@ -161,6 +166,7 @@ function parseOptions(argv: string[]): Options {
   return {
     phases,
     stores: stores as Options['stores'],
+    database,
     burstRepeats: num(v['burst-repeats'], quick ? 2 : 3),
     levels: (list(v.levels) ?? ['100', '500', '1000']).map((x) => num(x, 0)),
     levelSeconds: num(v['level-seconds'], quick ? 4 : 6),
@@ -245,6 +251,7 @@ async function main() {
     ports,
     providerDelayMs: o.providerDelayMs,
     backgroundNice: o.backgroundNice,
+    database: o.database,
     ...(backgroundGroup ? { backgroundGroup } : {}),
     ...(workerMemoryGroup ? { workerMemoryGroup } : {}),
     log,
@@ -338,7 +345,7 @@ async function main() {
       await mkdir(path.join(workDir, 'data'), { recursive: true });
       const ms = await stack.startPostgres();
       results.postgresStartSeconds = ms / 1000;
-      log(`PostgreSQL up in ${(ms / 1000).toFixed(1)} s on port ${ports.postgres}`);
+      log(`PostgreSQL (${o.database}) up in ${(ms / 1000).toFixed(1)} s on port ${ports.postgres}`);
     });
   }
 
@@ -353,7 +360,7 @@ async function main() {
         seconds: o.quickSizes ? 3 : 5,
         bursts: o.burstRepeats,
         logDir,
-        ...(pg ? { postgres: { url: pg.url, pid: pg.pid } } : {}),
+        ...(pg ? { postgres: pg } : {}),
         log,
       }),
     );

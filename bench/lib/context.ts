@@ -32,6 +32,8 @@ export interface Options {
   burstRepeats: number;
   /** The inbox stores measured (files, postgres). */
   stores: ('files' | 'postgres')[];
+  /** The postgres inbox's PostgreSQL: a primary with a synchronous standby (the production shape), or one server. */
+  database: 'synchronous' | 'single';
   throughputJourneys: number;
   /** Starts in flight at once (API and raw alike). */
   startConcurrency: number;

@@ -1,13 +1,15 @@
 // The engine on the bench's ports, one child process per part, each started and stopped on its own: the Temporal
 // dev server (stopped for the outage run, restarted with other SQLite pragmas), the sandbox, the worker (restarted
-// with other sizes), a PostgreSQL for the API's PostgreSQL inbox (scripts/lib/postgres-server.ts, its own cluster in
-// the run's data folder) and the API, restarted with either callback inbox (files or postgres) or other settings.
+// with other sizes), a PostgreSQL for the API's PostgreSQL inbox (by default the production topology's: a primary
+// with a synchronous standby under Patroni, reached through HAProxy, scripts/lib/stack/postgres-cluster.ts; or one
+// server, scripts/lib/postgres-server.ts; either in the run's data folder) and the API, restarted with either callback inbox (files or postgres) or other settings.
 // Configured like scripts/local-stack.ts, with the bench's own clinics and secrets.
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { startPostgres, type PostgresServer } from '../../scripts/lib/postgres-server';
+import { startPostgres } from '../../scripts/lib/postgres-server';
+import { startPostgresCluster } from '../../scripts/lib/stack/postgres-cluster';
 import { cpuSeconds, ManagedProcess, treeCpuSeconds, type ProcessOptions } from '../../scripts/lib/processes';
 import { api, sandbox, temporalDevServer, worker, type PartSpec } from '../../scripts/lib/stack/parts';
 import { apiFigures } from './api-metrics';
@@ -63,7 +65,80 @@ export const CLINICS = {
   waiting: { clinicId: 'bench-waiting', token: 'bench-waiting-token' },
 } as const;
 
+/**
+ * Where the postgres inbox commits: `synchronous`, the production topology's cluster (a commit returns once the
+ * synchronous standby has flushed it); `single`, one server on its own (a commit waits for its own disk alone).
+ */
+export type DatabaseShape = 'synchronous' | 'single';
+export const DATABASE_SHAPES: DatabaseShape[] = ['synchronous', 'single'];
+
+/** The PostgreSQL of the postgres inbox, whichever its shape. */
+export interface BenchDatabase {
+  readonly shape: DatabaseShape;
+  /** Superuser URL (the API alone makes a database of its own with it). Carries the password: never log it. */
+  readonly url: string;
+  /** CPU seconds so far of every process the database runs (cluster: both nodes, Patroni, etcd, HAProxy). */
+  cpuSeconds(): Promise<number | undefined>;
+  stop(): Promise<void>;
+}
+
+/** The server settings the bench gives its PostgreSQL, either shape. */
+const BENCH_SETTINGS = (walSegments: number): Record<string, string> => ({
+  min_wal_size: `${walSegments * 16 + 64}MB`,
+  // On the record for the report's stall attribution: every autovacuum run (and the pages it truncated), and any
+  // wait for a lock past 50 ms (an insert queued behind a truncation's exclusive lock).
+  log_autovacuum_min_duration: '0',
+  log_lock_waits: 'on',
+  deadlock_timeout: '50ms',
+});
+
+/** Starts the bench's PostgreSQL in `dir` with the address `port` (the cluster's HAProxy, or the lone server). */
+export async function startBenchDatabase(o: {
+  shape: DatabaseShape;
+  dir: string;
+  port: number;
+  database: string;
+  log: (line: string) => void;
+}): Promise<BenchDatabase> {
+  const settings = BENCH_SETTINGS(WARM_WAL_SEGMENTS);
+  if (o.shape === 'single') {
+    const server = await startPostgres({ dataDir: o.dir, port: o.port, database: o.database, log: o.log, settings });
+    return {
+      shape: 'single',
+      url: server.url,
+      cpuSeconds: () => treeCpuSeconds(server.pid),
+      stop: () => server.stop(),
+    };
+  }
+  const cluster = await startPostgresCluster({
+    dir: o.dir,
+    portBase: o.port,
+    database: o.database,
+    log: o.log,
+    settings,
+  });
+  return {
+    shape: 'synchronous',
+    url: cluster.url(),
+    async cpuSeconds() {
+      const { postmasters, others } = cluster.processes();
+      let total: number | undefined;
+      for (const [pid, tree] of [
+        ...postmasters.map((p) => [p, true] as const),
+        ...others.map((p) => [p, false] as const),
+      ]) {
+        const v = tree ? await treeCpuSeconds(pid) : await cpuSeconds(pid);
+        if (v !== undefined) total = (total ?? 0) + v;
+      }
+      return total;
+    },
+    stop: () => cluster.stop(),
+  };
+}
+
 export interface StackOptions {
+  /** The postgres inbox's PostgreSQL (default synchronous). */
+  database?: DatabaseShape;
   dataDir: string;
   logDir: string;
   ports: BenchPorts;
@@ -115,7 +190,7 @@ export class BenchStack {
   sandbox: ManagedProcess | undefined;
   worker: ManagedProcess | undefined;
   api: ManagedProcess | undefined;
-  postgres: PostgresServer | undefined;
+  postgres: BenchDatabase | undefined;
   /** The inbox the running API uses. */
   apiStore: InboxStore = 'files';
   /** Settings of the running API beyond the stack's (the last startApi's). */
@@ -271,22 +346,15 @@ export class BenchStack {
     return this.startApi(extraEnv, this.apiNodeArgs, { store, ...o });
   }
 
-  /** The PostgreSQL of the postgres inbox: a cluster of its own under the data folder, on the bench's port. */
+  /** The PostgreSQL of the postgres inbox, in its shape (StackOptions.database), under the data folder, on the bench's port. */
   async startPostgres(): Promise<number> {
     const t0 = performance.now();
-    const server = await startPostgres({
-      dataDir: path.join(this.o.dataDir, 'postgres'),
+    const server = await startBenchDatabase({
+      shape: this.o.database ?? 'synchronous',
+      dir: path.join(this.o.dataDir, 'postgres'),
       port: this.o.ports.postgres,
       database: 'journeys_bench',
       log: (line) => this.o.log(line),
-      settings: {
-        min_wal_size: `${WARM_WAL_SEGMENTS * 16 + 64}MB`,
-        // On the record for the report's stall attribution: every autovacuum run (and the pages it truncated), and
-        // any wait for a lock past 50 ms (an insert queued behind a truncation's exclusive lock).
-        log_autovacuum_min_duration: '0',
-        log_lock_waits: 'on',
-        deadlock_timeout: '50ms',
-      },
     });
     this.postgres = server;
     await warmWal(server.url);
@@ -334,7 +402,7 @@ export class BenchStack {
       const v = await cpuSeconds(child?.pid);
       if (v !== undefined) out[name] = v;
     }
-    const v = await treeCpuSeconds(this.postgres?.pid);
+    const v = await this.postgres?.cpuSeconds();
     if (v !== undefined) out.postgres = v;
     return out;
   }

@@ -197,6 +197,22 @@ export class PostgresCluster {
     return { user: SUPERUSER, password: this.#need().superuser };
   }
 
+  /**
+   * The cluster's running processes, for a CPU account: each node's postmaster (whose backends are its children),
+   * and the processes around them (Patroni, etcd's members, HAProxy), whose own CPU is the cluster's too.
+   */
+  processes(): { postmasters: number[]; others: number[] } {
+    const pids = (xs: (number | undefined)[]) => xs.filter((p): p is number => p !== undefined);
+    return {
+      postmasters: pids(this.nodes.map((n) => n.postmasterPid())),
+      others: pids([
+        ...this.nodes.flatMap((n) => [n.patroni?.pid, n.etcd?.pid]),
+        this.#witness?.pid,
+        this.#haproxy?.pid,
+      ]),
+    };
+  }
+
   /** postgres://superuser:password@127.0.0.1:<the primary's address>/<database>. Carries the password: never log it. */
   url(database = this.database): string {
     return `postgres://${SUPERUSER}:${encodeURIComponent(this.#need().superuser)}@${HOST}:${this.port}/${database}`;
