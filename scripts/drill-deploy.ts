@@ -621,11 +621,18 @@ export async function drill(o: Options, say: (line: string) => void): Promise<Re
       perState: 2,
       scanLimit: 5_000,
     });
-    gate = {
-      histories: captured.length,
-      v2: await replayFolder(histories, { workflowsPath: v2.workflowsPath, keys }),
-      v3: await replayFolder(histories, { workflowsPath: v3.workflowsPath, keys }),
-    };
+    // The journeys' payloads are sealed for their patients: the gate reads the stack's patient keys.
+    const patientKeys = stack.patientKeysReader();
+    await patientKeys.init();
+    try {
+      gate = {
+        histories: captured.length,
+        v2: await replayFolder(histories, { workflowsPath: v2.workflowsPath, keys, patientKeys }),
+        v3: await replayFolder(histories, { workflowsPath: v3.workflowsPath, keys, patientKeys }),
+      };
+    } finally {
+      await patientKeys.close();
+    }
     const v2Refused = gate.v2.filter((r) => r.error);
     const v3Passed = gate.v3.filter((r) => !r.error);
     if (captured.length < WAIT_STATES.length)

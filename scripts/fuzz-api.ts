@@ -109,6 +109,8 @@ export class FuzzStack {
 export interface Seeded {
   journeyId: string;
   patientExamId: number;
+  /** An erasure of the clinic's (of a patient without journeys), for the routes that read one. */
+  erasureId?: string;
 }
 
 const testPatient = (lastName: string) => ({
@@ -131,10 +133,30 @@ export async function seedJourney(api: ClinicClient, key: string): Promise<Seede
   for (let i = 0; i < 120; i++) {
     const { data } = await api.GET('/v1/journeys/{journeyId}', { params: { path: { journeyId } } });
     const exam = data?.journey.exams?.[0];
-    if (exam) return { journeyId, patientExamId: exam.patientExamId };
+    if (exam) {
+      // An erasure of the clinic's for the routes that read one: of a patient who has no journey.
+      const erased = await api.POST('/v1/patients/erasure', {
+        params: { header: { 'idempotency-key': `${key}-erasure` } },
+        body: { email: 'fuzz-nobody@example.test' },
+      });
+      if (!erased.data) throw new Error(`seeding an erasure answered ${erased.response.status}`);
+      return { journeyId, patientExamId: exam.patientExamId, erasureId: erased.data.erasureId };
+    }
     await sleep(500);
   }
   throw new Error('the seeded journey was not invited within 60 s');
+}
+
+/** An erasure for the routes that read one: of a patient who has no journey (nothing else is touched). */
+export async function seedErasure(base: string, headers: Record<string, string>, route: string, body: Json) {
+  const res = await fetch(`${base}${route}`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': `seed-${route}` },
+    body: JSON.stringify(body),
+  });
+  const answer = (await res.json()) as Json;
+  if (res.status !== 202 && res.status !== 200) throw new Error(`seeding an erasure answered ${res.status}`);
+  return String(answer.erasureId);
 }
 
 /** One request an example of the document makes. */
@@ -195,7 +217,8 @@ export async function sendExample(base: string, ex: ExampleRequest, idempotencyK
     headers: {
       authorization: `Bearer ${TOKEN}`,
       ...(ex.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(ex.method === 'post' && ex.path === '/v1/journeys' ? { 'idempotency-key': idempotencyKey } : {}),
+      // The start and the erasure take one; the other operations leave it unread.
+      ...(ex.method === 'post' ? { 'idempotency-key': idempotencyKey } : {}),
     },
     ...(ex.body !== undefined ? { body: JSON.stringify(ex.body) } : {}),
   });
@@ -219,6 +242,16 @@ export function clinicScope(seeded: Seeded): FuzzScope {
     paths: '^/v1/',
     headers: { Authorization: `Bearer ${TOKEN}` },
     parameters: { 'path.journeyId': seeded.journeyId, 'path.pharmacyId': 501 },
+    ...(seeded.erasureId
+      ? {
+          operations: [
+            {
+              name: 'GET /v1/patients/erasure/{erasureId}',
+              parameters: { 'path.erasureId': seeded.erasureId },
+            },
+          ],
+        }
+      : {}),
   };
 }
 
@@ -242,6 +275,9 @@ export function operatorScope(seeds: OperatorSeeds): FuzzScope {
         name: 'POST /webhooks/exam-service/{journeyId}/{token}',
         parameters: { 'path.journeyId': seeds.webhook.journeyId, 'path.token': seeds.webhook.token },
       },
+      ...(seeds.erasureId
+        ? [{ name: 'GET /admin/patients/erasure/{erasureId}', parameters: { 'path.erasureId': seeds.erasureId } }]
+        : []),
     ],
   };
 }
@@ -249,6 +285,8 @@ export function operatorScope(seeds: OperatorSeeds): FuzzScope {
 /** Ids the operator routes act on, made for the fuzzer on a fresh stack. */
 export interface OperatorSeeds {
   journeyId: string;
+  /** An erasure (of a patient without journeys), for the route that reads one. */
+  erasureId?: string;
   deadLetters: { read: string; replay: string; discard: string };
   webhook: { journeyId: string; token: string };
 }
@@ -282,7 +320,16 @@ export async function seedOperatorWork(stack: FuzzStack, api: ClinicClient, key:
   }
   const { read, replay, discard } = letters;
   if (!read || !replay || !discard) throw new Error(`seeding dead letters: ${listed.status}, not all listed`);
-  return { journeyId, deadLetters: { read, replay, discard }, webhook: webhookOf('contract-webhook-nobody') };
+  const erasureId = await seedErasure(stack.api, adminHeaders, '/admin/patients/erasure', {
+    clinicId: 'demo-clinic',
+    email: 'fuzz-nobody@example.test',
+  });
+  return {
+    journeyId,
+    erasureId,
+    deadLetters: { read, replay, discard },
+    webhook: webhookOf('contract-webhook-nobody'),
+  };
 }
 
 export interface FuzzOptions {

@@ -14,7 +14,17 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { ENCRYPTED_ENCODING, EncryptionCodec } from '../src/codec/encryption-codec';
-import { loadTemporalConfig } from '../src/config';
+import {
+  METADATA_DATA_KEY_ID,
+  METADATA_PATIENT_REF,
+  PATIENT_SEALED_ENCODING,
+  PAYLOAD_PURPOSE,
+  PatientCodec,
+  type PayloadPatientKeys,
+} from '../src/codec/patient-codec';
+import { loadPatientKeyConfig, loadTemporalConfig } from '../src/config';
+import { patientKeysFrom } from '../src/patient-keys/from-settings';
+import type { PatientRef } from '../src/patient-keys/envelope';
 import { parseEncryptionKeys } from '../src/encryption-keys';
 import { connectionOptions } from '../src/temporal';
 import { exitWith, parseCommandLine, table, UsageError } from './lib/cli';
@@ -162,21 +172,86 @@ export interface ReplayResult {
   workflowId: string;
   /** The first mismatch, as the SDK names it; undefined when the history replays. */
   error?: string;
+  /** The erasure of the journey's patient: its payloads cannot be read, so it is not replayed (nor a failure). */
+  erased?: string;
+}
+
+/** A patient-sealed payload's fields, as a history's JSON holds them (base64). */
+interface SealedJson {
+  metadata: Record<string, string>;
+  data?: string;
+}
+
+const SEALED_BASE64 = Buffer.from(PATIENT_SEALED_ENCODING).toString('base64');
+
+/** The first payload of a history's JSON sealed for a patient, if any. */
+function firstPatientSealed(value: unknown): SealedJson | undefined {
+  if (Array.isArray(value)) {
+    for (const v of value) {
+      const found = firstPatientSealed(v);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  const o = value as Record<string, unknown>;
+  const metadata = o.metadata as Record<string, string> | undefined;
+  if (metadata && typeof metadata === 'object' && metadata.encoding === SEALED_BASE64)
+    return o as unknown as SealedJson;
+  for (const v of Object.values(o)) {
+    const found = firstPatientSealed(v);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** The erasure id when the history's patient was erased (its payloads unreadable); undefined otherwise. */
+async function erasureOf(json: unknown, keys: PayloadPatientKeys | undefined): Promise<string | undefined> {
+  const sealed = firstPatientSealed(json);
+  if (!sealed) return undefined;
+  if (!keys) {
+    throw new UsageError(
+      "the histories' payloads are sealed for their patients: set the patient key store (PATIENT_KEY_STORE and its " +
+        'settings) to replay them',
+    );
+  }
+  const text = (b64: string | undefined) => Buffer.from(b64 ?? '', 'base64').toString('utf8');
+  const opened = await keys.openBytes(
+    text(sealed.metadata[METADATA_PATIENT_REF]) as PatientRef,
+    text(sealed.metadata[METADATA_DATA_KEY_ID]),
+    PAYLOAD_PURPOSE,
+    Buffer.from(sealed.data ?? '', 'base64'),
+  );
+  return opened.state === 'erased' ? opened.erasureId : undefined;
 }
 
 /** Replays every history of a folder against the workflows at `workflowsPath`. */
 export async function replayFolder(
   folder: string,
-  o: { workflowsPath: string; keys: string },
+  o: { workflowsPath: string; keys: string; patientKeys?: PayloadPatientKeys },
 ): Promise<ReplayResult[]> {
-  const files = readdirSync(folder)
+  const all = readdirSync(folder)
     .filter((f) => f.endsWith('.json') && f !== 'index.json')
     .sort();
-  if (files.length === 0) throw new UsageError(`${folder}: no histories (*.json) to replay`);
+  if (all.length === 0) throw new UsageError(`${folder}: no histories (*.json) to replay`);
   const index = readIndex(folder);
+  const workflowIdOf = (file: string) => index.get(file) ?? file.replace(/\.json$/, '');
+  // A history whose patient was erased cannot be read, so cannot be replayed: named, and left out.
+  const results: ReplayResult[] = [];
+  const files: string[] = [];
+  const parsed = new Map<string, unknown>();
+  for (const file of all) {
+    const json: unknown = JSON.parse(readFileSync(path.join(folder, file), 'utf8'));
+    const erased = await erasureOf(json, o.patientKeys);
+    if (erased) results.push({ file, workflowId: workflowIdOf(file), erased });
+    else {
+      files.push(file);
+      parsed.set(file, json);
+    }
+  }
   const histories = files.map((file) => ({
-    workflowId: index.get(file) ?? file.replace(/\.json$/, ''),
-    history: historyFromJSON(JSON.parse(readFileSync(path.join(folder, file), 'utf8'))),
+    workflowId: workflowIdOf(file),
+    history: historyFromJSON(parsed.get(file)),
   }));
   const keys = parseEncryptionKeys(o.keys);
   if (keys.length === 0 && files.some((f) => readFileSync(path.join(folder, f), 'utf8').includes(ENCRYPTED_BASE64))) {
@@ -184,18 +259,20 @@ export async function replayFolder(
       `${folder}: the histories' payloads are encrypted: set PAYLOAD_ENCRYPTION_KEYS to replay them`,
     );
   }
-  const results: ReplayResult[] = [];
+  if (histories.length === 0) return results;
+  const master = keys.length > 0 ? new EncryptionCodec(keys) : undefined;
+  const codec = master && o.patientKeys ? new PatientCodec(o.patientKeys, master) : master;
   let i = 0;
   for await (const r of Worker.runReplayHistories(
     {
       workflowsPath: o.workflowsPath,
-      ...(keys.length > 0 ? { dataConverter: { payloadCodecs: [new EncryptionCodec(keys)] } } : {}),
+      ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
     },
     histories,
   )) {
     results.push({ file: files[i++]!, workflowId: r.workflowId, ...(r.error ? { error: firstLine(r.error) } : {}) });
   }
-  return results;
+  return results.sort((a, b) => (a.file < b.file ? -1 : 1));
 }
 
 /** `binary/encrypted`, the codec's payload encoding, as it appears in a history's JSON. */
@@ -299,14 +376,38 @@ async function replayCommand(args: string[]): Promise<number> {
       },
     },
   });
-  const results = await replayFolder(folder, { workflowsPath, keys: process.env.PAYLOAD_ENCRYPTION_KEYS ?? '' });
-  for (const r of results)
-    console.log(`${r.error ? 'FAIL' : 'ok  '} ${r.file} (${r.workflowId})${r.error ? `: ${r.error}` : ''}`);
-  const failed = results.filter((r) => r.error);
-  console.log(
-    `\n${results.length - failed.length} of ${results.length} histories replay against ${path.relative(ROOT, workflowsPath) || '.'}`,
-  );
-  return failed.length === 0 ? 0 : 1;
+  // The patient keys, read only, for histories sealed for their patients (the configuration's store).
+  const keys = process.env.PAYLOAD_ENCRYPTION_KEYS ?? '';
+  const patientKeys = keys.trim()
+    ? patientKeysFrom(loadPatientKeyConfig().patientKeys, { ring: parseEncryptionKeys(keys), writer: false })
+    : undefined;
+  await patientKeys?.init();
+  try {
+    const results = await replayFolder(folder, {
+      workflowsPath,
+      keys,
+      ...(patientKeys ? { patientKeys } : {}),
+    });
+    for (const r of results) {
+      const status = r.error ? 'FAIL' : r.erased ? 'gone' : 'ok  ';
+      const why = r.error
+        ? `: ${r.error}`
+        : r.erased
+          ? `: its patient's data was erased (${r.erased}); not replayed`
+          : '';
+      console.log(`${status} ${r.file} (${r.workflowId})${why}`);
+    }
+    const failed = results.filter((r) => r.error);
+    const erased = results.filter((r) => r.erased);
+    const replayed = results.length - erased.length;
+    console.log(
+      `\n${replayed - failed.length} of ${replayed} histories replay against ${path.relative(ROOT, workflowsPath) || '.'}` +
+        (erased.length ? `; ${erased.length} erased, not replayed` : ''),
+    );
+    return failed.length === 0 ? 0 : 1;
+  } finally {
+    await patientKeys?.close();
+  }
 }
 
 if (require.main === module) exitWith(() => main(process.argv.slice(2)));

@@ -36,7 +36,7 @@ import { LOCAL_ADMIN_TOKEN } from './lib/stack-secrets';
 export { UsageError };
 export type { OidcSettings, SessionOptions };
 
-export const COMMANDS = [...OPERATOR_ACTIONS, 'replay-dead-letters'] as const;
+export const COMMANDS = [...OPERATOR_ACTIONS, 'replay-dead-letters', 'erase-patient'] as const;
 export type Command = (typeof COMMANDS)[number];
 export { SESSION_COMMANDS };
 
@@ -72,6 +72,12 @@ export interface Options {
   badBuild?: string;
   /** reset: to the first workflow task after the last event of this type. */
   afterEvent?: string;
+  /** erase-patient: the patient's e-mail (sent to the API, never printed). */
+  email?: string;
+  /** erase-patient: the request's Idempotency-Key (the same key, the same erasure). */
+  idempotencyKey?: string;
+  /** erase-patient: how long to wait for it to be done (0: do not wait). */
+  waitSeconds?: number;
 }
 
 const DEFAULTS = { concurrency: 8, ratePerSecond: 25, sample: 10 };
@@ -85,6 +91,7 @@ export const USAGE = `Usage:
   npm run ops -- <retry|abandon|cancel|resend> --query "<visibility query>" --note TEXT [options]
   npm run ops -- reset --query "<visibility query>" [--bad-build ID | --after-event TYPE] --note TEXT [options]
   npm run ops -- replay-dead-letters [--reason R] [--since T] [options]
+  npm run ops -- erase-patient --clinic ID --email ADDRESS [--key K] [--wait SECONDS]
 
 Acts on journeys through the admin API: lists the running journeys the query matches (always restricted to journeys,
 and to one clinic with --clinic), then runs the journey's own update on each. A journey the action no longer applies
@@ -123,6 +130,12 @@ Reset (journeys a bad build decided wrongly, running or ended; after the rollbac
 Dead letters:
   --reason <r>         only letters kept for this reason (${DEAD_LETTER_REASONS.join(', ')})
   --since <time>       only callbacks received at or after this ISO 8601 time (with Z or an offset)
+
+Erasing a patient (admins; docs/api.md#erasing-a-patient):
+  --clinic <id>        the clinic whose patient it is
+  --email <address>    the patient's e-mail as the clinic's journeys invited them (never printed)
+  --key <k>            the request's Idempotency-Key: the same key answers the same erasure (default: a new one)
+  --wait <seconds>     wait this long for it to be done, printing its journeys (default 120; 0: do not wait)
 
 Options:
   --dry-run            print how many match and a sample; change nothing
@@ -176,6 +189,9 @@ const OPTIONS = {
   'temporal-address': { type: 'string' },
   namespace: { type: 'string' },
   'codec-endpoint': { type: 'string' },
+  email: { type: 'string' },
+  key: { type: 'string' },
+  wait: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 
@@ -347,7 +363,36 @@ function actionOptions(cmd: Command, v: Values, env: NodeJS.ProcessEnv): Options
   }
   const oidc = oidcSettings(v, env);
   const o: Partial<Options> = { command: cmd, dryRun: v['dry-run'] ?? false, ...(oidc ? { oidc } : {}) };
-  if (cmd === 'replay-dead-letters') {
+  if (cmd !== 'erase-patient') {
+    for (const flag of ['email', 'key', 'wait'] as const) {
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} is for erase-patient, not ${cmd}`);
+    }
+  }
+  if (cmd === 'erase-patient') {
+    for (const flag of ['query', 'note', 'reason', 'since', 'bad-build', 'after-event'] as const) {
+      if (v[flag] !== undefined) throw new UsageError(`--${flag} is not for erase-patient`);
+    }
+    if (v.clinic === undefined || !ClinicIdField.safeParse(v.clinic).success) {
+      throw new UsageError('--clinic is required: the id of the clinic whose patient it is');
+    }
+    o.clinicId = v.clinic;
+    if (v.email === undefined || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v.email)) {
+      throw new UsageError("--email is required: the patient's e-mail address");
+    }
+    o.email = v.email;
+    if (v.key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(v.key)) {
+      throw new UsageError('--key: 1 to 255 visible ASCII characters');
+    }
+    o.idempotencyKey = v.key ?? `ops-erase-${randomBytes(12).toString('hex')}`;
+    o.waitSeconds = v.wait === undefined ? 120 : (positiveInt(v.wait, '--wait', 3600) ?? 0);
+    if (oidc && v.actor !== undefined) {
+      throw new UsageError('--actor is not taken when signed in with the identity provider: who asks is who signed in');
+    }
+    if (!oidc && v.actor === undefined) {
+      throw new UsageError('--actor is required with the admin token: who asks for the erasure (a name or a ticket)');
+    }
+    if (v.actor !== undefined) o.actor = zodMessage(Actor, v.actor, '--actor');
+  } else if (cmd === 'replay-dead-letters') {
     for (const flag of ['query', 'clinic', 'note'] as const) {
       if (v[flag] !== undefined) throw new UsageError(`--${flag} is for the journey actions, not replay-dead-letters`);
     }
@@ -507,7 +552,12 @@ export class AdminClient {
     private readonly actor?: string,
   ) {}
 
-  async request<T>(method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
+  async request<T>(
+    method: 'GET' | 'POST',
+    route: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     const token = typeof this.token === 'string' ? this.token : await this.token();
     let res: JsonAnswer;
     try {
@@ -515,7 +565,7 @@ export class AdminClient {
         token,
         body,
         timeoutMs: this.timeoutMs,
-        ...(this.actor ? { headers: { 'x-actor': this.actor } } : {}),
+        headers: { ...headers, ...(this.actor ? { 'x-actor': this.actor } : {}) },
       });
     } catch (err) {
       if (err instanceof UnreachableError) throw new ApiError(0, undefined, err.message);
@@ -746,6 +796,47 @@ async function listDeadLetters(opts: Options, client: AdminClient): Promise<Dead
   return opts.limit === undefined ? letters : letters.slice(0, opts.limit);
 }
 
+interface ErasureAnswer {
+  erasureId: string;
+  status: 'pending' | 'done';
+  completedAt: string | null;
+  unreadableEverywhereAt: string | null;
+  journeys: string[];
+}
+
+/** erase-patient: asks the admin API to erase the patient, then waits for it to be done (--wait). */
+async function erasePatient(opts: Options, client: AdminClient, io: Io, now: () => number): Promise<Summary> {
+  const summary = newSummary(opts.command, 1);
+  const started = now();
+  const first = await client.request<ErasureAnswer>(
+    'POST',
+    '/admin/patients/erasure',
+    { clinicId: opts.clinicId, email: opts.email },
+    { 'idempotency-key': opts.idempotencyKey! },
+  );
+  io.out(`erasure ${first.erasureId} of a patient of clinic ${opts.clinicId}: ${first.status}\n`);
+  let answer = first;
+  const deadline = started + (opts.waitSeconds ?? 0) * 1000;
+  while (answer.status !== 'done' && now() < deadline && !io.stop?.aborted) {
+    await sleep(1_000);
+    answer = await client.request<ErasureAnswer>('GET', `/admin/patients/erasure/${answer.erasureId}`);
+  }
+  summary.elapsedMs = now() - started;
+  if (answer.status === 'done') {
+    summary.done = 1;
+    io.out(
+      `done at ${answer.completedAt}: ${answer.journeys.length} journeys ended and made unreadable` +
+        `${answer.journeys.length ? ` (${answer.journeys.join(', ')})` : ''}; no process can read them from ` +
+        `${answer.unreadableEverywhereAt}\n`,
+    );
+  } else {
+    summary.notAttempted = 1;
+    summary.interrupted = io.stop?.aborted ?? false;
+    io.out(`still pending: npm run ops -- erase-patient with --key ${opts.idempotencyKey} shows it again\n`);
+  }
+  return summary;
+}
+
 function newSummary(command: Command, matched: number): Summary {
   return {
     command,
@@ -814,6 +905,7 @@ export async function runOps(opts: Options, io: Io): Promise<Summary | undefined
   // The static admin token names nobody: the actor goes with each request (dead-letter reads are recorded with it).
   const client = new AdminClient(opts.api, bearer, 30_000, opts.oidc ? undefined : opts.actor);
   const now = io.now ?? Date.now;
+  if (opts.command === 'erase-patient') return erasePatient(opts, client, io, now);
   if (opts.command === 'replay-dead-letters') {
     const filters = [opts.reason && `reason ${opts.reason}`, opts.since && `received since ${opts.since}`]
       .filter(Boolean)

@@ -39,6 +39,46 @@ export const AuditCheckpoints = z
     z.object({ intervalMs: z.number().int().min(1_000).max(60_000, 'AUDIT_CHECKPOINT_INTERVAL_MS: at most 60000') }),
   );
 
+/**
+ * Where erasures are logged so that a restore of the key store from an older backup does not undo them
+ * (PATIENT_ERASURE_LOG): a file, or the audit checkpoints' bucket with Object Lock.
+ */
+export const ErasureLogSettings = z.discriminatedUnion('store', [
+  z.object({ store: z.literal('file'), file: z.string().min(1) }),
+  z.object({
+    store: z.literal('s3'),
+    bucket: z.string().min(1, 'PATIENT_ERASURE_LOG_BUCKET (or AUDIT_CHECKPOINT_BUCKET) is required when it is s3'),
+    prefix: z.string(),
+    endpoint: z.string().url('PATIENT_ERASURE_LOG_ENDPOINT must be a URL such as http://objects:9000').optional(),
+    region: z.string().min(1),
+    /** How long each erasure is locked: at least as long as the oldest backup is kept. */
+    retentionDays: z.number().int().min(1, 'PATIENT_ERASURE_LOG_RETENTION_DAYS: at least 1').max(36_500),
+  }),
+]);
+
+/**
+ * Per-patient data keys (PATIENT_KEY_STORE, src/patient-keys): every journey's payloads sealed under its patient's
+ * key. `file`: one file the API writes and the worker and codec server read (one host); `postgres`: a table every
+ * process shares; `off`: journeys sealed by the master key ring alone (and no erasure).
+ */
+export const PatientKeySettings = z.discriminatedUnion('store', [
+  z.object({ store: z.literal('off') }),
+  z.object({ store: z.literal('file'), file: z.string().min(1), erasureLog: ErasureLogSettings }),
+  z.object({
+    store: z.literal('postgres'),
+    /** postgres://user:password@host:port/database: a secret (PATIENT_KEY_DATABASE_URL or ..._FILE). */
+    databaseUrl: z
+      .string()
+      .min(
+        1,
+        'PATIENT_KEY_DATABASE_URL (or PATIENT_KEY_DATABASE_URL_FILE) is required when PATIENT_KEY_STORE is postgres',
+      )
+      .regex(/^postgres(ql)?:\/\//, 'PATIENT_KEY_DATABASE_URL: a postgres:// URL'),
+    erasureLog: ErasureLogSettings,
+  }),
+]);
+export type PatientKeySettings = z.infer<typeof PatientKeySettings>;
+
 export const ClinicConfig = z.object({
   clinicId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/),
   name: z.string().min(1).optional(),
@@ -250,6 +290,7 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   /** Unset: pretty lines on a terminal, JSON lines anywhere else. */
   logFormat: z.enum(['json', 'pretty'], { message: 'LOG_FORMAT: json or pretty' }).optional(),
+  patientKeys: PatientKeySettings,
   /** The audit trail (AUDIT_STORE): the file AUDIT_FILE names (one process), or the table every process shares. */
   audit: z.discriminatedUnion('store', [
     z.object({ store: z.literal('file'), file: z.string().min(1).optional(), checkpoints: AuditCheckpoints }),
@@ -552,6 +593,17 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'AUDIT_CHECKPOINT_REGION',
   'AUDIT_CHECKPOINT_RETENTION_DAYS',
   'AUDIT_CHECKPOINT_INTERVAL_MS',
+  'PATIENT_KEY_STORE',
+  'PATIENT_KEY_FILE',
+  'PATIENT_KEY_DATABASE_URL',
+  'PATIENT_KEY_DATABASE_URL_FILE',
+  'PATIENT_ERASURE_LOG',
+  'PATIENT_ERASURE_LOG_FILE',
+  'PATIENT_ERASURE_LOG_BUCKET',
+  'PATIENT_ERASURE_LOG_PREFIX',
+  'PATIENT_ERASURE_LOG_ENDPOINT',
+  'PATIENT_ERASURE_LOG_REGION',
+  'PATIENT_ERASURE_LOG_RETENTION_DAYS',
 ];
 
 const FINAL_VERDICT_DEADLINE_MS = DEFAULT_TIMINGS.finalVerdictDeadlineMs ?? 3 * 86_400_000;
@@ -675,6 +727,71 @@ function checkpointSettings(env: Env, store: 'file' | 'postgres') {
     region: env.AUDIT_CHECKPOINT_REGION || env.ATTACHMENTS_S3_REGION || 'us-east-1',
     retentionDays: num(wholeNumber, 'AUDIT_CHECKPOINT_RETENTION_DAYS', env.AUDIT_CHECKPOINT_RETENTION_DAYS, 2190),
   };
+}
+
+/**
+ * PATIENT_KEY_STORE: `file` by default when payloads are encrypted (PATIENT_KEY_FILE, default
+ * <DATA_DIR>/patient-keys.json), `postgres` (PATIENT_KEY_DATABASE_URL, a secret), or `off` (the default without
+ * encryption keys). PATIENT_ERASURE_LOG: `s3` by default when the audit checkpoints go to a bucket (the same bucket,
+ * under patient-erasures/), else `file` (PATIENT_ERASURE_LOG_FILE, default <DATA_DIR>/patient-erasures.jsonl).
+ */
+function patientKeySettings(env: Env, encrypted: boolean) {
+  const dataDir = path.resolve(env.DATA_DIR ?? '.data');
+  const store = env.PATIENT_KEY_STORE?.trim() || (encrypted ? 'file' : 'off');
+  if (!['file', 'postgres', 'off'].includes(store)) {
+    throw new ConfigError(['PATIENT_KEY_STORE: must be file, postgres or off']);
+  }
+  if (store === 'off') return { store };
+  if (!encrypted) {
+    throw new ConfigError([
+      `PATIENT_KEY_STORE: ${store} wraps each patient's key with PAYLOAD_ENCRYPTION_KEYS, which are not set`,
+    ]);
+  }
+  const bucket = env.PATIENT_ERASURE_LOG_BUCKET || env.AUDIT_CHECKPOINT_BUCKET;
+  const logStore = env.PATIENT_ERASURE_LOG?.trim() || (bucket ? 's3' : 'file');
+  if (logStore !== 'file' && logStore !== 's3') throw new ConfigError(['PATIENT_ERASURE_LOG: must be file or s3']);
+  const erasureLog =
+    logStore === 'file'
+      ? {
+          store: logStore,
+          file: path.resolve(env.PATIENT_ERASURE_LOG_FILE ?? path.join(dataDir, 'patient-erasures.jsonl')),
+        }
+      : {
+          store: logStore,
+          bucket: bucket ?? '',
+          prefix: env.PATIENT_ERASURE_LOG_PREFIX ?? 'patient-erasures/',
+          endpoint:
+            env.PATIENT_ERASURE_LOG_ENDPOINT ||
+            env.AUDIT_CHECKPOINT_ENDPOINT ||
+            env.ATTACHMENTS_S3_ENDPOINT ||
+            undefined,
+          region:
+            env.PATIENT_ERASURE_LOG_REGION || env.AUDIT_CHECKPOINT_REGION || env.ATTACHMENTS_S3_REGION || 'us-east-1',
+          retentionDays: num(
+            wholeNumber,
+            'PATIENT_ERASURE_LOG_RETENTION_DAYS',
+            env.PATIENT_ERASURE_LOG_RETENTION_DAYS,
+            2190,
+          ),
+        };
+  if (store === 'postgres') {
+    return { store, databaseUrl: secret(env, 'PATIENT_KEY_DATABASE_URL') ?? '', erasureLog };
+  }
+  return {
+    store,
+    file: path.resolve(env.PATIENT_KEY_FILE ?? path.join(dataDir, 'patient-keys.json')),
+    erasureLog,
+  };
+}
+
+/** The patient key settings alone (the codec server, tools): with the encryption keys they wrap under. */
+export function loadPatientKeyConfig(env: Env = process.env): Pick<Config, 'patientKeys'> {
+  const encrypted = (secret(env, 'PAYLOAD_ENCRYPTION_KEYS') ?? '').trim() !== '';
+  const parsed = PatientKeySettings.safeParse(patientKeySettings(env, encrypted));
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `patientKeys.${i.path.join('.')}: ${i.message}`));
+  }
+  return { patientKeys: parsed.data };
 }
 
 /** The audit store's settings alone, for a process that needs nothing else of the configuration (the codec server). */
@@ -834,6 +951,7 @@ export function loadConfig(env: Env = process.env): Config {
       logLevel: env.LOG_LEVEL ?? 'info',
       logFormat: env.LOG_FORMAT?.trim().toLowerCase() || undefined,
       audit: auditSettings(env),
+      patientKeys: patientKeySettings(env, (secret(env, 'PAYLOAD_ENCRYPTION_KEYS') ?? '').trim() !== ''),
     };
   } catch (err) {
     if (err instanceof z.ZodError) throw new ConfigError(err.issues.map((i) => i.message));

@@ -8,6 +8,7 @@ import { toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import { ServiceAccountTokens } from './auth/service-account';
 import { EncryptionCodec } from './codec/encryption-codec';
+import { PatientCodec, type PatientCodecOptions, type PayloadPatientKeys } from './codec/patient-codec';
 import { ConfigError, type Config } from './config';
 
 type TemporalConfig = Config['temporal'];
@@ -72,10 +73,16 @@ function clientConnectionOptions(t: TemporalConfig): ConnectionOptions {
  * messages and stack traces moved into an encoded payload so they are encrypted too. Undefined only when
  * encryption was switched off explicitly.
  */
-export function dataConverterOf(config: Pick<Config, 'codec'>): DataConverter | undefined {
+export function dataConverterOf(
+  config: Pick<Config, 'codec'>,
+  patientKeys?: PayloadPatientKeys,
+  o: PatientCodecOptions = { erased: 'throw' },
+): DataConverter | undefined {
   if (config.codec.keys.length > 0) {
+    // With per-patient keys, a journey's payloads are sealed under its patient's key (the master ring for the rest).
+    const master = new EncryptionCodec(config.codec.keys);
     return {
-      payloadCodecs: [new EncryptionCodec(config.codec.keys)],
+      payloadCodecs: [patientKeys ? new PatientCodec(patientKeys, master, o) : master],
       failureConverterPath: require.resolve('./codec/failure-converter'),
     };
   }
@@ -89,10 +96,17 @@ export function dataConverterOf(config: Pick<Config, 'codec'>): DataConverter | 
 /** What a client adds beyond configuration: interceptors (tracing's, which carry the trace context). */
 export interface ClientExtras {
   interceptors?: WorkflowClientInterceptor[];
+  /** Per-patient keys: the client seals a journey's payloads (its start, signals, updates) for its patient. */
+  patientKeys?: PayloadPatientKeys;
+  /**
+   * What an erased journey's payloads read as here: `throw` (PayloadErasedError), or `marker` (the API: a described
+   * journey's memo, a result, read as `[erased]`, and the journey is answered from what visibility keeps).
+   */
+  erased?: PatientCodecOptions['erased'];
 }
 
 function clientOf(config: Pick<Config, 'temporal' | 'codec'>, connection: Connection, extras: ClientExtras): Client {
-  const dataConverter = dataConverterOf(config);
+  const dataConverter = dataConverterOf(config, extras.patientKeys, { erased: extras.erased ?? 'throw' });
   return new Client({
     connection,
     namespace: config.temporal.namespace,

@@ -23,6 +23,8 @@ import {
 } from './temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from './contract/definitions';
 import { webhookUrl } from './webhook-url';
+import { patientKeysFrom } from './patient-keys/from-settings';
+import type { PatientKeys } from './patient-keys/patient-keys';
 import { workflowBundleFor } from './workflow-bundle';
 
 export function activityDeps(
@@ -68,10 +70,23 @@ export interface WorkerOverrides {
   options?: Partial<WorkerOptions>;
   /** Traces workflows and activities (interceptors, the workflow span sink) when given. */
   tracing?: Tracing;
+  /** Per-patient keys (open); by default the ones the configuration names, read-only (the worker makes none). */
+  patientKeys?: PatientKeys;
 }
 
 export async function createWorker(config: Config, overrides: WorkerOverrides = {}) {
-  const dataConverter = dataConverterOf(config);
+  // A journey's payloads sealed for its patient: read-only, since the API makes each patient's key at the start and
+  // an erasure is the API's; a patient whose key is gone stops the journey's tasks rather than get a new one.
+  const ownKeys = overrides.patientKeys
+    ? undefined
+    : patientKeysFrom(config.patientKeys, {
+        ring: config.codec.keys,
+        writer: false,
+        applicationName: 'journey-worker patient keys',
+      });
+  await ownKeys?.init();
+  const patientKeys = overrides.patientKeys ?? ownKeys;
+  const dataConverter = dataConverterOf(config, patientKeys);
   const connection = overrides.connection ?? (await connectWorkerConnection(config.temporal));
   // Production: the bundle built ahead, the one that matches the worker's tracing; development: webpack at start (it
   // follows the sources).
@@ -107,6 +122,7 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     async close() {
       await deps.close();
       if (!overrides.connection) await connection.close();
+      await ownKeys?.close();
     },
   };
 }

@@ -10,6 +10,8 @@ export const SUSTAINED_START = '<!-- sustained:start -->';
 export const SUSTAINED_END = '<!-- sustained:end -->';
 export const PATIENT_KEYS_START = '<!-- patient-keys:start -->';
 export const PATIENT_KEYS_END = '<!-- patient-keys:end -->';
+export const ERASURE_START = '<!-- erasure:start -->';
+export const ERASURE_END = '<!-- erasure:end -->';
 
 /** Who got the CPU first in a run: the bench's options that set it (bench/lib/context.ts). */
 export function cpuWeights(o: { backgroundNice?: number; backgroundGroup?: string }): string {
@@ -33,6 +35,7 @@ interface Markers {
 const SCALE: Markers = { start: SCALE_START, end: SCALE_END };
 const SUSTAINED: Markers = { start: SUSTAINED_START, end: SUSTAINED_END };
 const PATIENT_KEYS: Markers = { start: PATIENT_KEYS_START, end: PATIENT_KEYS_END };
+const ERASURE: Markers = { start: ERASURE_START, end: ERASURE_END };
 
 function sectionOf(text: string, m: Markers): string | undefined {
   const start = text.indexOf(m.start);
@@ -66,6 +69,11 @@ export function withPatientKeysSection(text: string, section: string): string {
   return withSection(text, PATIENT_KEYS, section);
 }
 
+/** The file's text with `section` in place of its erasure section (appended when it has none). */
+export function withErasureSection(text: string, section: string): string {
+  return withSection(text, ERASURE, section);
+}
+
 /** A freshly rendered report, with the scale section the file at `file` already had (if any) at its end. */
 export function keepScaleSection(file: string, markdown: string): string {
   const kept = existsSync(file) ? sectionOf(readFileSync(file, 'utf8'), SCALE) : undefined;
@@ -88,7 +96,9 @@ export function keepSections(file: string, markdown: string): string {
   const keptScale = sectionOf(old, SCALE);
   if (keptScale) out = withScaleSection(out, keptScale);
   const keptKeys = sectionOf(old, PATIENT_KEYS);
-  return keptKeys ? withPatientKeysSection(out, keptKeys) : out;
+  if (keptKeys) out = withPatientKeysSection(out, keptKeys);
+  const keptErasure = sectionOf(old, ERASURE);
+  return keptErasure ? withErasureSection(out, keptErasure) : out;
 }
 
 /**

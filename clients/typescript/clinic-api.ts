@@ -1710,6 +1710,217 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/patients/erasure': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Erase a patient: end their journeys, delete their documents, destroy their data key
+     * @description Answers 202 at once with the erasure to follow (`GET` its `links.self`); the same Idempotency-Key answers the same erasure (200). Done within a minute: every journey of the patient ended (an open invite cancelled at the exam service first), their documents and dead letters deleted, the patient's data key destroyed. From then on the journeys' histories, in Temporal and in every backup, read as erased; the clinic's list and search keep their non-patient facts (ids, stages, statuses).
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header: {
+          /** @description Any unique string per journey; the same key returns the same journey */
+          'idempotency-key': string;
+        };
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': components['schemas']['PatientErasureBodyInput'];
+        };
+      };
+      responses: {
+        /** @description The erasure this Idempotency-Key asked for before */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['PatientErasure'];
+          };
+        };
+        /** @description The erasure, accepted: `pending` until it is done */
+        202: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['PatientErasure'];
+          };
+        };
+        /** @description The request breaks the operation's schema (`validation`, each field in `errors`), or one of its `x-rules`, which the schema cannot say (`errors[].rule` names it); `malformed-json`; `bad-url` (malformed percent-encoding) */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No bearer token, or one the API does not know (`unauthorized`); the connection is closed */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description This deployment keeps no per-patient keys (`PATIENT_KEY_STORE=off`): its journeys cannot be erased (`erasure-unavailable`) */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The body is larger than the API takes (`body-too-large`; `API_BODY_LIMIT_BYTES`, 8 MiB by default) */
+        413: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description A body in another media type than the operation takes (`unsupported-media-type`) */
+        415: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description More requests than the clinic’s rate limit (`rate-limited`, `Retry-After`), or too many refused sign-ins from this address (`too-many-refused-sign-ins`, `Retry-After`) */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The request could not be recorded (the key store or the audit trail is unavailable); nothing was done (`Retry-After`) */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/patients/erasure/{erasureId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An erasure: pending or done, and the journeys it covered */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The erasure, as its request answered it */
+          erasureId: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Default Response */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['PatientErasure'];
+          };
+        };
+        /** @description The request breaks the operation's schema (`validation`, each field in `errors`), or one of its `x-rules`, which the schema cannot say (`errors[].rule` names it); `malformed-json`; `bad-url` (malformed percent-encoding) */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No bearer token, or one the API does not know (`unauthorized`); the connection is closed */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No erasure of this clinic's with this id (`not-found`) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description This deployment keeps no per-patient keys (`PATIENT_KEY_STORE=off`; `erasure-unavailable`) */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description More requests than the clinic’s rate limit (`rate-limited`, `Retry-After`), or too many refused sign-ins from this address (`too-many-refused-sign-ins`, `Retry-After`) */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The key store is unavailable (`Retry-After`) */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2323,6 +2534,18 @@ export interface components {
         attachmentGraceMs?: number;
       };
     };
+    /**
+     * @example {
+     *       "email": "erase.me@example.com"
+     *     }
+     */
+    PatientErasureBodyInput: {
+      /**
+       * Format: email
+       * @description The patient's e-mail, as the clinic's journeys invited them
+       */
+      email: string;
+    };
     /** @description RFC 9457 problem details */
     Problem: {
       /** @description A URN naming the kind of problem, e.g. urn:patient-journeys:problem:validation */
@@ -2638,6 +2861,27 @@ export interface components {
         /** @description Attachments required beyond the ID */
         attachments: string[];
       }[];
+    };
+    PatientErasure: {
+      /** @description The erasure */
+      erasureId: string;
+      /**
+       * @description pending: its journeys are being ended, its documents deleted; done: the patient's data key is destroyed
+       * @enum {string}
+       */
+      status: 'pending' | 'done';
+      /** @description When it was asked for */
+      requestedAt: string;
+      /** @description When it was done (the patient's data key destroyed); null while pending */
+      completedAt: string | null;
+      /** @description completedAt and the 30 s a process keeps an unwrapped key: from then on no process can read the patient data; null while pending */
+      unreadableEverywhereAt: string | null;
+      /** @description The journeys it ended and made unreadable (ids); empty while pending, and for a patient without one */
+      journeys: string[];
+      links: {
+        /** @description GET: this erasure */
+        self: string;
+      };
     };
   };
   responses: never;

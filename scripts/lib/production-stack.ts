@@ -13,6 +13,8 @@
 // Started in dependency order and stopped in the reverse one. Each part can be killed and started again on its own
 // (the fault drills do), and with `supervise` a worker or API replica that dies is started again, as an
 // orchestrator would.
+import { parseEncryptionKeys } from '../../src/encryption-keys';
+import { PatientKeys, PostgresPatientKeyStore, S3ErasureLog } from '../../src/patient-keys';
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import {
@@ -74,6 +76,9 @@ const BUCKET = 'journey-attachments';
 const INBOX_DATABASE = 'journeys';
 /** The API replicas' role in PostgreSQL: owns the inbox database, nothing else, no superuser (scripts/lib/inbox-role.ts). */
 const INBOX_ROLE = 'journey_inbox';
+/** Each patient's data key: a database of its own, owned by a role the API, the workers and the codec server share. */
+const PATIENT_KEYS_DATABASE = 'journey_patient_keys';
+const PATIENT_KEYS_ROLE = 'journey_patient_keys';
 const AUDIT_DATABASE = 'journey_audit';
 /** Owns the audit table: no LOGIN, no password; the stack prepares it as the superuser over the cluster's socket. */
 const AUDIT_OWNER = 'journey_audit_owner';
@@ -439,6 +444,32 @@ export class ProductionStack {
     if (!this.#files) throw new Error('the stack is not started');
     return this.#files.object_store_credentials!;
   }
+  /**
+   * The stack's patient keys as a reader (the replay gate, a test): its key tables and erasure log; nothing made or
+   * destroyed through it. Not opened: call init(), and close() after.
+   */
+  patientKeysReader(): PatientKeys {
+    const store = this.objectStore;
+    if (!store || !this.#secrets) throw new Error('the stack is not started');
+    return new PatientKeys({
+      ring: parseEncryptionKeys(this.#secrets.payloadEncryptionKeys),
+      store: new PostgresPatientKeyStore({ connectionString: this.patientKeysDatabaseUrl }),
+      erasureLog: new S3ErasureLog({
+        client: new S3Client({
+          region: 'us-east-1',
+          endpoint: store.endpoint,
+          forcePathStyle: true,
+          credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+        }),
+        bucket: CHECKPOINT_BUCKET,
+        prefix: 'patient-erasures/',
+        retentionDays: 2190,
+      }),
+      readOnly: true,
+      audit: () => Promise.resolve(),
+    });
+  }
+
   /** The inbox database's URL, as the inbox's own role reaches it (carries the password: never log it). */
   get inboxDatabaseUrl(): string {
     const pg = this.#pg();
@@ -449,6 +480,17 @@ export class ProductionStack {
     const password = this.#secrets?.inboxPassword;
     if (!password) throw new Error('the stack is not started');
     return { database: INBOX_DATABASE, role: INBOX_ROLE, password };
+  }
+
+  /** The patient keys' database URL, as their own role reaches it (carries the password: never log it). */
+  get patientKeysDatabaseUrl(): string {
+    return inboxRoleUrl('127.0.0.1', this.#pg().port, this.#patientKeysRole());
+  }
+
+  #patientKeysRole(): InboxRole {
+    const password = this.#secrets?.patientKeysPassword;
+    if (!password) throw new Error('the stack is not started');
+    return { database: PATIENT_KEYS_DATABASE, role: PATIENT_KEYS_ROLE, password };
   }
 
   /** PostgreSQL's address: the one server's, or the cluster's primary's. */
@@ -508,8 +550,10 @@ export class ProductionStack {
     }
     const su = this.#superuser();
 
-    // 1a. The callback inbox: a database the API replicas' own role owns (not the cluster's superuser).
+    // 1a. The callback inbox: a database the API replicas' own role owns (not the cluster's superuser); the patient
+    // keys likewise, a database and role of their own (the workers and the codec server reach them, not the inbox).
     await prepareInboxRole(su, this.#inboxRole());
+    await prepareInboxRole(su, this.#patientKeysRole());
 
     // 1b. One audit trail for every process: a table in a database of its own, owned by a role nobody logs in as;
     // the processes' role can only read and append to it.
@@ -608,6 +652,7 @@ export class ProductionStack {
         CODEC_CORS_ORIGINS: `http://127.0.0.1:${ports.ui},http://localhost:${ports.ui}`,
         // Every decode on the record, in the trail every process shares (npm run audit-trail:verify -- --database-url).
         ...this.#auditEnv(),
+        ...this.#patientKeyEnv(),
         LOG_LEVEL: 'warn',
       }),
       temporalUi({
@@ -667,6 +712,7 @@ export class ProductionStack {
       ATTACHMENTS_S3_BUCKET: BUCKET,
       ATTACHMENTS_S3_ENDPOINT: this.objectStore!.endpoint,
       ...this.#auditEnv(),
+      ...this.#patientKeyEnv(),
       LOG_LEVEL: 'warn',
       ...this.#oidcEnv(),
       ...this.#serviceAccountEnv(name.startsWith('api-') ? 'api' : 'worker'),
@@ -694,6 +740,17 @@ export class ProductionStack {
     };
   }
 
+  /**
+   * Per-patient keys in PostgreSQL, every process sharing them (a database and role of their own, which makes the
+   * tables at the first start); erasures logged in the checkpoints' bucket with Object Lock (AUDIT_CHECKPOINT_BUCKET).
+   */
+  #patientKeyEnv(): Record<string, string> {
+    return {
+      PATIENT_KEY_STORE: 'postgres',
+      PATIENT_KEY_DATABASE_URL_FILE: this.#files!.patient_key_database_url!,
+    };
+  }
+
   /** The environment `npm run audit-trail:verify` needs for this stack's table and its checkpoints (files only). */
   get auditVerifyEnv(): Record<string, string> {
     if (!this.#files) throw new Error('the stack is not started');
@@ -711,6 +768,7 @@ export class ProductionStack {
       payload_encryption_keys: secrets.payloadEncryptionKeys,
       codec_server_token: secrets.codecServerToken!,
       inbox_database_url: this.inboxDatabaseUrl,
+      patient_key_database_url: this.patientKeysDatabaseUrl,
       audit_database_url: this.#auditUrl!,
       object_store_credentials: [
         '[default]',

@@ -30,6 +30,8 @@ export interface StackSecrets {
   auditWriterPassword?: string;
   /** The callback inbox's role's password (the production-shaped stack). */
   inboxPassword?: string;
+  /** The patient keys' role's password (the production-shaped stack). */
+  patientKeysPassword?: string;
   /** The Temporal server's role's password (the production-shaped stack): it owns Temporal's two databases. */
   temporalDatabasePassword?: string;
   /** Keycloak's role's password (the production-shaped stack): it owns Keycloak's database. */
@@ -54,6 +56,7 @@ export function stackSecrets(dataDir: string): StackSecrets {
     codecServerToken: kept.codecServerToken ?? randomBytes(24).toString('base64url'),
     auditWriterPassword: kept.auditWriterPassword ?? randomBytes(24).toString('base64url'),
     inboxPassword: kept.inboxPassword ?? randomBytes(24).toString('base64url'),
+    patientKeysPassword: kept.patientKeysPassword ?? randomBytes(24).toString('base64url'),
     temporalDatabasePassword: kept.temporalDatabasePassword ?? randomBytes(24).toString('base64url'),
     keycloakDatabasePassword: kept.keycloakDatabasePassword ?? randomBytes(24).toString('base64url'),
     identity: identitySecrets(kept.identity),

@@ -6,6 +6,8 @@ import type { AuditTrail } from '../audit/types';
 import type { TokenVerifier } from '../auth/tokens';
 import type { RecordSealer } from '../codec/at-rest';
 import type { Config } from '../config';
+import type { PatientKeys } from '../patient-keys/patient-keys';
+import type { PatientErasures } from './patient-erasure';
 import type { CallbackPath } from '../inbox/callback-path';
 import type { AuditFn } from './auth';
 import type { ClinicExamService } from './exam-service';
@@ -25,6 +27,10 @@ export interface ApiContext {
   audit: AuditFn | undefined;
   /** The same trail, to read (GET /admin/audit, its export); undefined when none is kept. */
   auditTrail: AuditTrail | undefined;
+  /** plugins/patient-keys.ts: each patient's data key; undefined when PATIENT_KEY_STORE is off. */
+  patientKeys: PatientKeys | undefined;
+  /** plugins/patient-erasures.ts: patients' erasures, requested and carried out; undefined without patient keys. */
+  patientErasures: PatientErasures | undefined;
   /** plugins/callback-path.ts: the webhook's callbacks from acknowledgement to their journeys, and the dead letters. */
   callbacks: CallbackPath;
   /** plugins/journeys.ts */

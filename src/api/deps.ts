@@ -7,6 +7,8 @@ import type { TokenVerifier } from '../auth/tokens';
 import type { Config } from '../config';
 import type { CallbackInbox, InboxForwarderOptions } from '../inbox';
 import type { ExamServiceFor } from './exam-service';
+import type { PatientKeysWhenReady } from '../codec/patient-codec';
+import type { PatientKeys } from '../patient-keys/patient-keys';
 
 export interface ApiDeps {
   config: Config;
@@ -26,6 +28,10 @@ export interface ApiDeps {
   startForwarder?: boolean;
   /** First wait of the forwarder after a failed attempt; doubles up to config.forwarder.maxBackoffMs. */
   forwarderMinBackoffMs?: number;
+  /** Per-patient keys, opened by the app (plugins/patient-keys.ts); by default the ones the configuration names. */
+  patientKeys?: PatientKeys;
+  /** Told the patient keys once they are open: the Temporal client made before the app seals with them. */
+  patientKeysReady?: PatientKeysWhenReady;
   /** How operators' access tokens are checked; by default against OIDC_ISSUER when it is set. */
   verifyOperator?: TokenVerifier;
 }

@@ -195,15 +195,21 @@ export class JourneyGateway {
     };
     const handle = this.o.temporal.workflow.getHandle(desc.workflowId, desc.runId);
     try {
-      const snapshot = await this.#deadline(() => handle.query(snapshotQuery));
-      return { ...base, source: 'query', journey: snapshot as unknown as JourneyStateOut };
+      const snapshot: unknown = await this.#deadline(() => handle.query(snapshotQuery));
+      // A string is an erased journey's marker (its patient's key destroyed): visibility answers it instead.
+      if (typeof snapshot === 'object' && snapshot !== null) {
+        return { ...base, source: 'query', journey: snapshot as JourneyStateOut };
+      }
     } catch {
       // No worker answered in time (or the query failed): fall back to what the server alone can tell.
     }
     if (desc.status.name === 'COMPLETED') {
       try {
-        const summary = (await this.#deadline(() => handle.result())) as JourneySummary;
-        return { ...base, source: 'result', journey: summary as unknown as JourneyStateOut };
+        const summary = (await this.#deadline(() => handle.result())) as JourneySummary | string;
+        // A string is an erased journey's marker (its patient's key destroyed): visibility answers it instead.
+        if (typeof summary === 'object' && summary !== null) {
+          return { ...base, source: 'result', journey: summary as unknown as JourneyStateOut };
+        }
       } catch {
         // fall through to visibility
       }

@@ -661,3 +661,54 @@ export const ReplayResponse = z.object({
         'finished journey had taken this very delivery',
     ),
 });
+
+/** POST /v1/patients/erasure: the patient, as the clinic invited them (the e-mail names them across journeys). */
+export const PatientErasureBody = z
+  .strictObject({
+    email: z.email().max(254).describe("The patient's e-mail, as the clinic's journeys invited them"),
+  })
+  .meta({ id: 'PatientErasureBody', examples: [{ email: 'erase.me@example.com' }] });
+
+/** POST /admin/patients/erasure: any clinic's patient. */
+export const AdminPatientErasureBody = z
+  .strictObject({
+    clinicId: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'a clinic id')
+      .describe('The clinic whose patient is erased'),
+    email: z.email().max(254).describe("The patient's e-mail, as the clinic's journeys invited them"),
+  })
+  .meta({ id: 'AdminPatientErasureBody', examples: [{ clinicId: 'demo-clinic', email: 'erase.me@example.com' }] });
+
+export const ErasureParams = z.object({
+  erasureId: z
+    .string()
+    .regex(/^er_[0-9a-f-]{36}$/, 'an erasure id (er_ and a UUID)')
+    .describe('The erasure, as its request answered it'),
+});
+
+export const PatientErasureView = z
+  .object({
+    erasureId: z.string().describe('The erasure'),
+    status: z
+      .enum(['pending', 'done'])
+      .describe(
+        "pending: its journeys are being ended, its documents deleted; done: the patient's data key is destroyed",
+      ),
+    requestedAt: z.string().describe('When it was asked for'),
+    completedAt: z
+      .string()
+      .nullable()
+      .describe("When it was done (the patient's data key destroyed); null while pending"),
+    unreadableEverywhereAt: z
+      .string()
+      .nullable()
+      .describe(
+        'completedAt and the 30 s a process keeps an unwrapped key: from then on no process can read the patient data; null while pending',
+      ),
+    journeys: z
+      .array(z.string())
+      .describe('The journeys it ended and made unreadable (ids); empty while pending, and for a patient without one'),
+    links: z.object({ self: z.string().describe('GET: this erasure') }),
+  })
+  .meta({ id: 'PatientErasure' });

@@ -8,6 +8,7 @@ import { logFormatOf, prettyStream } from '../observability/log-format';
 import { asStackPart } from '../part-lifecycle';
 import { API_SERVICE_NAME, startTracing, tracingClientInterceptors, type Tracing } from '../observability/tracing';
 import { lazyClient } from '../temporal';
+import { PatientKeysWhenReady } from '../codec/patient-codec';
 import { buildApp, type ApiApp } from './app';
 
 /**
@@ -43,7 +44,13 @@ export async function startApi(
 ): Promise<{ app: ApiApp; close(): Promise<void> }> {
   const { tracing } = options;
   // Lazy: the API starts (and spools callbacks) while Temporal is still down; /readyz tells when it is reachable.
-  const temporal = lazyClient(config, { interceptors: tracingClientInterceptors(tracing) });
+  // The patient keys open with the app (after its audit trail); the client, made now, waits for them.
+  const patientKeysReady = new PatientKeysWhenReady();
+  const temporal = lazyClient(config, {
+    interceptors: tracingClientInterceptors(tracing),
+    // An erased journey's payloads read as `[erased]`: it is answered from visibility, without patient data.
+    ...(config.patientKeys.store !== 'off' ? { patientKeys: patientKeysReady, erased: 'marker' as const } : {}),
+  });
   const clients = examServiceClients(config);
   // The forwarder's signals from a thread of their own: the event loop keeps to the webhook's acknowledgements.
   const thread = config.forwarder.thread
@@ -56,6 +63,7 @@ export async function startApi(
   const app = await buildApp({
     config,
     temporal,
+    patientKeysReady,
     ...(thread ? { signal: thread.signal } : {}),
     // Clinics reach here from configuration only, so each has a client.
     examServiceFor: (clinic) => clients.forClinic(clinic.clinicId)!,

@@ -174,6 +174,10 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
     await this.#ledger.claim(attachment.clinicId, attachment.ref, attachment.size, journeyId);
   }
 
+  takenBy(clinicId: string, journeyId: string): Promise<string[]> {
+    return this.#ledger.takenBy(clinicId, journeyId);
+  }
+
   sweepOrphans(options: OrphanSweepOptions): Promise<OrphanSweepResult> {
     return this.#ledger.sweep(async (ref, before) => {
       const owner = await this.#ownerOf(ref);

@@ -155,6 +155,19 @@ export class UsageLedger {
     }
   }
 
+  /** The uploads a journey took (their refs): what an erasure of its patient deletes. */
+  async takenBy(clinicId: string, journeyId: string): Promise<string[]> {
+    const refs = new Set<string>();
+    for (const folder of this.foldersOf(clinicId)) {
+      for (const name of await this.backend.names(folder)) {
+        const m = TAKEN.exec(name);
+        if (!m || refs.has(m[1]!)) continue;
+        if ((await this.backend.read(`${folder}/${name}`)) === journeyId) refs.add(m[1]!);
+      }
+    }
+    return [...refs].sort();
+  }
+
   async usage(clinicId: string): Promise<AttachmentUsage> {
     const seen = new Set<string>();
     let bytes = 0;

@@ -46,6 +46,8 @@ export interface AttachmentStore {
   usage(clinicId: string): Promise<AttachmentUsage>;
   /** A journey takes an uploaded attachment (its start request names it): the orphan sweep leaves it alone. */
   claim(attachment: { ref: string; clinicId: string; size: number }, journeyId: string): Promise<void>;
+  /** The uploads a journey took (claimed), by ref. */
+  takenBy(clinicId: string, journeyId: string): Promise<string[]>;
   /** Deletes the uploads no journey took within the grace, and what is left of uploads that never finished. */
   sweepOrphans(options: OrphanSweepOptions): Promise<OrphanSweepResult>;
 }

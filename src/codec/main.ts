@@ -1,7 +1,9 @@
 // `npm run codec`: the codec server the Temporal UI calls to show decrypted payloads to operators.
 import { readFileSync } from 'node:fs';
-import { loadAuditConfig, loadCodecConfig } from '../config';
+import { loadAuditConfig, loadCodecConfig, loadPatientKeyConfig } from '../config';
+import { patientKeysFrom } from '../patient-keys/from-settings';
 import { EncryptionCodec } from './encryption-codec';
+import { PatientCodec } from './patient-codec';
 import { asStackPart } from '../part-lifecycle';
 import { auditLogFrom, checkpointerFor, type AuditEvent } from '../audit';
 import { tokenVerifier } from '../auth/tokens';
@@ -25,11 +27,21 @@ async function main() {
       })
     : undefined;
   await checkpointer?.start();
+  // Per-patient keys, read only: a journey's payloads open with its patient's key, and read `[erased]` once the key
+  // is destroyed.
+  const { patientKeys: keySettings } = loadPatientKeyConfig();
+  const patientKeys = patientKeysFrom(keySettings, {
+    ring: config.codec.keys,
+    writer: false,
+    applicationName: 'journey-codec patient keys',
+  });
+  await patientKeys?.init();
+  const master = new EncryptionCodec(config.codec.keys);
   const { tls } = config.codec;
   const allowedHosts = codecAllowedHosts(config.codec);
   const app = buildCodecServer({
     ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
-    codec: new EncryptionCodec(config.codec.keys),
+    codec: patientKeys ? new PatientCodec(patientKeys, master, { erased: 'marker' }) : master,
     corsOrigins: config.codec.corsOrigins,
     ...(allowedHosts ? { allowedHosts } : {}),
     ...(config.codec.serverToken ? { token: config.codec.serverToken, tokenName: config.codec.serverTokenName } : {}),
@@ -61,12 +73,14 @@ async function main() {
         : config.codec.serverToken
           ? 'a static token'
           : 'anyone on this host'
-    }${store.store === 'postgres' ? '; audit trail: the shared table' : auditFile ? `; audit trail ${auditFile}` : ''})`,
+    }${store.store === 'postgres' ? '; audit trail: the shared table' : auditFile ? `; audit trail ${auditFile}` : ''}; ` +
+      `patient keys: ${keySettings.store === 'off' ? 'off' : keySettings.store})`,
   );
   const stop = () =>
     void app
       .close()
       .then(() => checkpointer?.stop())
+      .then(() => patientKeys?.close())
       .then(() => audit?.close())
       .then(() => process.exit(0));
   process.on('SIGINT', stop);

@@ -10,6 +10,7 @@ import { RefusalCounter } from '../audit/refusals';
 import { boundedLabel, type AuditEvent } from '../audit/types';
 import { TokenRefused, type Caller, type TokenVerifier } from '../auth/tokens';
 import { hostChecker, loggableHost, MISDIRECTED } from './host-check';
+import { redactedMarker } from './patient-codec';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -225,10 +226,18 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
         if (err instanceof TokenRefused) return refuse(401, `refused: ${err.reason}`);
         throw err;
       }
-      if (!caller.roles.some((r) => oidc.decodeRoles.includes(r))) return refuse(403, 'forbidden', caller);
+      if (!caller.roles.some((r) => oidc.decodeRoles.includes(r))) {
+        // A signed-in person without a decode role reads what a payload is, not what it says: each one answered as
+        // the clear marker `[redacted for this role]` (on the record), where the UI would show the ciphertext under
+        // an error. Encoding stays refused.
+        if (operationOf(request) !== 'decode') return refuse(403, 'forbidden', caller);
+        redacted.add(request);
+      }
     }
     callers.set(request, caller);
   }
+  /** Decodes answered with the role's marker in place of each payload. */
+  const redacted = new WeakSet<FastifyRequest>();
 
   /** The audit record of a codec operation that ran. */
   const audited = async (request: FastifyRequest, outcome: string, payloads: number) => {
@@ -255,6 +264,17 @@ export function buildCodecServer(options: CodecServerOptions): FastifyInstance {
       { schema: { body: PayloadsBody } },
       async (request, reply) => {
         const payloads = request.body.payloads ?? [];
+        if (redacted.has(request)) {
+          try {
+            await audited(request, 'redacted for this role', payloads.length);
+          } catch {
+            return reply
+              .code(503)
+              .header('retry-after', '5')
+              .send({ error: 'the audit trail could not record this decode' });
+          }
+          return { payloads: payloads.map(() => toJson(redactedMarker())) };
+        }
         let out: Payload[];
         try {
           out = await options.codec[op](payloads.map(fromJson));

@@ -5,6 +5,7 @@
 // speak HTTP around it (docs/design-notes.md#the-webhook).
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import { PatientSealedInbox, type InboxPatientKeys } from './patient-sealing';
 import type { AuditEvent } from '../audit/types';
 import type { RecordSealer } from '../codec/at-rest';
 import type { Config } from '../config';
@@ -37,6 +38,11 @@ export interface CallbackPathOptions {
   forwarderMinBackoffMs?: number;
   /** Dead-letter retention's deletions go on the audit trail. */
   audit?: (event: AuditEvent) => unknown;
+  /**
+   * Per-patient keys: each callback (in the inbox, as a dead letter) sealed for its journey's patient, so an erasure
+   * reaches it (patient-sealing.ts). Around the injected inbox too.
+   */
+  patientKeys?: InboxPatientKeys;
 }
 
 /** Why a body was kept as a dead letter instead of going to its journey. */
@@ -89,7 +95,7 @@ export class CallbackPath {
     const { config, metrics } = o;
     this.callbackMaxBytes = Math.min(config.api.bodyLimitBytes, CALLBACK_MAX_BYTES);
     this.keptMaxBytes = Math.max(config.api.webhookMaxBodyBytes, this.callbackMaxBytes);
-    this.inbox =
+    const store =
       o.inbox ??
       createInbox(config, o.sealer, {
         onBatch: (size, seconds) => {
@@ -99,6 +105,13 @@ export class CallbackPath {
         onListenError: (err) => o.log.warn({ err }, 'inbox LISTEN connection lost; reconnecting'),
         now: o.now,
       });
+    this.inbox = o.patientKeys
+      ? new PatientSealedInbox(store, o.patientKeys, {
+          // Ids only: a callback whose patient was erased is neither kept nor read.
+          droppedErased: (journeyId) =>
+            o.log.info({ journeyId }, "callback of an erased patient's journey dropped unread"),
+        })
+      : store;
     this.pressure = new AckPressure(config.forwarder.ackPressureMs, config.forwarder.maxDeferMs);
     const temporal = o.temporal;
     this.forwarder = new InboxForwarder({

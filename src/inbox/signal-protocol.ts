@@ -9,6 +9,8 @@ export const READY = 'ready';
 export interface SignalThreadData {
   temporal: Config['temporal'];
   codec: Pick<Config['codec'], 'keys' | 'disabled'>;
+  /** Per-patient keys: the thread reads them (the API's main thread writes them) to seal each callback. */
+  patientKeys: Config['patientKeys'];
   /** Nice value of this thread (0: as the event loop). */
   nice: number;
 }

@@ -5,6 +5,8 @@
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config';
+import { PatientKeysWhenReady } from '../codec/patient-codec';
+import { patientKeysFrom } from '../patient-keys/from-settings';
 import { lazyClient } from '../temporal';
 import { signalJourney, temporalUnreachable } from './forwarder';
 import { READY, type SignalReply, type SignalRequest, type SignalThreadData } from './signal-protocol';
@@ -22,10 +24,29 @@ function main(): void {
   }
   // Keys cross the thread boundary as plain bytes.
   const keys = data.codec.keys.map((k) => ({ ...k, key: Buffer.from(k.key) }));
-  const temporal = lazyClient({ temporal: data.temporal, codec: { ...data.codec, keys } as Config['codec'] });
+  // A reader of the patient keys (no audit trail here: it makes and destroys none); opened before the first signal.
+  const patientKeys = patientKeysFrom(data.patientKeys, { ring: keys, writer: false });
+  const opened = patientKeys?.init();
+  const ready = new PatientKeysWhenReady();
+  void (opened ?? Promise.resolve()).then(
+    () => ready.provide(patientKeys),
+    (err: unknown) => {
+      // Nothing is signalled without them (a journey's callback is sealed for its patient): the thread ends, and the
+      // next signal starts another, which tries again.
+      ready.fail(err);
+      setTimeout(() => process.exit(1), 100);
+    },
+  );
+  const temporal = lazyClient(
+    { temporal: data.temporal, codec: { ...data.codec, keys } as Config['codec'] },
+    patientKeys ? { patientKeys: ready } : {},
+  );
   port.on('message', (request: SignalRequest | 'close') => {
     if (request === 'close') {
-      void temporal.connection.close().finally(() => port.close());
+      void temporal.connection
+        .close()
+        .then(() => patientKeys?.close())
+        .finally(() => port.close());
       return;
     }
     void signalJourney(temporal, request.journeyId, request.signal, request.timeoutMs).then((r) => {

@@ -31,7 +31,7 @@ export class SignalThread {
   #closed = false;
 
   constructor(
-    private readonly config: Pick<Config, 'temporal' | 'codec'>,
+    private readonly config: Pick<Config, 'temporal' | 'codec' | 'patientKeys'>,
     private readonly options: { nice: number; onExit?: (code: number) => void } = { nice: 0 },
   ) {}
 
@@ -94,6 +94,7 @@ export class SignalThread {
     const data: SignalThreadData = {
       temporal: this.config.temporal,
       codec: { keys: this.config.codec.keys, disabled: this.config.codec.disabled },
+      patientKeys: this.config.patientKeys,
       nice: this.options.nice,
     };
     const worker = spawn(data);

@@ -3,6 +3,7 @@
 // single-host default) and PostgreSQL (shared by several API replicas). Both keep the dead letters too: callbacks no
 // journey could take, for operators. Entries and letters hold PHI and are sealed at rest (src/codec/at-rest.ts).
 import type { CallbackSignal } from '../contract/definitions';
+import type { SealedEnvelope } from '../patient-keys/envelope';
 
 export interface InboxEntry {
   /** The store's own id: arrival order within the store. */
@@ -39,8 +40,10 @@ export interface DeadLetter {
   lastReplayAt?: string;
   /** Size of the body as received, in bytes. */
   bodyBytes?: number;
-  /** The body exactly as received (it may hold PHI: sealed at rest). */
+  /** The body exactly as received (it may hold PHI: sealed at rest); empty when `sealedBody` holds it. */
   rawBody: string;
+  /** The body sealed for its journey's patient (patient-sealing.ts), as the store keeps it. */
+  sealedBody?: SealedEnvelope;
 }
 
 export type DeadLetterInput = Omit<DeadLetter, 'id' | 'deadLetteredAt' | 'replays'>;

@@ -34,6 +34,13 @@ export class PatientRefs {
       .digest();
     return `pt_${mac.subarray(0, 16).toString('base64url')}`;
   }
+
+  /** An erasure request's Idempotency-Key, which a clinic may build from patient data, as a keyed hash. */
+  requestKey(clinicId: string, idempotencyKey: string): string {
+    return createHmac('sha256', this.#key)
+      .update(`erasure-request\n${clinicId}\n${idempotencyKey}`)
+      .digest('base64url');
+  }
 }
 
 /** What a wrap is bound to: the data key belongs to this patient under this id, and to nothing else. */

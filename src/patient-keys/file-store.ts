@@ -3,10 +3,23 @@
 // one, never half of either; the change counts only once that is done. A second writer, in this process or another, is
 // refused naming the file (its lock, `<file>.lock`, holds the writer's pid). The file is small: a key is about 150
 // bytes, and a deployment with many patients uses the PostgreSQL store.
-import { mkdir, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+//
+// Journeys' bindings to their patients are many (one per journey) and never change: they are appended, one JSON line
+// each, to `<file>.journeys` (synced before the bind resolves), not rewritten with the keys.
+//
+// Other processes of the same host (the worker beside the API) open the file `readOnly`: no lock, no change; a key,
+// tombstone or binding they do not have makes them read what the writer added since.
+import { mkdir, open, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isPatientRef, type PatientRef } from './envelope';
-import { PatientKeyStoreError, type ErasedKey, type PatientKeyStore, type WrappedKey } from './types';
+import {
+  PatientKeyStoreError,
+  type ErasedKey,
+  type ErasureRequest,
+  type JourneyBinding,
+  type PatientKeyStore,
+  type WrappedKey,
+} from './types';
 
 interface FileKey {
   dekId: string;
@@ -21,9 +34,11 @@ interface FileState {
   settings: Record<string, string>;
   keys: Record<string, FileKey>;
   erased: Record<string, Omit<ErasedKey, 'dekId'>>;
+  /** Erasure requests by id (absent in files of earlier versions). */
+  requests?: Record<string, ErasureRequest>;
 }
 
-const empty = (): FileState => ({ version: 1, settings: {}, keys: {}, erased: {} });
+const empty = (): FileState => ({ version: 1, settings: {}, keys: {}, erased: {}, requests: {} });
 
 /** Files this process writes (a second store on one file in one process is refused like one in another). */
 const WRITING = new Set<string>();
@@ -40,25 +55,85 @@ function alive(pid: number): boolean {
 export class FilePatientKeyStore implements PatientKeyStore {
   readonly kind = 'file' as const;
   readonly file: string;
+  readonly readOnly: boolean;
   readonly #lockFile: string;
+  readonly #journeysFile: string;
   #state: FileState | undefined;
+  /** The key file's modification time and size when it was read (a reader reads it again once they change). */
+  #version = '';
   #locked = false;
   /** Changes one at a time: each writes the whole file. */
   #last: Promise<unknown> = Promise.resolve();
+  /** The bindings read so far, and how far into the journal. */
+  readonly #bindings = new Map<string, JourneyBinding>();
+  #journalOffset = 0;
+  #journalTail = '';
+  #binding: Promise<unknown> = Promise.resolve();
 
-  constructor(file: string) {
+  constructor(file: string, o: { readOnly?: boolean } = {}) {
     this.file = path.resolve(file);
+    this.readOnly = o.readOnly ?? false;
     this.#lockFile = `${this.file}.lock`;
+    this.#journeysFile = `${this.file}.journeys`;
   }
 
   async init(): Promise<void> {
     if (this.#state) return;
-    await this.#lock();
+    if (!this.readOnly) await this.#lock();
     try {
       this.#state = await this.#read();
+      await this.#readJournal();
     } catch (err) {
       await this.close();
       throw err;
+    }
+  }
+
+  /** A reader: the key file read again when the writer has changed it. */
+  async #refresh(): Promise<void> {
+    if (!this.readOnly || !this.#state) return;
+    const version = await this.#stat();
+    if (version !== this.#version) this.#state = await this.#read();
+  }
+
+  async #stat(): Promise<string> {
+    const st = await stat(this.file).catch(() => undefined);
+    return st ? `${st.mtimeMs}:${st.size}:${st.ino}` : '';
+  }
+
+  /** Reads the bindings appended since the last read (a line cut short by a crash, or still being written, waits). */
+  async #readJournal(): Promise<void> {
+    let handle;
+    try {
+      handle = await open(this.#journeysFile, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
+    try {
+      const { size } = await handle.stat();
+      if (size <= this.#journalOffset) return;
+      const buf = Buffer.alloc(size - this.#journalOffset);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, this.#journalOffset);
+      this.#journalOffset += bytesRead;
+      const lines = (this.#journalTail + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
+      this.#journalTail = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line.trim()) continue;
+        let r: { w?: unknown; p?: unknown; at?: unknown };
+        try {
+          r = JSON.parse(line) as typeof r;
+        } catch {
+          throw new PatientKeyStoreError(`the journey bindings file ${this.#journeysFile} has a line that is not JSON`);
+        }
+        if (typeof r.w !== 'string' || !isPatientRef(r.p) || typeof r.at !== 'string') {
+          throw new PatientKeyStoreError(`the journey bindings file ${this.#journeysFile} has a malformed line`);
+        }
+        // The first binding of a workflow id holds.
+        if (!this.#bindings.has(r.w)) this.#bindings.set(r.w, { workflowId: r.w, patientRef: r.p, boundAt: r.at });
+      }
+    } finally {
+      await handle.close();
     }
   }
 
@@ -90,6 +165,7 @@ export class FilePatientKeyStore implements PatientKeyStore {
 
   async #read(): Promise<FileState> {
     let text: string;
+    this.#version = await this.#stat();
     try {
       text = await readFile(this.file, 'utf8');
     } catch (err) {
@@ -116,6 +192,11 @@ export class FilePatientKeyStore implements PatientKeyStore {
 
   /** Applies `change` to a copy, writes the copy durably, then makes it the state; one change at a time. */
   #change<T>(change: (draft: FileState) => T): Promise<T> {
+    if (this.readOnly) {
+      return Promise.reject(
+        new PatientKeyStoreError(`the patient key file ${this.file} is open for reading here: its writer changes it`),
+      );
+    }
     const next = this.#last
       .catch(() => undefined)
       .then(async () => {
@@ -147,8 +228,9 @@ export class FilePatientKeyStore implements PatientKeyStore {
     }
   }
 
-  setting(name: string): Promise<string | undefined> {
-    return Promise.resolve(this.#s.settings[name]);
+  async setting(name: string): Promise<string | undefined> {
+    if (this.#s.settings[name] === undefined) await this.#refresh();
+    return this.#s.settings[name];
   }
 
   settleSetting(name: string, value: string): Promise<string> {
@@ -157,9 +239,12 @@ export class FilePatientKeyStore implements PatientKeyStore {
     return this.#change((draft) => (draft.settings[name] ??= value));
   }
 
-  get(patientRef: PatientRef): Promise<WrappedKey | undefined> {
+  async get(patientRef: PatientRef): Promise<WrappedKey | undefined> {
+    // A reader looks whether the writer changed the file (a key made, or destroyed) on every read: reads come only
+    // when a process's cache has no key for the patient, at most once per patient per cache lifetime.
+    await this.#refresh();
     const k = this.#s.keys[patientRef];
-    return Promise.resolve(k ? toWrapped(patientRef, k) : undefined);
+    return k ? toWrapped(patientRef, k) : undefined;
   }
 
   insert(key: WrappedKey): Promise<WrappedKey> {
@@ -176,9 +261,47 @@ export class FilePatientKeyStore implements PatientKeyStore {
     });
   }
 
-  erased(dekId: string): Promise<ErasedKey | undefined> {
+  async erased(dekId: string): Promise<ErasedKey | undefined> {
+    if (!this.#s.erased[dekId]) await this.#refresh();
     const e = this.#s.erased[dekId];
-    return Promise.resolve(e ? { ...e, dekId } : undefined);
+    return e ? { ...e, dekId } : undefined;
+  }
+
+  bind(b: JourneyBinding): Promise<PatientRef> {
+    if (this.readOnly) return this.#change(() => b.patientRef); // refused, naming the file
+    const next = this.#binding
+      .catch(() => undefined)
+      .then(async () => {
+        void this.#s;
+        const held = this.#bindings.get(b.workflowId);
+        if (held) return held.patientRef;
+        await mkdir(path.dirname(this.#journeysFile), { recursive: true, mode: 0o700 });
+        const handle = await open(this.#journeysFile, 'a', 0o600);
+        try {
+          const line = `${JSON.stringify({ w: b.workflowId, p: b.patientRef, at: b.boundAt })}\n`;
+          await handle.appendFile(line);
+          await handle.datasync();
+          this.#journalOffset += Buffer.byteLength(line);
+        } finally {
+          await handle.close();
+        }
+        this.#bindings.set(b.workflowId, { ...b });
+        return b.patientRef;
+      });
+    this.#binding = next;
+    return next;
+  }
+
+  async patientOf(workflowId: string): Promise<PatientRef | undefined> {
+    void this.#s;
+    if (!this.#bindings.has(workflowId) && this.readOnly) await this.#readJournal();
+    return this.#bindings.get(workflowId)?.patientRef;
+  }
+
+  async journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]> {
+    void this.#s;
+    if (this.readOnly) await this.#readJournal();
+    return [...this.#bindings.values()].filter((b) => b.patientRef === patientRef).map((b) => ({ ...b }));
   }
 
   destroy(e: ErasedKey): Promise<boolean> {
@@ -209,13 +332,56 @@ export class FilePatientKeyStore implements PatientKeyStore {
     });
   }
 
+  addErasureRequest(r: ErasureRequest): Promise<ErasureRequest> {
+    const held = this.#heldRequest(this.#s, r);
+    if (held) return Promise.resolve(structuredClone(held));
+    return this.#change((draft) => {
+      const again = this.#heldRequest(draft, r);
+      if (again) return structuredClone(again);
+      (draft.requests ??= {})[r.erasureId] = structuredClone(r);
+      return structuredClone(r);
+    });
+  }
+
+  #heldRequest(state: FileState, r: ErasureRequest): ErasureRequest | undefined {
+    return Object.values(state.requests ?? {}).find((x) => x.clinicId === r.clinicId && x.requestKey === r.requestKey);
+  }
+
+  async erasureRequest(erasureId: string): Promise<ErasureRequest | undefined> {
+    if (!this.#s.requests?.[erasureId]) await this.#refresh();
+    const r = this.#s.requests?.[erasureId];
+    return r ? structuredClone(r) : undefined;
+  }
+
+  async pendingErasureRequests(): Promise<ErasureRequest[]> {
+    await this.#refresh();
+    return Object.values(this.#s.requests ?? {})
+      .filter((r) => r.status === 'pending')
+      .sort((a, b) => (a.requestedAt < b.requestedAt ? -1 : a.requestedAt > b.requestedAt ? 1 : 0))
+      .map((r) => structuredClone(r));
+  }
+
+  completeErasureRequest(erasureId: string, journeys: string[], completedAt: string): Promise<void> {
+    return this.#change((draft) => {
+      const r = draft.requests?.[erasureId];
+      if (!r || r.status === 'done') return;
+      r.status = 'done';
+      r.journeys = [...journeys];
+      r.completedAt = completedAt;
+    });
+  }
+
   counts(): Promise<{ keys: number; erased: number }> {
     return Promise.resolve({ keys: Object.keys(this.#s.keys).length, erased: Object.keys(this.#s.erased).length });
   }
 
   async close(): Promise<void> {
     await this.#last.catch(() => undefined);
+    await this.#binding.catch(() => undefined);
     this.#state = undefined;
+    this.#bindings.clear();
+    this.#journalOffset = 0;
+    this.#journalTail = '';
     if (this.#locked) {
       this.#locked = false;
       WRITING.delete(this.file);

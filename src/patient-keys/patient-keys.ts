@@ -10,6 +10,7 @@ import type { EncryptionKey } from '../encryption-keys';
 import { KeyCache, type CachedKey } from './cache';
 import { KeyWrapper, newDataKey, openValue, PatientRefs, sealValue } from './crypto';
 import {
+  isDataKeyId,
   isPatientRef,
   isSealedEnvelope,
   isSealPurpose,
@@ -17,7 +18,15 @@ import {
   type PatientRef,
   type SealedEnvelope,
 } from './envelope';
-import { PatientKeyStoreError, SealedValueError, type ErasedKey, type ErasureLog, type PatientKeyStore } from './types';
+import {
+  PatientErasedError,
+  PatientKeyStoreError,
+  SealedValueError,
+  type ErasedKey,
+  type ErasureLog,
+  type ErasureRequest,
+  type PatientKeyStore,
+} from './types';
 
 /** The store's setting that names the master key patient refs are derived under (fixed at the first start). */
 export const REF_KEY_SETTING = 'patient-ref-key-id';
@@ -31,6 +40,12 @@ export interface PatientKeysOptions {
   audit: (event: AuditEvent) => Promise<unknown>;
   /** Unwrapped keys kept in memory: at most `maxEntries` (10,000), each at most `ttlMs` (30 s). */
   cache?: { maxEntries?: number; ttlMs?: number };
+  /**
+   * A process that only reads (the worker and the codec server beside the API's file store): it seals and opens with
+   * the keys there are, makes none, erases none, and leaves the erasure log's re-application to the writer (it reads
+   * the log, so what it names reads as erased here too).
+   */
+  readOnly?: boolean;
   /** Who the records of the engine's own acts name (creation, re-destruction, rewrap): `patient-keys`. */
   subject?: string;
   now?: () => Date;
@@ -51,6 +66,10 @@ export interface ErasureReapplied {
 }
 
 const ERASED_MEMORY = 10_000;
+/** How long a process keeps an unwrapped key at most (the default): a destroyed key is nowhere in use after it. */
+export const KEY_CACHE_TTL_MS = 30_000;
+/** Journeys' patients remembered (a binding never changes). */
+const JOURNEY_MEMORY = 10_000;
 
 export class PatientKeys {
   readonly #o: PatientKeysOptions;
@@ -60,12 +79,14 @@ export class PatientKeys {
   readonly #loading = new Map<string, Promise<CachedKey | undefined>>();
   /** Tombstones read lately (an erasure is final): a replay of an erased history asks for the same key again and again. */
   readonly #erased = new Map<string, ErasedKey>();
+  /** Journeys' patients read lately (workflow id -> patient). */
+  readonly #journeys = new Map<string, PatientRef>();
   #refs: PatientRefs | undefined;
 
   constructor(options: PatientKeysOptions) {
     this.#o = options;
     this.#wrapper = new KeyWrapper(options.ring);
-    this.#cache = new KeyCache(options.cache?.maxEntries ?? 10_000, options.cache?.ttlMs ?? 30_000);
+    this.#cache = new KeyCache(options.cache?.maxEntries ?? 10_000, options.cache?.ttlMs ?? KEY_CACHE_TTL_MS);
   }
 
   get #subject(): string {
@@ -88,43 +109,167 @@ export class PatientKeys {
   async init(): Promise<ErasureReapplied> {
     await this.#o.store.init();
     await this.#o.erasureLog.init();
-    const refKeyId = await this.#o.store.settleSetting(REF_KEY_SETTING, this.#o.ring[0]!.id);
-    const refKey = this.#o.ring.find((k) => k.id === refKeyId);
-    if (!refKey) {
-      throw new Error(
-        `patient refs are derived under master key "${refKeyId}", which is not in the key ring: keep it configured ` +
-          '(it need not be the first)',
-      );
+    const refKeyId = this.#o.readOnly
+      ? await this.#o.store.setting(REF_KEY_SETTING)
+      : await this.#o.store.settleSetting(REF_KEY_SETTING, this.#o.ring[0]!.id);
+    if (refKeyId !== undefined) {
+      const refKey = this.#o.ring.find((k) => k.id === refKeyId);
+      if (!refKey) {
+        throw new Error(
+          `patient refs are derived under master key "${refKeyId}", which is not in the key ring: keep it configured ` +
+            '(it need not be the first)',
+        );
+      }
+      this.#refs = new PatientRefs(refKey);
     }
-    this.#refs = new PatientRefs(refKey);
+    if (this.#o.readOnly) {
+      for (const e of await this.#o.erasureLog.list()) this.#remember(e);
+      return { reDestroyed: [], tombstonesRestored: 0 };
+    }
     return this.reapplyErasures();
   }
 
   /** The patient of a clinic, by e-mail (trimmed, lower-cased), as a keyed hash. */
   patientRef(clinicId: string, email: string): PatientRef {
-    if (!this.#refs) throw new Error('patient keys are not ready (init)');
+    if (!this.#refs) throw new Error('patient keys are not ready (init; a reader needs its writer to have started)');
     return this.#refs.of(clinicId, email);
   }
 
-  /** A value (anything JSON can hold) sealed under the patient's data key, made on first use, for one purpose. */
-  async sealForPatient(patientRef: PatientRef, purpose: string, value: unknown): Promise<SealedEnvelope> {
+  /**
+   * Binds a journey (its workflow id) to its patient, before anything of it is sealed, and makes the patient's data
+   * key if they have none. Answers the patient the journey is bound to: the first binding's, so a caller whose
+   * patient differs must not go on (a workflow id is never bound to two patients).
+   */
+  async bindJourney(workflowId: string, patientRef: PatientRef): Promise<PatientRef> {
     if (!isPatientRef(patientRef)) throw new TypeError('not a patient ref');
-    if (!isSealPurpose(purpose)) throw new TypeError('a seal purpose is lower-case letters, digits, dots and dashes');
-    const json = JSON.stringify(value);
-    if (json === undefined) throw new TypeError('a sealed value must be one JSON can hold');
-    const key = (await this.#keyFor(patientRef, true))!;
-    const sealed = sealValue(key.dek, purpose, patientRef, key.dekId, Buffer.from(json, 'utf8'));
-    return { $sealed: 1, p: patientRef, k: key.dekId, d: sealed.toString('base64') };
+    const bound = await this.#o.store.bind({ workflowId, patientRef, boundAt: this.#now() });
+    this.#rememberJourney(workflowId, bound);
+    if (bound === patientRef) await this.#keyFor(patientRef, true);
+    return bound;
+  }
+
+  /** The patient a journey's payloads are sealed for; undefined for a journey bound to none (one from before). */
+  async patientOfJourney(workflowId: string): Promise<PatientRef | undefined> {
+    const known = this.#journeys.get(workflowId);
+    if (known) return known;
+    // Not remembered when absent: the journey may be bound a moment from now (by another process).
+    const bound = await this.#o.store.patientOf(workflowId);
+    if (bound) this.#rememberJourney(workflowId, bound);
+    return bound;
+  }
+
+  /** The journeys bound to a patient, oldest first. */
+  journeysOf(patientRef: PatientRef) {
+    return this.#o.store.journeysOf(patientRef);
   }
 
   /**
-   * The value of an envelope sealed for `purpose`; `erased` when the patient's data key was destroyed. Throws a
-   * SealedValueError for anything else: not an envelope, altered, sealed for another purpose, or a key the store does
-   * not have and never destroyed (a store restored from a backup older than the key).
+   * Records a request to erase a patient, on the audit trail first (who asked, which clinic, which patient by ref);
+   * a second request of the clinic under the same Idempotency-Key answers the first (`created` false).
    */
-  async openSealed<T = unknown>(envelope: unknown, purpose: string): Promise<Opened<T>> {
-    if (!isSealedEnvelope(envelope)) throw new SealedValueError('malformed', 'not a sealed value');
-    const { p, k } = envelope;
+  async requestErasure(o: {
+    clinicId: string;
+    patientRef: PatientRef;
+    idempotencyKey: string;
+    actor: Actor;
+  }): Promise<{ request: ErasureRequest; created: boolean }> {
+    if (!this.#refs) throw new Error('patient keys are not ready (init)');
+    const requestKey = this.#refs.requestKey(o.clinicId, o.idempotencyKey);
+    const request: ErasureRequest = {
+      erasureId: `er_${randomUUID()}`,
+      clinicId: o.clinicId,
+      patientRef: o.patientRef,
+      requestKey,
+      requestedBy: o.actor.subject,
+      requestedRoles: [...o.actor.roles],
+      requestedAt: this.#now(),
+      status: 'pending',
+      journeys: [],
+    };
+    const held = (await this.#o.store.pendingErasureRequests()).find(
+      (r) => r.clinicId === o.clinicId && r.requestKey === requestKey,
+    );
+    if (held) return { request: held, created: false };
+    await this.#o.audit({
+      action: 'patient-erasure.request',
+      subject: o.actor.subject,
+      roles: [...o.actor.roles],
+      outcome: 'ok',
+      details: { clinicId: o.clinicId, patientRef: o.patientRef, erasureId: request.erasureId },
+    });
+    const kept = await this.#o.store.addErasureRequest(request);
+    return { request: kept, created: kept.erasureId === request.erasureId };
+  }
+
+  erasureRequest(erasureId: string): Promise<ErasureRequest | undefined> {
+    return this.#o.store.erasureRequest(erasureId);
+  }
+
+  pendingErasureRequests(): Promise<ErasureRequest[]> {
+    return this.#o.store.pendingErasureRequests();
+  }
+
+  /** Marks an erasure done, on the record with the journeys it covered (ids only). */
+  async completeErasureRequest(r: ErasureRequest, journeys: string[]): Promise<void> {
+    await this.#o.audit({
+      action: 'patient-erasure.done',
+      subject: r.requestedBy,
+      roles: [...r.requestedRoles],
+      outcome: 'ok',
+      // The journeys by id, space-separated (a record's details are flat).
+      details: {
+        clinicId: r.clinicId,
+        patientRef: r.patientRef,
+        erasureId: r.erasureId,
+        journeys: journeys.join(' '),
+        journeyCount: journeys.length,
+      },
+    });
+    await this.#o.store.completeErasureRequest(r.erasureId, journeys, this.#now());
+  }
+
+  #rememberJourney(workflowId: string, patientRef: PatientRef): void {
+    this.#journeys.set(workflowId, patientRef);
+    if (this.#journeys.size > JOURNEY_MEMORY) this.#journeys.delete(this.#journeys.keys().next().value as string);
+  }
+
+  /**
+   * Bytes sealed under the patient's data key for one purpose (a Temporal payload, a stored document). The key must
+   * exist (bindJourney made it): a patient whose key was destroyed is refused with PatientErasedError, never given a
+   * new key here, so nothing written after an erasure is readable again.
+   */
+  async sealBytes(
+    patientRef: PatientRef,
+    purpose: string,
+    plain: Uint8Array,
+  ): Promise<{ dekId: string; data: Buffer }> {
+    if (!isSealPurpose(purpose)) throw new TypeError('a seal purpose is lower-case letters, digits, dots and dashes');
+    const key = await this.#keyFor(patientRef, false);
+    if (!key) {
+      throw new PatientErasedError(
+        `patient ${patientRef} has no data key: erased, or the key store is older than the journey`,
+      );
+    }
+    return { dekId: key.dekId, data: sealValue(key.dek, purpose, patientRef, key.dekId, Buffer.from(plain)) };
+  }
+
+  /** Bytes sealBytes sealed; `erased` when the patient's data key was destroyed (else as openSealed throws). */
+  async openBytes(patientRef: PatientRef, dekId: string, purpose: string, data: Buffer): Promise<Opened<Buffer>> {
+    if (!isPatientRef(patientRef) || !isDataKeyId(dekId)) throw new SealedValueError('malformed', 'not a sealed value');
+    const key = await this.#openingKey(patientRef, dekId);
+    if (key.state === 'erased') return key;
+    try {
+      return { state: 'open', value: openValue(key.value.dek, purpose, patientRef, dekId, data) };
+    } catch {
+      throw new SealedValueError(
+        'altered',
+        `a value sealed under data key ${dekId} was altered or is not for "${purpose}"`,
+      );
+    }
+  }
+
+  /** The key that sealed under `dekId`, or the erasure that destroyed it; throws when it is neither. */
+  async #openingKey(p: PatientRef, k: string): Promise<Opened<CachedKey>> {
     let key = this.#cache.get(p);
     if (key?.dekId !== k) {
       const known = this.#erased.get(k);
@@ -142,6 +287,41 @@ export class PatientKeys {
         `data key ${k} is not in the patient key store and was not erased: the store may be older than the value`,
       );
     }
+    return { state: 'open', value: key };
+  }
+
+  /**
+   * A value (anything JSON can hold) sealed under the patient's data key for one purpose; the key made on first use
+   * unless `create` is false.
+   */
+  async sealForPatient(
+    patientRef: PatientRef,
+    purpose: string,
+    value: unknown,
+    o: { create?: boolean } = {},
+  ): Promise<SealedEnvelope> {
+    if (!isPatientRef(patientRef)) throw new TypeError('not a patient ref');
+    if (!isSealPurpose(purpose)) throw new TypeError('a seal purpose is lower-case letters, digits, dots and dashes');
+    const json = JSON.stringify(value);
+    if (json === undefined) throw new TypeError('a sealed value must be one JSON can hold');
+    const key = await this.#keyFor(patientRef, o.create ?? true);
+    // Without `create`, a patient whose key is gone (erased) is refused: nothing is sealed for them again.
+    if (!key) throw new PatientErasedError(`patient ${patientRef} has no data key: erased, or not made yet`);
+    const sealed = sealValue(key.dek, purpose, patientRef, key.dekId, Buffer.from(json, 'utf8'));
+    return { $sealed: 1, p: patientRef, k: key.dekId, d: sealed.toString('base64') };
+  }
+
+  /**
+   * The value of an envelope sealed for `purpose`; `erased` when the patient's data key was destroyed. Throws a
+   * SealedValueError for anything else: not an envelope, altered, sealed for another purpose, or a key the store does
+   * not have and never destroyed (a store restored from a backup older than the key).
+   */
+  async openSealed<T = unknown>(envelope: unknown, purpose: string): Promise<Opened<T>> {
+    if (!isSealedEnvelope(envelope)) throw new SealedValueError('malformed', 'not a sealed value');
+    const { p, k } = envelope;
+    const opened = await this.#openingKey(p, k);
+    if (opened.state === 'erased') return opened;
+    const key = opened.value;
     let plain: Buffer;
     try {
       plain = openValue(key.dek, purpose, p, k, Buffer.from(envelope.d, 'base64'));

@@ -1,15 +1,30 @@
 // The patient key store in PostgreSQL, shared by every process of a deployment: the wrapped keys, the tombstones of the
-// destroyed ones and the key ring's settings, in three tables created at start when missing (as the inbox's are).
+// destroyed ones, the key ring's settings and each journey's patient, in four tables created at start when missing (as the inbox's are).
 // The engine's role needs SELECT, INSERT, UPDATE and DELETE on them, nothing more; a deployer may create them
 // beforehand as another role with PATIENT_KEY_TABLES_SQL and grant those four.
 import { Pool, type PoolConfig } from 'pg';
 import type { PatientRef } from './envelope';
-import { PatientKeyStoreError, type ErasedKey, type PatientKeyStore, type WrappedKey } from './types';
+import {
+  PatientKeyStoreError,
+  type ErasedKey,
+  type ErasureRequest,
+  type JourneyBinding,
+  type PatientKeyStore,
+  type WrappedKey,
+} from './types';
 
 export const PATIENT_KEYS_TABLE = 'public.patient_keys';
 export const PATIENT_KEY_ERASURES_TABLE = 'public.patient_key_erasures';
 export const PATIENT_KEY_SETTINGS_TABLE = 'public.patient_key_settings';
-const TABLES = [PATIENT_KEYS_TABLE, PATIENT_KEY_ERASURES_TABLE, PATIENT_KEY_SETTINGS_TABLE];
+export const PATIENT_JOURNEYS_TABLE = 'public.patient_journeys';
+export const PATIENT_ERASURE_REQUESTS_TABLE = 'public.patient_erasure_requests';
+const TABLES = [
+  PATIENT_KEYS_TABLE,
+  PATIENT_KEY_ERASURES_TABLE,
+  PATIENT_KEY_SETTINGS_TABLE,
+  PATIENT_JOURNEYS_TABLE,
+  PATIENT_ERASURE_REQUESTS_TABLE,
+];
 /** The advisory lock of the tables' creation (the inbox's migrations hold ...551, the audit trail ...552 and ...553). */
 const CREATE_LOCK_KEY = 7_311_420_554;
 
@@ -37,6 +52,29 @@ CREATE TABLE IF NOT EXISTS ${PATIENT_KEY_SETTINGS_TABLE} (
   name text PRIMARY KEY,
   value text NOT NULL
 );
+CREATE TABLE IF NOT EXISTS ${PATIENT_JOURNEYS_TABLE} (
+  -- A journey's workflow id and the patient its payloads are sealed for; set once.
+  workflow_id text PRIMARY KEY,
+  patient_ref text NOT NULL,
+  bound_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS patient_journeys_patient ON ${PATIENT_JOURNEYS_TABLE} (patient_ref, bound_at);
+CREATE TABLE IF NOT EXISTS ${PATIENT_ERASURE_REQUESTS_TABLE} (
+  -- Who asked to erase which patient (by ref), when, and what it covered. No patient data.
+  erasure_id text PRIMARY KEY,
+  clinic_id text NOT NULL,
+  patient_ref text NOT NULL,
+  request_key text NOT NULL,
+  requested_by text NOT NULL,
+  requested_roles text[] NOT NULL,
+  requested_at timestamptz NOT NULL,
+  status text NOT NULL,
+  journeys text[] NOT NULL,
+  completed_at timestamptz,
+  UNIQUE (clinic_id, request_key)
+);
+CREATE INDEX IF NOT EXISTS patient_erasure_requests_pending ON ${PATIENT_ERASURE_REQUESTS_TABLE} (requested_at)
+  WHERE status = 'pending';
 `;
 
 export interface PostgresPatientKeyStoreOptions {
@@ -62,6 +100,32 @@ interface ErasureRow {
   erased_at: Date;
 }
 
+interface RequestRow {
+  erasure_id: string;
+  clinic_id: string;
+  patient_ref: PatientRef;
+  request_key: string;
+  requested_by: string;
+  requested_roles: string[];
+  requested_at: Date;
+  status: 'pending' | 'done';
+  journeys: string[];
+  completed_at: Date | null;
+}
+
+const toRequest = (r: RequestRow): ErasureRequest => ({
+  erasureId: r.erasure_id,
+  clinicId: r.clinic_id,
+  patientRef: r.patient_ref,
+  requestKey: r.request_key,
+  requestedBy: r.requested_by,
+  requestedRoles: r.requested_roles,
+  requestedAt: r.requested_at.toISOString(),
+  status: r.status,
+  journeys: r.journeys,
+  ...(r.completed_at ? { completedAt: r.completed_at.toISOString() } : {}),
+});
+
 const failed = (what: string, err: unknown) => {
   if (err instanceof PatientKeyStoreError) return err;
   const code = (err as { code?: string } | undefined)?.code;
@@ -78,6 +142,7 @@ const toWrapped = (r: KeyRow): WrappedKey => ({
 
 export class PostgresPatientKeyStore implements PatientKeyStore {
   readonly kind = 'postgres' as const;
+  readonly readOnly = false;
   readonly pool: Pool;
 
   constructor(options: PostgresPatientKeyStoreOptions) {
@@ -235,6 +300,94 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
       [dekId, from, to.wrapKeyId, to.wrapped],
     );
     return rows.length > 0;
+  }
+
+  async bind(b: JourneyBinding): Promise<PatientRef> {
+    const rows = await this.#query<{ patient_ref: PatientRef }>(
+      "a journey's patient could not be stored",
+      // The update that changes nothing makes the row come back when it was there already.
+      `INSERT INTO ${PATIENT_JOURNEYS_TABLE} (workflow_id, patient_ref, bound_at) VALUES ($1, $2, $3)
+         ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id RETURNING patient_ref`,
+      [b.workflowId, b.patientRef, b.boundAt],
+    );
+    return rows[0]!.patient_ref;
+  }
+
+  async patientOf(workflowId: string): Promise<PatientRef | undefined> {
+    const rows = await this.#query<{ patient_ref: PatientRef }>(
+      "a journey's patient could not be read",
+      `SELECT patient_ref FROM ${PATIENT_JOURNEYS_TABLE} WHERE workflow_id = $1`,
+      [workflowId],
+    );
+    return rows[0]?.patient_ref;
+  }
+
+  async journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]> {
+    const rows = await this.#query<{ workflow_id: string; patient_ref: PatientRef; bound_at: Date }>(
+      "a patient's journeys could not be read",
+      `SELECT workflow_id, patient_ref, bound_at FROM ${PATIENT_JOURNEYS_TABLE} WHERE patient_ref = $1
+         ORDER BY bound_at, workflow_id`,
+      [patientRef],
+    );
+    return rows.map((r) => ({
+      workflowId: r.workflow_id,
+      patientRef: r.patient_ref,
+      boundAt: r.bound_at.toISOString(),
+    }));
+  }
+
+  async addErasureRequest(r: ErasureRequest): Promise<ErasureRequest> {
+    await this.#query(
+      'an erasure request could not be stored',
+      `INSERT INTO ${PATIENT_ERASURE_REQUESTS_TABLE} (erasure_id, clinic_id, patient_ref, request_key, requested_by,
+         requested_roles, requested_at, status, journeys, completed_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+      [
+        r.erasureId,
+        r.clinicId,
+        r.patientRef,
+        r.requestKey,
+        r.requestedBy,
+        r.requestedRoles,
+        r.requestedAt,
+        r.status,
+        r.journeys,
+        r.completedAt ?? null,
+      ],
+    );
+    const rows = await this.#query<RequestRow>(
+      'an erasure request could not be read',
+      `SELECT * FROM ${PATIENT_ERASURE_REQUESTS_TABLE} WHERE clinic_id = $1 AND request_key = $2`,
+      [r.clinicId, r.requestKey],
+    );
+    return toRequest(rows[0]!);
+  }
+
+  async erasureRequest(erasureId: string): Promise<ErasureRequest | undefined> {
+    const rows = await this.#query<RequestRow>(
+      'an erasure request could not be read',
+      `SELECT * FROM ${PATIENT_ERASURE_REQUESTS_TABLE} WHERE erasure_id = $1`,
+      [erasureId],
+    );
+    return rows[0] ? toRequest(rows[0]) : undefined;
+  }
+
+  async pendingErasureRequests(): Promise<ErasureRequest[]> {
+    const rows = await this.#query<RequestRow>(
+      'the erasure requests could not be read',
+      `SELECT * FROM ${PATIENT_ERASURE_REQUESTS_TABLE} WHERE status = 'pending' ORDER BY requested_at, erasure_id`,
+      [],
+    );
+    return rows.map(toRequest);
+  }
+
+  async completeErasureRequest(erasureId: string, journeys: string[], completedAt: string): Promise<void> {
+    await this.#query(
+      'an erasure request could not be completed',
+      `UPDATE ${PATIENT_ERASURE_REQUESTS_TABLE} SET status = 'done', journeys = $2, completed_at = $3
+         WHERE erasure_id = $1 AND status = 'pending'`,
+      [erasureId, journeys, completedAt],
+    );
   }
 
   async counts(): Promise<{ keys: number; erased: number }> {

@@ -24,8 +24,36 @@ export interface ErasedKey {
   erasedAt: string;
 }
 
+/** A journey (its workflow id) and the patient its payloads are sealed for. Set once, never changed. */
+export interface JourneyBinding {
+  workflowId: string;
+  patientRef: PatientRef;
+  boundAt: string;
+}
+
+/**
+ * A request to erase a patient, kept until it is done and after (its status is asked for): who asked and when, which
+ * journeys it covered. No patient data: the patient by ref, the request's Idempotency-Key by a keyed hash.
+ */
+export interface ErasureRequest {
+  erasureId: string;
+  clinicId: string;
+  patientRef: PatientRef;
+  /** A keyed hash of the clinic and the request's Idempotency-Key: the same key names the same erasure. */
+  requestKey: string;
+  requestedBy: string;
+  requestedRoles: string[];
+  requestedAt: string;
+  status: 'pending' | 'done';
+  /** The journeys (ids) it ended and erased, once done. */
+  journeys: string[];
+  completedAt?: string;
+}
+
 export interface PatientKeyStore {
   readonly kind: 'file' | 'postgres';
+  /** A store that reads only (the file store in a process beside its writer): every change is refused. */
+  readonly readOnly: boolean;
   /** Makes the store ready (the tables created or checked; the file locked and read). */
   init(): Promise<void>;
   /** A setting the store keeps for the key ring (the id of the key patient refs are derived under). */
@@ -47,6 +75,22 @@ export interface PatientKeyStore {
   wrappedByOther(wrapKeyId: string, limit: number, after?: string): Promise<WrappedKey[]>;
   /** Replaces a key's wrap if it is still `from` (another process may have rewrapped it); true when replaced. */
   rewrap(dekId: string, from: string, to: { wrapKeyId: string; wrapped: Buffer }): Promise<boolean>;
+  /**
+   * Binds a journey to its patient unless it is bound; answers the patient the store holds for it (the first
+   * binding's: a workflow id is never bound to two patients).
+   */
+  bind(b: JourneyBinding): Promise<PatientRef>;
+  /** The patient a journey is bound to. */
+  patientOf(workflowId: string): Promise<PatientRef | undefined>;
+  /** The journeys bound to a patient, oldest first. */
+  journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]>;
+  /** Keeps a new erasure request unless the clinic has one under the same key; answers the one it holds. */
+  addErasureRequest(r: ErasureRequest): Promise<ErasureRequest>;
+  erasureRequest(erasureId: string): Promise<ErasureRequest | undefined>;
+  /** The requests not done yet, oldest first. */
+  pendingErasureRequests(): Promise<ErasureRequest[]>;
+  /** Marks a request done, with the journeys it covered. */
+  completeErasureRequest(erasureId: string, journeys: string[], completedAt: string): Promise<void>;
   /** How many keys and tombstones it holds. */
   counts(): Promise<{ keys: number; erased: number }>;
   close(): Promise<void>;
@@ -77,4 +121,9 @@ export class SealedValueError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A patient's data key was destroyed (or is not in the store): nothing is sealed for them any more. */
+export class PatientErasedError extends Error {
+  override name = 'PatientErasedError';
 }

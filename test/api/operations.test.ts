@@ -509,6 +509,17 @@ describe('ops command line', () => {
     [['replay-dead-letters', '--since', 'yesterday', '--actor', 'a'], /--since takes an ISO 8601 time/],
     [['replay-dead-letters', '--query', 'a=1'], /--query is for the journey actions/],
     [['replay-dead-letters', '--dry-run'], /--actor is required with the admin token: who reads/],
+    [['erase-patient', '--clinic', 'clinic-a', '--actor', 'a'], /--email is required/],
+    [['erase-patient', '--email', 'pat@example.com', '--actor', 'a'], /--clinic is required/],
+    [
+      ['erase-patient', '--clinic', 'clinic-a', '--email', 'pat@example.com'],
+      /--actor is required with the admin token: who asks/,
+    ],
+    [
+      ['erase-patient', '--clinic', 'clinic-a', '--email', 'pat@example.com', '--actor', 'a', '--query', 'x=1'],
+      /--query is not for erase-patient/,
+    ],
+    [['abandon', '--query', 'a=1', ...base, '--email', 'pat@example.com'], /--email is for erase-patient/],
   ])('refuses %j naming the flag', (argv, message) => {
     expect(() => parseOptions(argv, {})).toThrow(UsageError);
     expect(() => parseOptions(argv, {})).toThrow(message);

@@ -1,5 +1,5 @@
 // The codec server with an identity provider: over real HTTP, a decode with no token answers 401, with a viewer's token
-// 403, with an operator's token 200 (decrypted), and the audit trail holds all three, hash-chained, without a payload.
+// 200 with `[redacted for this role]` in place of each payload (encode 403), with an operator's token 200 (decrypted), and the audit trail holds all three, hash-chained, without a payload.
 // A token in the URL is not accepted; the static token stays possible for automation, in the header only.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -70,14 +70,20 @@ describe('the codec server, callers known by their access token', () => {
     });
   const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
-  it('answers 401 without a token, 403 to a viewer, 200 to an operator; the trail has all three', async () => {
+  it('answers 401 without a token, a redaction marker to a viewer (encode 403), 200 to an operator; all on the trail', async () => {
     const none = await decode();
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expect(await none.json()).toEqual({ error: 'a valid access token is required (missing)' });
 
     const viewer = await token(issuer.keys[0]!, { iss: issuer.url, sub: 'viewer-1', roles: ['journey-viewer'] });
-    expect((await decode(bearer(viewer))).status).toBe(403);
+    const redacted = await decode(bearer(viewer));
+    expect(redacted.status).toBe(200);
+    const marker = (await redacted.json()) as { payloads: { metadata: Record<string, string>; data: string }[] };
+    expect(marker.payloads).toHaveLength(1);
+    expect(Buffer.from(marker.payloads[0]!.data, 'base64').toString()).toBe('"[redacted for this role]"');
+    expect(Buffer.from(marker.payloads[0]!.metadata.encoding!, 'base64').toString()).toBe('json/plain');
+    expect((await decode(bearer(viewer), '/encode')).status).toBe(403);
 
     const operator = await token(issuer.keys[0]!, { iss: issuer.url, sub: 'operator-1', roles: ['journey-operator'] });
     const ok = await decode(bearer(operator));
@@ -90,7 +96,14 @@ describe('the codec server, callers known by their access token', () => {
     const records = lines.map((l) => JSON.parse(l) as AuditRecord);
     expect(records.map((r) => [r.action, r.subject, r.roles, r.outcome, r.details])).toEqual([
       ['codec.decode', 'anonymous', [], 'refused: missing', { namespace: 'default' }],
-      ['codec.decode', 'viewer-1', ['journey-viewer'], 'forbidden', { namespace: 'default', name: 'olivia.operator' }],
+      [
+        'codec.decode',
+        'viewer-1',
+        ['journey-viewer'],
+        'redacted for this role',
+        { namespace: 'default', payloads: 1, name: 'olivia.operator' },
+      ],
+      ['codec.encode', 'viewer-1', ['journey-viewer'], 'forbidden', { namespace: 'default', name: 'olivia.operator' }],
       [
         'codec.decode',
         'operator-1',
@@ -99,7 +112,7 @@ describe('the codec server, callers known by their access token', () => {
         { namespace: 'default', payloads: 1, name: 'olivia.operator' },
       ],
     ]);
-    expect(verifyAuditChain(lines)).toEqual({ ok: true, records: 3 });
+    expect(verifyAuditChain(lines)).toEqual({ ok: true, records: 4 });
     // No payload and no token in the trail.
     const trail = readFileSync(audit.file, 'utf8');
     for (const secret of ['Ada', sealed[0]!.data, operator.split('.')[2]!]) expect(trail).not.toContain(secret);

@@ -426,7 +426,7 @@ describe('docker-compose.yml: the operators identity provider', () => {
     expect(patch).toContain('oauth2.VerifierOption(pkce.Value)');
   });
 
-  test('the codec server answers over HTTPS with the certificate init-secrets.sh makes: operators decode, viewers do not', async () => {
+  test('the codec server answers over HTTPS with the certificate init-secrets.sh makes: operators decode, viewers get the redaction marker', async () => {
     const config = loadCodecConfig(resolvedEnv('codec')).codec;
     expect(config.tls).toEqual({ certFile: secretFile('codec_tls_cert'), keyFile: secretFile('codec_tls_key') });
     expect(config.serverToken).toBe(secretValue('codec_server_token'));
@@ -460,14 +460,14 @@ describe('docker-compose.yml: the operators identity provider', () => {
     });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const port = Number(new URL(address).port);
-    const decode = (headers: Record<string, string>) =>
+    const decode = (headers: Record<string, string>, path = '/decode') =>
       new Promise<number>((resolve, reject) => {
         const req = request(
           {
             host: '127.0.0.1',
             servername: 'localhost',
             port,
-            path: '/decode',
+            path,
             method: 'POST',
             // The browser trusts it once told to; here, the certificate itself is the trust.
             ca: readFileSync(config.tls!.certFile),
@@ -485,7 +485,9 @@ describe('docker-compose.yml: the operators identity provider', () => {
       const as = async (roles: string[]) =>
         `Bearer ${await token(key, { iss: oidc.issuer, aud: 'journey-engine', roles })}`;
       expect(await decode({ authorization: await as(['journey-operator', 'journey-viewer']) })).toBe(200);
-      expect(await decode({ authorization: await as(['journey-viewer']) })).toBe(403);
+      // A viewer reads what a payload is, not what it says: each one answered as `[redacted for this role]`.
+      expect(await decode({ authorization: await as(['journey-viewer']) })).toBe(200);
+      expect(await decode({ authorization: await as(['journey-viewer']) }, '/encode')).toBe(403);
       expect(await decode({})).toBe(401);
       expect(await decode({ authorization: `Bearer ${config.serverToken}` })).toBe(200);
     } finally {

@@ -1,5 +1,8 @@
 // PHI never reaches the Temporal server in the clear: raw histories read without the codec hold none of the
-// patient's identity nor the exam service's api_key; with the codec the same payloads decode.
+// patient's identity nor the exam service's api_key; with the codec the same payloads decode. A journey bound to its
+// patient (as the API binds every journey it starts) has every payload of its history sealed under that patient's
+// data key, the worker reading the key file the writer keeps; once the patient is erased the same history no longer
+// decodes (the worker's side is told it was erased), while another patient's journey still does.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +12,13 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { LocalFolderAttachmentStore } from '../../src/attachments/files';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
+import {
+  PATIENT_SEALED_ENCODING,
+  PatientCodec,
+  PayloadErasedError,
+  sealedPatientOf,
+} from '../../src/codec/patient-codec';
+import { FileErasureLog, FilePatientKeyStore, PatientKeys } from '../../src/patient-keys';
 import { loadConfig, type Config } from '../../src/config';
 import { parseCallback } from '../../src/exam-service/schemas';
 import { toJourneyCallback } from '../../src/inbox/reading';
@@ -18,6 +28,7 @@ import { createWorker } from '../../src/worker';
 import { patientJourney } from '../../src/workflows';
 import { callbackReceived, journeyWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import type { JourneyInput } from '../../src/contract/journey-request';
+import { encodingOf, historyPayloads } from '../support/history-payloads';
 import { journeyInput, requiredAttachments } from '../support/journey-requests';
 import { startDevServer } from '../support/temporal-env';
 import { createServer, type Server } from 'node:http';
@@ -49,6 +60,9 @@ describe('PHI is encrypted in Temporal', () => {
   const attachments = new LocalFolderAttachmentStore(path.join(dataDir, 'attachments'));
   const keySpec = `phi-test:${randomBytes(32).toString('base64')}`;
   let encryptedClient: Client;
+  let patientClient: Client;
+  /** The key file's writer, as the API is; the worker reads the same file (the configuration's default). */
+  let patientKeys: PatientKeys;
   let encrypted: Config;
   let plain: Config;
 
@@ -94,7 +108,23 @@ describe('PHI is encrypted in Temporal', () => {
     encrypted = configFor('phi-encrypted', receiverUrl, { PAYLOAD_ENCRYPTION_KEYS: keySpec });
     plain = configFor('phi-plain', receiverUrl, { PAYLOAD_ENCRYPTION_DISABLED: 'true' });
     encryptedClient = new Client({ connection: env.connection, dataConverter: dataConverterOf(encrypted)! });
-    clientFor = (journeyId) => (journeyId.startsWith('enc-') ? encryptedClient : env.client);
+    if (encrypted.patientKeys.store !== 'file' || encrypted.patientKeys.erasureLog.store !== 'file') {
+      throw new Error('the test expects the default file store beside its erasure log file');
+    }
+    patientKeys = new PatientKeys({
+      ring: encrypted.codec.keys,
+      store: new FilePatientKeyStore(encrypted.patientKeys.file),
+      erasureLog: new FileErasureLog(encrypted.patientKeys.erasureLog.file),
+      audit: () => Promise.resolve(),
+      cache: { ttlMs: 200 },
+    });
+    await patientKeys.init();
+    patientClient = new Client({
+      connection: env.connection,
+      dataConverter: dataConverterOf(encrypted, patientKeys)!,
+    });
+    clientFor = (journeyId) =>
+      journeyId.startsWith('enc-') ? encryptedClient : journeyId.startsWith('pt-') ? patientClient : env.client;
     for (const config of [encrypted, plain]) {
       const created = await createWorker(config, { connection: env.nativeConnection });
       workers.push({ worker: created.worker, running: created.worker.run(), close: created.close });
@@ -107,15 +137,26 @@ describe('PHI is encrypted in Temporal', () => {
       await w.running;
       await w.close();
     }
+    await patientKeys?.close();
     await sandbox?.close();
     await new Promise((resolve) => receiver?.close(resolve));
     await env?.teardown();
   });
 
-  async function runJourney(client: Client, taskQueue: string, prefix: string) {
+  async function runJourney(
+    client: Client,
+    taskQueue: string,
+    prefix: string,
+    patient: Partial<JourneyInput['patient']> = PATIENT,
+  ) {
     const journeyId = `${prefix}-${randomUUID().slice(0, 8)}`;
     const input: JourneyInput = journeyInput(journeyId, 'partner_pharmacy');
-    input.patient = { ...input.patient, ...PATIENT };
+    input.patient = { ...input.patient, ...patient };
+    // Bound to its patient before it starts, as the API does (journeys of the other clients are bound to none).
+    if (client === patientClient) {
+      const ref = patientKeys.patientRef(input.clinicId, input.patient.email);
+      await patientKeys.bindJourney(journeyWorkflowId(journeyId), ref);
+    }
     input.attachments = await requiredAttachments(attachments, input.exams);
     // An answer to a question the exam does not have: its failure message must be encrypted as well.
     input.answers = [{ examId: input.exams[0]!, answers: [{ no: 99, answer: 'Quillfeather allergy' }] }];
@@ -166,6 +207,50 @@ describe('PHI is encrypted in Temporal', () => {
       ),
     );
     expect(textOf(all)).not.toContain(DEMO_API_KEY);
+  });
+
+  it("seals a bound journey's whole history for its patient; erased, it no longer decodes, another patient's does", async () => {
+    const other = { ...PATIENT, email: 'bo.quillfeather@example.test', lastName: 'Brightwater' };
+    const [mine, theirs] = await Promise.all([
+      runJourney(patientClient, 'phi-encrypted', 'pt', PATIENT),
+      runJourney(patientClient, 'phi-encrypted', 'pt', other),
+    ]);
+    expect(mine.result.stage).toBe('completed');
+    expect(theirs.result.stage).toBe('completed');
+
+    // Every payload of the history (input, activities' arguments and results, signals, the failure's details) is
+    // sealed for the patient: none under the master key ring alone, none in the clear.
+    const { own, others: notOwn } = historyPayloads(mine.history);
+    const payloads = own.map((f) => f.payload);
+    expect(own.filter((f) => encodingOf(f.payload) !== PATIENT_SEALED_ENCODING).map((f) => f.at)).toEqual([]);
+    expect(payloads.length).toBeGreaterThan(10);
+    const others = notOwn.map((f) => f.payload);
+    const master = new EncryptionCodec(encrypted.codec.keys);
+    expect(textOf(await master.decode(others))).not.toMatch(new RegExp(SECRETS.join('|')));
+    const ref = patientKeys.patientRef('demo-clinic', PATIENT.email);
+    expect(new Set(payloads.map(sealedPatientOf))).toEqual(new Set([ref]));
+    const raw = textOf(mine.history);
+    for (const secret of SECRETS) expect(raw).not.toContain(secret);
+
+    // Decoded (as the codec server would, without the workflow's context): the start input holds the patient.
+    const codec = new PatientCodec(patientKeys, new EncryptionCodec(encrypted.codec.keys));
+    const started = mine.history.events!.find((e) => e.workflowExecutionStartedEventAttributes)!;
+    const startPayloads = started.workflowExecutionStartedEventAttributes!.input!.payloads as Payload[];
+    const [input] = await codec.decode(startPayloads);
+    expect(defaultPayloadConverter.fromPayload<JourneyInput>(input!).patient).toMatchObject(PATIENT);
+
+    // Erased: the same stored history no longer decodes, its patient named by the erasure, not by any data.
+    const erased = await patientKeys.erase(ref, { erasureId: 'er_phi-test' });
+    expect(erased.state).toBe('erased');
+    const err = await codec.decode(startPayloads).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PayloadErasedError);
+    await expect(codec.decode(payloads.slice(-3))).rejects.toBeInstanceOf(PayloadErasedError);
+    // Another patient's journey still decodes.
+    const theirStart = theirs.history.events!.find((e) => e.workflowExecutionStartedEventAttributes)!;
+    const [theirInput] = await codec.decode(
+      theirStart.workflowExecutionStartedEventAttributes!.input!.payloads as Payload[],
+    );
+    expect(defaultPayloadConverter.fromPayload<JourneyInput>(theirInput!).patient).toMatchObject(other);
   });
 
   it('would show the same values in a history written without the codec (the check above can fail)', async () => {

@@ -29,7 +29,13 @@ import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
 /** Ports of this suite: 26040-26049. */
 const PG_PORT = 26040;
-const TABLES = ['patient_keys', 'patient_key_erasures', 'patient_key_settings'];
+const TABLES = [
+  'patient_keys',
+  'patient_key_erasures',
+  'patient_key_settings',
+  'patient_journeys',
+  'patient_erasure_requests',
+];
 
 interface Harness {
   kind: 'files' | 'postgres';
@@ -57,6 +63,7 @@ function fileHarness(): Promise<Harness> {
     },
     reset: () => {
       rmSync(file, { force: true });
+      rmSync(`${file}.journeys`, { force: true });
       return Promise.resolve();
     },
     teardown: () => {
@@ -181,6 +188,25 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
     const again = await store();
     expect(await again.get(ref(1))).toEqual(first);
     expect(await again.setting('patient-ref-key-id')).toBe('k1');
+  });
+
+  it("binds a journey to its patient once: the first binding holds, and a patient's journeys are listed", async () => {
+    const s = await store();
+    const at = (n: number) => new Date(Date.UTC(2026, 10, 27, 9, 0, n)).toISOString();
+    expect(await s.bind({ workflowId: 'journey-a', patientRef: ref(1), boundAt: at(1) })).toBe(ref(1));
+    expect(await s.bind({ workflowId: 'journey-a', patientRef: ref(2), boundAt: at(2) })).toBe(ref(1));
+    expect(await s.bind({ workflowId: 'journey-b', patientRef: ref(2), boundAt: at(3) })).toBe(ref(2));
+    expect(await s.bind({ workflowId: 'journey-c', patientRef: ref(1), boundAt: at(4) })).toBe(ref(1));
+    expect(await s.patientOf('journey-a')).toBe(ref(1));
+    expect(await s.patientOf('journey-z')).toBeUndefined();
+    await closeAll();
+    const again = await store();
+    expect(await again.patientOf('journey-b')).toBe(ref(2));
+    expect(await again.journeysOf(ref(1))).toEqual([
+      { workflowId: 'journey-a', patientRef: ref(1), boundAt: at(1) },
+      { workflowId: 'journey-c', patientRef: ref(1), boundAt: at(4) },
+    ]);
+    expect(await again.journeysOf(ref(7))).toEqual([]);
   });
 
   it('deletes a destroyed key and keeps its tombstone, again without harm', async () => {

@@ -3,9 +3,9 @@
 // server over HTTPS. The realm starts with no people: an operator and a viewer are added as `npm run add-person` adds
 // them (a temporary password; a second factor for the operator). A real headless Chromium (Debian's) opens the Web UI,
 // is sent to Keycloak's sign-in page, signs in as the operator (a new password and an authenticator set up at this
-// first sign-in) and sees a journey's input decoded, then as the viewer and sees it encoded. The access tokens the UI
-// passed to the codec server are then used as a clinic's tooling would (curl): none 401, the viewer's 403, the
-// operator's 200, all three on the audit trail; the viewer's token reads from Temporal but cannot signal.
+// first sign-in) and sees a journey's input decoded, then as the viewer and sees `[redacted for this role]` in its
+// place. The access tokens the UI passed to the codec server are then used as a clinic's tooling would (curl): none
+// 401, the viewer's decode 200 with the marker (its encode 403), the operator's 200, all on the audit trail; the viewer's token reads from Temporal but cannot signal.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -188,7 +188,7 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(back.searchParams.get('error_description')).toMatch(/code_challenge/i);
   });
 
-  it('sends the UI to the sign-in page; the operator sees the journey decoded, the viewer encoded', async () => {
+  it('sends the UI to the sign-in page; the operator sees the journey decoded, the viewer a redaction marker', async () => {
     const anonymous = await fetch(`${stack.uiUrl}/api/v1/namespaces/default/workflows`);
     expect(anonymous.status).toBe(401);
 
@@ -197,10 +197,10 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(new Set(operator.codecAnswers)).toEqual(new Set([200]));
     expect(operator.text).toContain(PATIENT_EMAIL);
 
-    // What the viewer sees is the payload as stored: its encoding (binary/encrypted) in base64, the data sealed.
-    const viewer = await signInAndOpen('viewer', Buffer.from('binary/encrypted').toString('base64'));
+    // What the viewer sees in place of the input: the clear marker of a role that may not read patient data.
+    const viewer = await signInAndOpen('viewer', '[redacted for this role]');
     expect(viewer.codecAnswers.length).toBeGreaterThan(0);
-    expect(new Set(viewer.codecAnswers)).toEqual(new Set([403]));
+    expect(new Set(viewer.codecAnswers)).toEqual(new Set([200]));
     expect(viewer.text).not.toContain(PATIENT_EMAIL);
     expect(fatal).toEqual([]);
 
@@ -210,12 +210,12 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
     expect(steps.viewer).not.toContain('configure-totp');
   }, 240_000);
 
-  it('answers curl at the codec server by the token: none 401, the viewer 403, the operator 200; all on the record', async () => {
+  it('answers curl at the codec server by the token: none 401, the viewer redacted (encode 403), the operator 200; all on the record', async () => {
     expect(Object.keys(tokens).sort()).toEqual(['operator', 'viewer']);
     // As curl --cacert <the stack's certificate> would call it.
     const dispatcher = new Agent({ connect: { ca: readFileSync(stack.codecCertificate) } });
-    const decode = async (token?: string) => {
-      const res = await request(`${stack.codecUrl}/decode`, {
+    const decode = async (token?: string, op = 'decode') => {
+      const res = await request(`${stack.codecUrl}/${op}`, {
         method: 'POST',
         dispatcher,
         headers: {
@@ -229,21 +229,30 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
       return { status: res.statusCode };
     };
     expect((await decode()).status).toBe(401);
-    expect((await decode(tokens.viewer)).status).toBe(403);
+    expect((await decode(tokens.viewer)).status).toBe(200);
+    expect((await decode(tokens.viewer, 'encode')).status).toBe(403);
     expect((await decode(tokens.operator)).status).toBe(200);
 
     // The trail every process shares: the PostgreSQL table, read as its insert-only role reads it.
     const lines: string[] = [];
     const chain = await verifyAuditTable(stack.auditDatabaseUrl, { onRecord: (l) => void lines.push(l) });
     expect(chain).toMatchObject({ ok: true });
-    const records = lines.map((l) => JSON.parse(l) as AuditRecord).filter((r) => r.action === 'codec.decode');
-    const last = records.slice(-3);
-    expect(last.map((r) => r.outcome)).toEqual([expect.stringMatching(/^refused: /), 'forbidden', 'ok']);
+    const records = lines
+      .map((l) => JSON.parse(l) as AuditRecord)
+      .filter((r) => r.action === 'codec.decode' || r.action === 'codec.encode');
+    const last = records.slice(-4);
+    expect(last.map((r) => [r.action, r.outcome])).toEqual([
+      ['codec.decode', expect.stringMatching(/^refused: /)],
+      ['codec.decode', 'redacted for this role'],
+      ['codec.encode', 'forbidden'],
+      ['codec.decode', 'ok'],
+    ]);
     expect(last[0]!.subject).toBe('anonymous');
     expect(last[1]!.roles).toContain('journey-viewer');
-    expect(last[2]!.roles).toContain('journey-operator');
+    expect(last[2]!.roles).toContain('journey-viewer');
+    expect(last[3]!.roles).toContain('journey-operator');
     // The person by their subject, with the readable name beside it.
-    expect(last[2]!.details).toMatchObject({ namespace: 'default', payloads: 0, name: people.operator.username });
+    expect(last[3]!.details).toMatchObject({ namespace: 'default', payloads: 0, name: people.operator.username });
     // Never a token in the trail.
     const raw = lines.join('\n');
     for (const t of Object.values(tokens)) expect(raw).not.toContain(t.slice(-20));

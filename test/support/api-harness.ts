@@ -14,6 +14,8 @@ import type { ClinicConfig, Config } from '../../src/config';
 import { ExamServiceClient, type ExamServiceApi } from '../../src/exam-service/client';
 import { buildSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox';
 import { createWorker } from '../../src/worker';
+import { PatientKeysWhenReady } from '../../src/codec/patient-codec';
+import { dataConverterOf } from '../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
 import { fakeExamService, tempDataDir, testConfig, unreachableTemporal, type TestDirs } from '../api/support';
 import { DevServerProcess } from './dev-server-process';
@@ -46,6 +48,12 @@ export interface ApiHarnessOptions {
   app?: Pick<ApiDeps, 'startForwarder' | 'forwarderMinBackoffMs' | 'verifyOperator'>;
   /** Listens on a free loopback port (`harness.url`); otherwise tests use inject. */
   listen?: boolean;
+  /**
+   * Per-patient keys as the API runs them (server.ts): the configuration's payload keys and key store, the API's
+   * Temporal client sealing each journey's payloads for its patient once the app has opened the keys. Needs
+   * PAYLOAD_ENCRYPTION_KEYS among `env`.
+   */
+  patientKeys?: boolean;
 }
 
 /** A part the harness did not start (or not yet: the harness starts in beforeAll). */
@@ -123,9 +131,20 @@ export class ApiHarness {
       ...o.env,
     });
     const sandbox = this.#sandbox;
+    let patientKeysReady: PatientKeysWhenReady | undefined;
+    if (o.patientKeys) {
+      if (this.#config.patientKeys.store === 'off') throw new Error('patientKeys needs PAYLOAD_ENCRYPTION_KEYS in env');
+      patientKeysReady = new PatientKeysWhenReady();
+      this.#client = new Client({
+        connection: this.#client.connection,
+        namespace: this.#config.temporal.namespace,
+        dataConverter: dataConverterOf(this.#config, patientKeysReady, { erased: 'marker' })!,
+      });
+    }
     this.#app = await buildApp({
       config: this.#config,
       temporal: this.#client,
+      ...(patientKeysReady ? { patientKeysReady } : {}),
       examServiceFor: sandbox
         ? (clinic) => {
             const apiKey = o.sandboxApiKey?.(clinic) ?? clinic.examServiceApiKey;
@@ -147,9 +166,15 @@ export class ApiHarness {
       const connection = present(nativeConnection, 'Temporal server for a worker (temporal: unreachable)');
       if (o.worker === 'project') {
         // The worker builds each journey's webhook URL on the API's public address.
-        const config = this.#url
+        const base = this.#url
           ? { ...this.#config, api: { ...this.#config.api, publicBaseUrl: this.#url } }
           : this.#config;
+        // A trail file of its own beside the API's (one writer per file), as the local stack gives each process.
+        const { audit } = base;
+        const config =
+          audit.store === 'file' && audit.file
+            ? { ...base, audit: { ...audit, file: audit.file.replace(/(\.jsonl)?$/, '-worker.jsonl') } }
+            : base;
         const created = await createWorker(config, { connection });
         this.#worker = created.worker;
         this.#closeWorker = created.close;

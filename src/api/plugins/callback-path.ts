@@ -18,6 +18,7 @@ export default fp<ApiDeps>(
       ...(deps.signal ? { signal: deps.signal } : {}),
       ...(deps.forwarderMinBackoffMs !== undefined ? { forwarderMinBackoffMs: deps.forwarderMinBackoffMs } : {}),
       ...(app.audit ? { audit: app.audit } : {}),
+      ...(app.patientKeys ? { patientKeys: app.patientKeys } : {}),
     });
     await callbacks.init();
     app.decorate('callbacks', callbacks);
@@ -29,5 +30,5 @@ export default fp<ApiDeps>(
     }
     app.addHook('onClose', () => callbacks.stop());
   },
-  { name: 'callback-path', dependencies: ['core', 'audit-trail'] },
+  { name: 'callback-path', dependencies: ['core', 'audit-trail', 'patient-keys'] },
 );

@@ -15,6 +15,7 @@ import { sha256, stackSecrets } from '../../../scripts/lib/stack-secrets';
 import { loadConfig } from '../../../src/config';
 import { DEMO_API_KEY } from '../../../src/sandbox/seed';
 import { dataConverterOf } from '../../../src/temporal';
+import type { PatientKeys } from '../../../src/patient-keys/patient-keys';
 import type { InjectedProcessFault, ProcessFaultKind } from './faults';
 import type { Rng } from './journeys';
 import { waitForPoller } from './pollers';
@@ -68,6 +69,7 @@ export class ProductionFaultStack implements FaultTopology {
   #temporalUp = false;
   #inbox: Pool | undefined;
   #client: Client | undefined;
+  #keys: PatientKeys | undefined;
 
   private constructor(
     readonly ports: ProductionPorts,
@@ -141,6 +143,8 @@ export class ProductionFaultStack implements FaultTopology {
   async stop(): Promise<void> {
     await this.#client?.connection.close().catch(() => undefined);
     this.#client = undefined;
+    await this.#keys?.close().catch(() => undefined);
+    this.#keys = undefined;
     await this.#inbox?.end().catch(() => undefined);
     this.#inbox = undefined;
     await this.stack.stop();
@@ -156,7 +160,10 @@ export class ProductionFaultStack implements FaultTopology {
         WEBHOOK_SECRET: secrets.webhookSecret,
         PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
       });
-      const dataConverter = dataConverterOf(config);
+      // The journeys' payloads are sealed for their patients: the stack's key tables, read here.
+      this.#keys = this.stack.patientKeysReader();
+      await this.#keys.init();
+      const dataConverter = dataConverterOf(config, this.#keys);
       this.#client = new Client({
         connection: await Connection.connect({ address: this.stack.temporalAddress }),
         ...(dataConverter ? { dataConverter } : {}),

@@ -11,6 +11,8 @@ import { api, sandbox, temporalDevServer, worker, type PartSpec } from '../../..
 import { loadConfig } from '../../../src/config';
 import { DEMO_API_KEY } from '../../../src/sandbox/seed';
 import { dataConverterOf } from '../../../src/temporal';
+import { patientKeysFrom } from '../../../src/patient-keys/from-settings';
+import type { PatientKeys } from '../../../src/patient-keys/patient-keys';
 import { waitingInFolder } from '../../../src/inbox/files';
 import { installedTool } from '../../support/temporal-env';
 import { waitForPoller } from './pollers';
@@ -78,6 +80,7 @@ export class FaultStack {
   readonly sandboxUrl: string;
   readonly temporalAddress: string;
   #client: Client | undefined;
+  #keys: PatientKeys | undefined;
 
   constructor(readonly options: StackOptions) {
     const { runDir, ports } = options;
@@ -177,7 +180,10 @@ export class FaultStack {
   async operatorClient(): Promise<Client> {
     if (!this.#client) {
       const config = loadConfig(this.env);
-      const dataConverter = dataConverterOf(config);
+      // The journeys' payloads are sealed for their patients: the key file the API writes, read here.
+      this.#keys = patientKeysFrom(config.patientKeys, { ring: config.codec.keys, writer: false });
+      await this.#keys?.init();
+      const dataConverter = dataConverterOf(config, this.#keys);
       this.#client = new Client({
         connection: await Connection.connect({ address: this.temporalAddress }),
         ...(dataConverter ? { dataConverter } : {}),
@@ -199,6 +205,8 @@ export class FaultStack {
   async stop(): Promise<void> {
     await this.#client?.connection.close().catch(() => undefined);
     this.#client = undefined;
+    await this.#keys?.close().catch(() => undefined);
+    this.#keys = undefined;
     for (const p of [this.api, this.worker, this.sandbox, this.temporal]) await p.stop(10_000);
   }
 }

@@ -112,7 +112,7 @@ topologySpreadConstraints:
     secretName: {{ required "secrets.existingSecret: the name of the Secret with the engine's secrets" .root.Values.secrets.existingSecret }}
     defaultMode: 0440
     items:
-      {{- $files := dict "webhookSecret" "webhook_secret" "payloadEncryptionKeys" "payload_encryption_keys" "clinics" "clinics.json" "inboxDatabaseUrl" "inbox_database_url" "codecServerToken" "codec_server_token" "temporalApiKey" "temporal_api_key" }}
+      {{- $files := dict "webhookSecret" "webhook_secret" "payloadEncryptionKeys" "payload_encryption_keys" "clinics" "clinics.json" "inboxDatabaseUrl" "inbox_database_url" "codecServerToken" "codec_server_token" "temporalApiKey" "temporal_api_key" "patientKeyDatabaseUrl" "patient_key_database_url" }}
       {{- range .items }}
       {{- $key := index $.root.Values.secrets.keys . }}
       {{- if $key }}
@@ -274,6 +274,24 @@ renders; values.schema.json says the same.
 {{- with .Values.attachments.s3.endpoint }}
 - name: AUDIT_CHECKPOINT_ENDPOINT
   value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Per-patient data keys (every payload of a patient's journeys sealed under their key; an erasure destroys it): with
+secrets.keys.patientKeyDatabaseUrl set, the tables every process shares at that database (a role of its own, that may
+create them at the first start), erasures logged in the audit checkpoints' bucket; without it, off (journeys sealed by
+the payload keys alone, and POST /v1/patients/erasure answers 409).
+*/}}
+{{- define "pje.patientKeyEnv" -}}
+{{- if .Values.secrets.keys.patientKeyDatabaseUrl }}
+- name: PATIENT_KEY_STORE
+  value: postgres
+- name: PATIENT_KEY_DATABASE_URL_FILE
+  value: {{ include "pje.secretsDir" . }}/patient_key_database_url
+{{- else }}
+- name: PATIENT_KEY_STORE
+  value: 'off'
 {{- end }}
 {{- end -}}
 

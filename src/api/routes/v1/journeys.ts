@@ -31,7 +31,13 @@ import {
   UpdateResponse,
 } from '../../schemas';
 import { checkAgainstCatalog } from '../../../contract/catalog-rules';
-import { addAttachmentUpdate, cancelUpdate, resendUpdate, submitAnswersUpdate } from '../../../contract/definitions';
+import {
+  addAttachmentUpdate,
+  cancelUpdate,
+  journeyWorkflowId,
+  resendUpdate,
+  submitAnswersUpdate,
+} from '../../../contract/definitions';
 import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../../contract/journey-request';
 import { rulesOf } from '../../../contract/request-rules';
 
@@ -248,6 +254,13 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         timings: resolveTimings(ctx.config.timings, body.timings),
         callbackFloodLimit: ctx.config.callbackFloodLimit,
       };
+      // Bound to its patient before anything of it is sealed: from its start on, every payload of the journey is
+      // sealed under the patient's key. A workflow id is bound once: another patient under it is a conflict.
+      if (ctx.patientKeys) {
+        const patientRef = ctx.patientKeys.patientRef(clinic.clinicId, body.patient.email);
+        const bound = await ctx.patientKeys.bindJourney(journeyWorkflowId(journeyId), patientRef);
+        if (bound !== patientRef) throw idempotencyConflict();
+      }
       const outcome = await ctx.journeys.start(input, hash);
       if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
       else ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
