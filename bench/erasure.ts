@@ -5,7 +5,7 @@
 // GET /v1/patients/erasure/{id} until it is done. Writes its section of docs/performance.md (between its markers; a
 // whole `npm run bench` keeps it) unless --no-write.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -56,6 +56,7 @@ async function main() {
   });
   const results: Erased[] = [];
   try {
+    mkdirSync(path.join(dir, 'data'), { recursive: true });
     await stack.configure();
     await stack.startTemporal();
     await stack.startSandbox();
@@ -170,7 +171,7 @@ function render(
     '| | p50 | max |',
     '|---|---|---|',
     `| Request to its 202 | ${accepted.p50.toFixed(1)} ms | ${accepted.max.toFixed(1)} ms |`,
-    `| Request to \`done\` (the key destroyed: no new read anywhere, the process that erased holds none) | ${s(done.p50)} | ${s(done.max)} |`,
+    `| Request to \`done\` (the key out of the store and into the erasure log; the process that erased holds it no more) | ${s(done.p50)} | ${s(done.max)} |`,
     `| Request to every copy unreadable (\`done\` and the ${KEY_CACHE_TTL_MS / 1000} s another process may still hold the key: \`unreadableEverywhereAt\`) | ${s(done.p50 + KEY_CACHE_TTL_MS)} | ${s(everywhere)} |`,
     '',
     `Goal: every copy unreadable within 60 s of the request: ${everywhere < 60_000 ? '**met**' : '**missed**'} ` +
