@@ -28,7 +28,7 @@ interface Erased {
 }
 
 async function json(res: Response): Promise<any> {
-  const body = (await res.json());
+  const body = await res.json();
   if (!res.ok) throw new Error(`${res.url} answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
   return body;
 }
