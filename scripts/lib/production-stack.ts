@@ -72,7 +72,8 @@ import {
 import { Stack } from './stack/stack';
 import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
 
-const BUCKET = 'journey-attachments';
+export const ATTACHMENTS_BUCKET = 'journey-attachments';
+const BUCKET = ATTACHMENTS_BUCKET;
 const INBOX_DATABASE = 'journeys';
 /** The API replicas' role in PostgreSQL: owns the inbox database, nothing else, no superuser (scripts/lib/inbox-role.ts). */
 const INBOX_ROLE = 'journey_inbox';
@@ -449,11 +450,19 @@ export class ProductionStack {
    * destroyed through it. Not opened: call init(), and close() after.
    */
   patientKeysReader(): PatientKeys {
+    return this.patientKeysAt(this.patientKeysDatabaseUrl, { readOnly: true });
+  }
+
+  /**
+   * Patient keys on a key database of this stack's (its own, or one restored from its backups) with its erasure log
+   * and master keys; a writer re-applies the erasure log at init (nothing is recorded on the audit trail).
+   */
+  patientKeysAt(connectionString: string, o: { readOnly: boolean }): PatientKeys {
     const store = this.objectStore;
     if (!store || !this.#secrets) throw new Error('the stack is not started');
     return new PatientKeys({
       ring: parseEncryptionKeys(this.#secrets.payloadEncryptionKeys),
-      store: new PostgresPatientKeyStore({ connectionString: this.patientKeysDatabaseUrl }),
+      store: new PostgresPatientKeyStore({ connectionString }),
       erasureLog: new S3ErasureLog({
         client: new S3Client({
           region: 'us-east-1',
@@ -465,7 +474,7 @@ export class ProductionStack {
         prefix: 'patient-erasures/',
         retentionDays: 2190,
       }),
-      readOnly: true,
+      readOnly: o.readOnly,
       audit: () => Promise.resolve(),
     });
   }

@@ -98,7 +98,10 @@ describe('the production topology on a PostgreSQL cluster, its primary killed', 
     expect(report.callbacks.acked).toBe(report.callbacks.due);
     expect(report.journeys.doubleInvites).toBe(0);
     expect(report.journeys.endedWrong).toEqual([]);
-    expect(report.journeys.started).toBeGreaterThan(5);
+    // Journeys start before the kill and again after the gap (the drill names it a problem when none does); how many
+    // depends on the machine's load (each start is several synchronous commits), so the count is logged, not held.
+    expect(report.journeys.started).toBeGreaterThan(1);
+    expect(Number.isFinite(report.firstInviteAfterGapMs)).toBe(true);
     expect(report.parked.moved).toEqual([]);
     expect(report.audit.ok).toBe(true);
     expect(Number.isFinite(report.movingAgainMs)).toBe(true);

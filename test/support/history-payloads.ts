@@ -1,8 +1,9 @@
 // The payloads of a workflow history, told apart: the journey's own (its input, activities, signals, updates,
 // queries, failures), which carry patient data and are sealed for the patient, and the rest, which carry none by
 // design: search attributes (visibility reads them in the clear), the SDK's markers (patch ids), the memo, the
-// summaries the Web UI shows (user metadata), and the start of the documents' retention, a workflow of its own that
-// must still run after an erasure.
+// summaries the Web UI shows (user metadata), the start of the documents' retention, a workflow of its own that must
+// still run after an erasure, and a workflow task's failure (the SDK encodes it without the workflow's context: a
+// task that failed on a loaded machine, say; its message names no patient data, by the engine's rule).
 import type { Payload } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 
@@ -33,7 +34,7 @@ export function historyPayloads(history: temporal.api.history.v1.IHistory): {
     at.includes('.markerRecordedEventAttributes.') ||
     at.includes('.memo.') ||
     at.includes('.userMetadata.') ||
-    /\.startChildWorkflowExecutionInitiatedEventAttributes\b/.test(at);
+    /\.(startChildWorkflowExecutionInitiatedEventAttributes|workflowTaskFailedEventAttributes)\b/.test(at);
   return { own: found.filter((f) => !other(f.at)), others: found.filter((f) => other(f.at)) };
 }
 
