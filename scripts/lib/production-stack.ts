@@ -72,8 +72,9 @@ import {
 import { Stack } from './stack/stack';
 import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
 
-export const ATTACHMENTS_BUCKET = 'journey-attachments';
-const BUCKET = ATTACHMENTS_BUCKET;
+const BUCKET = 'journey-attachments';
+/** The attachments' bucket (versioned), for tests that read it. */
+export const ATTACHMENTS_BUCKET = BUCKET;
 const INBOX_DATABASE = 'journeys';
 /** The API replicas' role in PostgreSQL: owns the inbox database, nothing else, no superuser (scripts/lib/inbox-role.ts). */
 const INBOX_ROLE = 'journey_inbox';
