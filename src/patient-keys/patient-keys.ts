@@ -81,6 +81,8 @@ export class PatientKeys {
   readonly #erased = new Map<string, ErasedKey>();
   /** Journeys' patients read lately (workflow id -> patient). */
   readonly #journeys = new Map<string, PatientRef>();
+  /** Workflow ids found bound to no patient, until when that answer is kept. */
+  readonly #unbound = new Map<string, number>();
   #refs: PatientRefs | undefined;
 
   constructor(options: PatientKeysOptions) {
@@ -152,9 +154,20 @@ export class PatientKeys {
   async patientOfJourney(workflowId: string): Promise<PatientRef | undefined> {
     const known = this.#journeys.get(workflowId);
     if (known) return known;
-    // Not remembered when absent: the journey may be bound a moment from now (by another process).
+    const unbound = this.#unbound.get(workflowId);
+    if (unbound !== undefined && unbound > Date.now()) return undefined;
     const bound = await this.#o.store.patientOf(workflowId);
-    if (bound) this.#rememberJourney(workflowId, bound);
+    if (bound) {
+      this.#unbound.delete(workflowId);
+      this.#rememberJourney(workflowId, bound);
+    } else {
+      // Bound to none (a journey from before per-patient keys, or no journey): remembered for the key cache's time
+      // only, so a callback's acknowledgement does not read the store each time. A journey is bound before it
+      // starts, so anything of it comes after its binding; this process's own bindings replace the entry at once.
+      this.#unbound.delete(workflowId);
+      this.#unbound.set(workflowId, Date.now() + (this.#o.cache?.ttlMs ?? KEY_CACHE_TTL_MS));
+      if (this.#unbound.size > JOURNEY_MEMORY) this.#unbound.delete(this.#unbound.keys().next().value as string);
+    }
     return bound;
   }
 
@@ -229,6 +242,7 @@ export class PatientKeys {
   }
 
   #rememberJourney(workflowId: string, patientRef: PatientRef): void {
+    this.#unbound.delete(workflowId);
     this.#journeys.set(workflowId, patientRef);
     if (this.#journeys.size > JOURNEY_MEMORY) this.#journeys.delete(this.#journeys.keys().next().value as string);
   }

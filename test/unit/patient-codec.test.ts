@@ -154,6 +154,32 @@ describe('the payload codec under per-patient keys', () => {
     expect(readFileSync(path.join(dir, 'patient-keys.json.journeys'), 'utf8').trim().split('\n')).toHaveLength(1);
   });
 
+  it('remembers a journey bound to no patient for the cache time, and a binding made here at once', async () => {
+    const keys = await open({ ttlMs: 60 });
+    let reads = 0;
+    const original = FilePatientKeyStore.prototype.patientOf;
+    const spy = jest.spyOn(FilePatientKeyStore.prototype, 'patientOf').mockImplementation(function (
+      this: FilePatientKeyStore,
+      w,
+    ) {
+      reads++;
+      return original.call(this, w);
+    });
+    try {
+      expect(await keys.patientOfJourney('journey-old')).toBeUndefined();
+      expect(await keys.patientOfJourney('journey-old')).toBeUndefined();
+      expect(reads).toBe(1);
+      await new Promise((r) => setTimeout(r, 80));
+      expect(await keys.patientOfJourney('journey-old')).toBeUndefined();
+      expect(reads).toBe(2);
+      const ada = keys.patientRef('clinic-a', 'ada@example.com');
+      await keys.bindJourney('journey-old', ada);
+      expect(await keys.patientOfJourney('journey-old')).toBe(ada);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('makes a client made before the keys wait for them, and refuses rather than seal without them', async () => {
     const keys = await open();
     const ada = keys.patientRef('clinic-a', 'ada@example.com');
