@@ -30,6 +30,7 @@ import { workflowBundleFor } from './workflow-bundle';
 export function activityDeps(
   config: Config,
   connection: NativeConnection,
+  patientKeys?: PatientKeys,
 ): ActivityDeps & { init(): Promise<void>; close(): Promise<void> } {
   const clients = examServiceClients(config);
   // The same trail as the API's (AUDIT_STORE): the attachments' deletions go on it.
@@ -43,8 +44,9 @@ export function activityDeps(
     ...(audit ? { audit: (event: AuditEvent) => audit.append(event) } : {}),
     examServiceFor: (clinicId) => clients.forClinic(clinicId),
     webhookUrlFor: (journeyId) => webhookUrl(config.api.publicBaseUrl, journeyId, config.api.webhookSecret),
-    // Attachments are PHI: sealed at rest with the payload key ring (the same keys the API seals with).
-    attachments: createAttachmentStore(config, new RecordSealer(sealerKeys(config))),
+    // Attachments are PHI: sealed at rest with the payload key ring (the same keys the API seals with), or for their
+    // patient (the API seals a journey's documents under the patient's data key; the worker only opens them).
+    attachments: createAttachmentStore(config, new RecordSealer(sealerKeys(config)), patientKeys),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
     recordHeartbeat: heartbeatRecorder(connection, config.temporal.namespace, dataConverterOf(config)),
@@ -95,7 +97,7 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
     : undefined;
   // A journey writes every one of them: one missing fails its workflow tasks, so a worker refuses to start without them.
   await requireSearchAttributes(connection, config.temporal.namespace, SEARCH_ATTRIBUTE_KEYS);
-  const deps = activityDeps(config, connection);
+  const deps = activityDeps(config, connection, patientKeys);
   await deps.init();
   const worker = await Worker.create({
     connection,

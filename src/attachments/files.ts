@@ -8,6 +8,7 @@ import path from 'node:path';
 import { RecordSealer } from '../codec/at-rest';
 import { AttachmentStoreBase, type EncodedAttachment } from './base';
 import type { LedgerBackend, LedgerEntry } from './ledger';
+import type { AttachmentPatientKeys } from './types';
 
 /** Writes a file so that it is either absent or complete, also after a crash: temp file, fsync, rename, fsync dir. */
 export async function writeFileDurably(file: string, data: Uint8Array | string): Promise<void> {
@@ -40,8 +41,9 @@ export class LocalFolderAttachmentStore extends AttachmentStoreBase {
   constructor(
     readonly dir: string,
     sealer: RecordSealer = RecordSealer.plain(),
+    patientKeys?: AttachmentPatientKeys,
   ) {
-    super(sealer, new FolderLedger(path.join(dir, 'usage')));
+    super(sealer, new FolderLedger(path.join(dir, 'usage')), patientKeys);
   }
 
   protected async writeRecord(encoded: EncodedAttachment): Promise<void> {
@@ -58,6 +60,11 @@ export class LocalFolderAttachmentStore extends AttachmentStoreBase {
     const json = await removeIfExists(this.#file(ref, 'json'));
     const bytes = await removeIfExists(this.#file(ref, 'bytes'));
     return json || bytes;
+  }
+
+  /** A file written again replaced the one before (a rename): nothing else of it is kept. */
+  protected removeEarlierVersions(): Promise<void> {
+    return Promise.resolve();
   }
 
   #file(ref: string, part: 'bytes' | 'json'): string {

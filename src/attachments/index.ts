@@ -3,11 +3,13 @@ import type { RecordSealer } from '../codec/at-rest';
 import type { Config } from '../config';
 import { S3AttachmentStore } from './s3';
 import { LocalFolderAttachmentStore } from './files';
-import type { AttachmentStore } from './types';
+import type { AttachmentPatientKeys, AttachmentStore } from './types';
 
+/** The store; with patient keys, documents whose patient is known are sealed under the patient's data key. */
 export function createAttachmentStore(
   config: Pick<Config, 'attachmentsDir' | 'attachmentStore'>,
   sealer: RecordSealer,
+  patientKeys?: AttachmentPatientKeys,
 ): AttachmentStore {
   const o = config.attachmentStore;
   if (o.kind === 's3') {
@@ -16,8 +18,9 @@ export function createAttachmentStore(
       prefix: o.prefix,
       region: o.region,
       sealer,
+      ...(patientKeys ? { patientKeys } : {}),
       ...(o.endpoint ? { endpoint: o.endpoint } : {}),
     });
   }
-  return new LocalFolderAttachmentStore(config.attachmentsDir, sealer);
+  return new LocalFolderAttachmentStore(config.attachmentsDir, sealer, patientKeys);
 }

@@ -22,6 +22,7 @@ import {
 import { RecordSealer } from '../codec/at-rest';
 import type { LedgerBackend, LedgerEntry } from './ledger';
 import { AttachmentStoreBase, type EncodedAttachment } from './base';
+import type { AttachmentPatientKeys } from './types';
 
 export interface S3AttachmentStoreOptions {
   bucket: string;
@@ -35,6 +36,8 @@ export interface S3AttachmentStoreOptions {
   /** By default the SDK's chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles, roles). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
   sealer?: RecordSealer;
+  /** Documents sealed for their patients: opened with these keys (and sealed with them when a patient is known). */
+  patientKeys?: AttachmentPatientKeys;
 }
 
 export class S3AttachmentStore extends AttachmentStoreBase {
@@ -50,7 +53,11 @@ export class S3AttachmentStore extends AttachmentStoreBase {
         forcePathStyle: options.forcePathStyle ?? Boolean(options.endpoint),
         ...(options.credentials ? { credentials: options.credentials } : {}),
       });
-    super(options.sealer ?? RecordSealer.plain(), new S3Ledger(s3, options.bucket, `${options.prefix ?? ''}usage/`));
+    super(
+      options.sealer ?? RecordSealer.plain(),
+      new S3Ledger(s3, options.bucket, `${options.prefix ?? ''}usage/`),
+      options.patientKeys,
+    );
     this.#o = options;
     this.#s3 = s3;
   }
@@ -143,6 +150,20 @@ export class S3AttachmentStore extends AttachmentStoreBase {
     }
     await deleteVersions(this.#s3, this.#o.bucket, versions);
     return existed;
+  }
+
+  /**
+   * Every version of both parts but the current one: a record sealed again for its patient leaves nothing of the
+   * record before in a versioned bucket (its window would keep it readable under the payload keys).
+   */
+  protected async removeEarlierVersions(ref: string): Promise<void> {
+    const versions: { Key: string; VersionId: string }[] = [];
+    for (const key of [this.#key(ref, 'json'), this.#key(ref, 'bytes')]) {
+      for (const v of await versionsOf(this.#s3, this.#o.bucket, key)) {
+        if (!v.latest) versions.push({ Key: key, VersionId: v.versionId });
+      }
+    }
+    await deleteVersions(this.#s3, this.#o.bucket, versions);
   }
 
   #key(ref: string, part: 'bytes' | 'json'): string {

@@ -8,7 +8,7 @@ import type { EncryptionKey } from '../encryption-keys';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export type SealPurpose = 'callback-inbox' | 'dead-letter' | 'attachment' | 'attachment-meta';
+export type SealPurpose = 'callback-inbox' | 'dead-letter' | 'attachment' | 'attachment-meta' | 'attachment-owner';
 /** What a blind name names: the clinic of the attachment store's usage folders. */
 export type BlindNamePurpose = 'attachment-clinic';
 

@@ -19,6 +19,9 @@ export const REQUEST_RULES = {
     'an exam whose attachmentsRequired is 2 needs, in attachments, one attachment of each kind its attachments list ' +
     'names (kind as written there; the ID is asked of the patient by the service).',
   'attachment-of-clinic': 'each attachment ref is one this clinic stored with POST /v1/attachments.',
+  'attachment-of-patient':
+    "an attachment ref another journey took is named again only for that journey's patient (a document is sealed " +
+    "under its patient's key).",
   'page-token-of-list': 'nextPageToken is one a page of this same list (same filters) answered.',
   'answers-fit-questions':
     "each answer's no is a question of the patient exam's questionnaire (the exam service's) and its answer one that " +

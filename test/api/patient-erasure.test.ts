@@ -126,6 +126,30 @@ describe('erasing a patient: POST /v1/patients/erasure', () => {
     const before = await payloadsOf(done);
     expect(new Set(before.payloads.map(encodingOf))).toEqual(new Set([PATIENT_SEALED_ENCODING]));
     expect(await codec.decode(before.payloads.slice(0, 1))).toHaveLength(1);
+    // Her document too, since her journey took it (the worker opened it to upload it): nothing of it in the clear,
+    // and no other copy under the payload keys.
+    const ada = stack.app.patientKeys!.patientRef('clinic-a', ADA.email);
+    expect((await stack.app.attachments.get(attachment.ref))?.patient).toBe(ada);
+    const documents = readdirSync(stack.config.attachmentsDir)
+      .filter((name) => name.startsWith(attachment.ref))
+      .map((name) => path.join(stack.config.attachmentsDir, name));
+    expect(documents).toHaveLength(2);
+    for (const f of documents) expect(readFileSync(f).includes(MARKER)).toBe(false);
+    // Another patient's start cannot name it.
+    const taken = await fetch(`${stack.url}/v1/journeys`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': 'bob-takes-adas-document' },
+      body: JSON.stringify({
+        patient: { ...basePatient, ...BOB },
+        exams: [201],
+        scenario: { type: 'partner_pharmacy', pharmacyId: 501, orderSetId: '8101' },
+        attachments: [{ examId: 201, attachment }],
+      }),
+    });
+    expect(taken.status).toBe(400);
+    expect(((await taken.json()) as any).errors).toEqual([
+      expect.objectContaining({ field: 'attachments.0.attachment.ref', rule: 'attachment-of-patient' }),
+    ]);
 
     const res = await erasure({ email: 'Ada.Lovelace@Example.com' }, 'erase-ada');
     expect(res.status).toBe(202);

@@ -2,19 +2,32 @@
 // Each clinic's quota on stored attachments and bytes, held before any byte is written, also by uploads racing from
 // two replicas; an upload that fails leaves nothing; uploads no journey took are swept after their grace.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListObjectVersionsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { freePort } from '../../scripts/lib/postgres-server';
 import { startObjectStore, type ObjectStoreServer } from '../../scripts/lib/object-store';
 import type { DeletedOrphan } from '../../src/attachments/ledger';
 import { S3AttachmentStore } from '../../src/attachments/s3';
 import type { EncodedAttachment } from '../../src/attachments/base';
 import { LocalFolderAttachmentStore } from '../../src/attachments/files';
-import { AttachmentQuotaExceededError, type AttachmentMeta, type AttachmentStore } from '../../src/attachments/types';
+import {
+  AttachmentOfAnotherPatientError,
+  AttachmentQuotaExceededError,
+  type AttachmentMeta,
+  type AttachmentPatientKeys,
+  type AttachmentStore,
+} from '../../src/attachments/types';
 import { RecordSealer } from '../../src/codec/at-rest';
 import type { EncryptionKey } from '../../src/encryption-keys';
+import { FileErasureLog, FilePatientKeyStore, PatientKeys } from '../../src/patient-keys';
 
 const K1: EncryptionKey = { id: 'k1', key: randomBytes(32) };
 const K2: EncryptionKey = { id: 'k2', key: randomBytes(32) };
@@ -27,8 +40,13 @@ const META: AttachmentMeta = {
 const bytes = (n: number) => Buffer.alloc(n, 7);
 
 interface StoreHarness {
-  /** A store on the test's data; `failWrites`: its record writes fail after writing (a disk or a bucket that fails). */
-  make(o?: { keys?: EncryptionKey[]; failWrites?: boolean }): AttachmentStore;
+  /**
+   * A store on the test's data; `failWrites`: its record writes fail after writing (a disk or a bucket that fails);
+   * `patientKeys`: documents sealed for their patients.
+   */
+  make(o?: { keys?: EncryptionKey[]; failWrites?: boolean; patientKeys?: AttachmentPatientKeys }): AttachmentStore;
+  /** Every stored version of a record's two parts, as the store's medium holds them (the bucket keeps earlier ones). */
+  stored(ref: string): Promise<Buffer[]>;
   /** The refs whose records (either part) are stored. */
   records(): Promise<string[]> | string[];
   /** Removes a record's parts behind the store's back (an upload that died between its reservation and its bytes). */
@@ -45,9 +63,9 @@ function folderHarness(): Promise<StoreHarness> {
   let dir = '';
   let n = 0;
   return Promise.resolve({
-    make({ keys = [K1], failWrites = false } = {}) {
+    make({ keys = [K1], failWrites = false, patientKeys } = {}) {
       const sealer = new RecordSealer(keys);
-      if (!failWrites) return new LocalFolderAttachmentStore(dir, sealer);
+      if (!failWrites) return new LocalFolderAttachmentStore(dir, sealer, patientKeys);
       return new (class extends LocalFolderAttachmentStore {
         protected override async writeRecord(encoded: EncodedAttachment) {
           await super.writeRecord(encoded);
@@ -63,6 +81,13 @@ function folderHarness(): Promise<StoreHarness> {
         // nothing stored yet
       }
       return [...new Set(names.map(refOf).filter((r): r is string => r !== undefined))].sort();
+    },
+    stored(ref) {
+      return Promise.resolve(
+        readdirSync(dir)
+          .filter((name) => name.startsWith(ref))
+          .map((name) => readFileSync(path.join(dir, name))),
+      );
     },
     removeRecordOnly(ref) {
       rmSync(path.join(dir, ref));
@@ -95,11 +120,19 @@ async function s3Harness(): Promise<StoreHarness> {
   const keysUnder = async (p: string) =>
     ((await raw.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: p }))).Contents ?? []).map((o) => o.Key!);
   const first = new S3AttachmentStore({ bucket, endpoint: minio.endpoint, credentials });
-  await first.ensureBucket();
+  // Versioned, as the production stack's bucket is: a record written again keeps the one before.
+  await first.ensureBucket({ keepDeletedDays: 1 });
   first.close();
   return {
-    make({ keys = [K1], failWrites = false } = {}) {
-      const options = { bucket, prefix, endpoint: minio.endpoint, credentials, sealer: new RecordSealer(keys) };
+    make({ keys = [K1], failWrites = false, patientKeys } = {}) {
+      const options = {
+        bucket,
+        prefix,
+        endpoint: minio.endpoint,
+        credentials,
+        sealer: new RecordSealer(keys),
+        ...(patientKeys ? { patientKeys } : {}),
+      };
       const store = failWrites
         ? new (class extends S3AttachmentStore {
             protected override async writeRecord(encoded: EncodedAttachment) {
@@ -114,6 +147,15 @@ async function s3Harness(): Promise<StoreHarness> {
     async records() {
       const names = (await keysUnder(prefix)).map((k) => k.slice(prefix.length)).filter((k) => !k.includes('/'));
       return [...new Set(names.map(refOf).filter((r): r is string => r !== undefined))].sort();
+    },
+    async stored(ref) {
+      const found: Buffer[] = [];
+      const page = await raw.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: `${prefix}${ref}` }));
+      for (const v of page.Versions ?? []) {
+        const out = await raw.send(new GetObjectCommand({ Bucket: bucket, Key: v.Key!, VersionId: v.VersionId! }));
+        found.push(Buffer.from(await out.Body!.transformToByteArray()));
+      }
+      return found;
     },
     async removeRecordOnly(ref) {
       await raw.send(
@@ -293,5 +335,89 @@ describe.each(stores)('attachment store (%s): quotas and orphans', (_kind, makeH
     await store.delete(taken.ref);
     expect(await h.records()).toEqual([]);
     expect(await store.usage('clinic-a')).toEqual({ count: 0, bytes: 0 });
+  });
+});
+
+describe.each(stores)('attachment store (%s): documents sealed for their patient', (_kind, makeHarness) => {
+  let h: StoreHarness;
+  let keyDir: string;
+  let keys: PatientKeys;
+  const marker = Buffer.from('THYROID-PANEL-MARKER-7781');
+  const clear = (parts: Buffer[]) =>
+    parts.filter((b) => b.includes(marker) || b.includes(Buffer.from(META.fileName)) || b.includes(Buffer.from('Lab')));
+
+  beforeAll(async () => {
+    h = await makeHarness();
+  }, 60_000);
+  afterAll(async () => h?.teardown());
+  beforeEach(async () => {
+    h.reset();
+    keyDir = mkdtempSync(path.join(tmpdir(), 'attachments-patient-keys-'));
+    keys = new PatientKeys({
+      ring: [K1],
+      store: new FilePatientKeyStore(path.join(keyDir, 'patient-keys.json'), { readOnly: false }),
+      erasureLog: new FileErasureLog(path.join(keyDir, 'patient-erasures.jsonl')),
+      readOnly: false,
+      cache: { ttlMs: 30_000 },
+      audit: () => Promise.resolve(),
+    });
+    await keys.init();
+  });
+  afterEach(async () => {
+    await keys.close();
+    rmSync(keyDir, { recursive: true, force: true });
+  });
+
+  it('seals an upload a journey takes for its patient, leaving no earlier version under the payload keys', async () => {
+    const store = h.make({ patientKeys: keys });
+    const ada = keys.patientRef('clinic-a', 'ada@example.com');
+    await keys.bindJourney('journey-ada', ada);
+    const content = Buffer.concat([Buffer.from('%PDF '), marker]);
+    const { ref } = await store.put(content, META);
+    const before = await store.get(ref);
+    expect(before?.patient).toBeUndefined();
+
+    await store.sealForPatient(ref, ada);
+    const after = await store.get(ref);
+    expect(after?.bytes.equals(content)).toBe(true);
+    expect(after?.meta).toEqual(before?.meta);
+    expect(after?.patient).toBe(ada);
+    // One version of each part, neither holding the content or the file name in the clear.
+    const parts = await h.stored(ref);
+    expect(parts).toHaveLength(2);
+    expect(clear(parts)).toEqual([]);
+    // The payload keys alone no longer open it: a store without the patient keys says why.
+    await expect(h.make().get(ref)).rejects.toThrow(/sealed for a patient, and this process has no patient keys/);
+
+    // Taken again for the same patient (a retried start): nothing changes; for another patient: refused.
+    await store.sealForPatient(ref, ada);
+    expect((await store.get(ref))?.bytes.equals(content)).toBe(true);
+    const bob = keys.patientRef('clinic-a', 'bob@example.com');
+    await keys.bindJourney('journey-bob', bob);
+    await expect(store.sealForPatient(ref, bob)).rejects.toBeInstanceOf(AttachmentOfAnotherPatientError);
+  });
+
+  it("reads an erased patient's document as gone, and still releases its clinic's usage when it is deleted", async () => {
+    const store = h.make({ patientKeys: keys });
+    const ada = keys.patientRef('clinic-a', 'ada@example.com');
+    const bob = keys.patientRef('clinic-a', 'bob@example.com');
+    await keys.bindJourney('journey-ada', ada);
+    await keys.bindJourney('journey-bob', bob);
+    // Uploaded to a running journey: sealed for the patient from the first write.
+    const hers = await store.put(Buffer.concat([marker, Buffer.from(' ada')]), META, { patient: ada });
+    const his = await store.put(Buffer.concat([marker, Buffer.from(' bob')]), META, { patient: bob });
+    expect(clear(await h.stored(hers.ref))).toEqual([]);
+    expect((await store.get(hers.ref))?.patient).toBe(ada);
+    expect(await store.usage('clinic-a')).toEqual({ count: 2, bytes: hers.size + his.size });
+
+    await keys.erase(ada);
+    expect(await store.get(hers.ref)).toBeUndefined();
+    expect((await store.get(his.ref))?.bytes.toString()).toContain(' bob');
+    await expect(store.sealForPatient(his.ref, bob)).resolves.toBeUndefined();
+    // Nothing is sealed for her again.
+    await expect(store.put(marker, META, { patient: ada })).rejects.toThrow(/no data key/);
+    await store.delete(hers.ref);
+    expect(await h.records()).toEqual([his.ref]);
+    expect(await store.usage('clinic-a')).toEqual({ count: 1, bytes: his.size });
   });
 });

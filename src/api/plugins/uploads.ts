@@ -7,7 +7,8 @@ import { sweepOrphanUploads } from '../orphan-uploads';
 
 export default fp<ApiDeps>(
   (app, deps, done) => {
-    app.decorate('attachments', deps.attachments ?? createAttachmentStore(app.config, app.sealer));
+    // Documents whose patient is known are sealed under the patient's data key (the patient keys' plugin, before).
+    app.decorate('attachments', deps.attachments ?? createAttachmentStore(app.config, app.sealer, app.patientKeys));
     if (app.config.attachmentOrphanGraceMs <= 0 || deps.startForwarder === false) return done();
     let timer: NodeJS.Timeout | undefined;
     const sweep = () =>
@@ -28,5 +29,5 @@ export default fp<ApiDeps>(
     });
     done();
   },
-  { name: 'uploads', dependencies: ['core', 'audit-trail', 'journeys'] },
+  { name: 'uploads', dependencies: ['core', 'audit-trail', 'journeys', 'patient-keys'] },
 );

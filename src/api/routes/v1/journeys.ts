@@ -3,7 +3,12 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema';
 import { validatorCompiler, type FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import { AttachmentQuotaExceededError, type StoredAttachmentMeta } from '../../../attachments/types';
+import {
+  AttachmentOfAnotherPatientError,
+  AttachmentQuotaExceededError,
+  type StoredAttachmentMeta,
+} from '../../../attachments/types';
+import type { PatientRef } from '../../../patient-keys/envelope';
 import { requireClinic } from '../../auth';
 import type { ApiContext } from '../../context';
 import { catalogEntry } from '../../exam-service';
@@ -125,13 +130,18 @@ function malformedMultipart(err: unknown): unknown {
   );
 }
 
-/** Stores the upload, held to the clinic's quota. */
-async function storeUpload(ctx: ApiContext, clinicId: string, upload: Upload): Promise<AttachmentRef> {
+/** Stores the upload, held to the clinic's quota; sealed for the patient when it is known (a running journey's). */
+async function storeUpload(
+  ctx: ApiContext,
+  clinicId: string,
+  upload: Upload,
+  patient?: PatientRef,
+): Promise<AttachmentRef> {
   try {
     return await ctx.attachments.put(
       upload.bytes,
       { kind: upload.kind, fileName: upload.fileName, contentType: upload.contentType, clinicId },
-      { quota: ctx.config.attachmentQuota },
+      { quota: ctx.config.attachmentQuota, ...(patient ? { patient } : {}) },
     );
   } catch (err) {
     if (err instanceof AttachmentQuotaExceededError) throw quotaProblem(ctx, err);
@@ -154,6 +164,22 @@ function quotaProblem(ctx: ApiContext, err: AttachmentQuotaExceededError): ApiPr
   );
 }
 
+/** Seals a document the start takes for its patient; one another patient's start sealed first is a 400. */
+async function sealForPatient(ctx: ApiContext, ref: string, patient: PatientRef, index: number): Promise<void> {
+  try {
+    await ctx.attachments.sealForPatient(ref, patient);
+  } catch (err) {
+    if (!(err instanceof AttachmentOfAnotherPatientError)) throw err;
+    throw validationProblem([ofAnotherPatient(index)]);
+  }
+}
+
+const ofAnotherPatient = (index: number): FieldError => ({
+  field: `attachments.${index}.attachment.ref`,
+  message: 'taken by a journey for another patient: upload the document again for this one',
+  rule: 'attachment-of-patient',
+});
+
 /**
  * Whether a failed update is a refusal: the journey (or the exam service through it) answered no, so the upload will
  * never be used. Temporal away or slow (503, 504) may hide an update the journey took: that upload stays, the
@@ -161,11 +187,15 @@ function quotaProblem(ctx: ApiContext, err: AttachmentQuotaExceededError): ApiPr
  */
 const refused = (err: unknown) => err instanceof ApiProblem && err.status !== 503 && err.status !== 504;
 
-/** 400s for the request against the clinic's live exam list and its attachment references. */
+/**
+ * 400s for the request against the clinic's live exam list and its attachment references (the clinic's, and not
+ * sealed for another patient than the journey's).
+ */
 async function checkStart(
   ctx: ApiContext,
   clinic: Parameters<ApiContext['examService']['exams']>[0],
   body: Pick<JourneyInput, 'exams' | 'attachments'> & { scenario: JourneyInput['scenario'] },
+  patient: PatientRef | undefined,
 ) {
   const catalog = (await ctx.examService.exams(clinic)).map(catalogEntry);
   const errors: FieldError[] = checkAgainstCatalog(body, catalog).map((i) => ({
@@ -182,6 +212,8 @@ async function checkStart(
         message: 'not an attachment this clinic uploaded',
         rule: 'attachment-of-clinic',
       });
+    } else if (stored.patient !== undefined && stored.patient !== patient) {
+      errors.push(ofAnotherPatient(i));
     } else attachments.push(stored.meta);
   }
   if (errors.length > 0) throw validationProblem(errors);
@@ -219,6 +251,7 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
           'scenario-fits-exams',
           'attachments-required',
           'attachment-of-clinic',
+          'attachment-of-patient',
         ),
       },
     },
@@ -241,11 +274,19 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
         return reply.code(200).header('location', links.self).send({ journeyId, created: false, links });
       }
-      const attachments = await checkStart(ctx, clinic, body);
+      const patientRef = ctx.patientKeys?.patientRef(clinic.clinicId, body.patient.email);
+      const attachments = await checkStart(ctx, clinic, body, patientRef);
+      // Bound to its patient before anything of it is sealed: from its start on, every payload of the journey is
+      // sealed under the patient's key. A workflow id is bound once: another patient under it is a conflict.
+      if (ctx.patientKeys && patientRef) {
+        const bound = await ctx.patientKeys.bindJourney(journeyWorkflowId(journeyId), patientRef);
+        if (bound !== patientRef) throw idempotencyConflict();
+      }
       // Taken before the start: a journey's document is never swept as an orphan (a start that fails leaves a claim
-      // the sweep finds without its journey).
-      for (const meta of attachments) {
+      // the sweep finds without its journey); and sealed for its patient, nothing of it left under the payload keys.
+      for (const [i, meta] of attachments.entries()) {
         await ctx.attachments.claim({ ref: meta.ref, clinicId: clinic.clinicId, size: meta.size }, journeyId);
+        if (patientRef) await sealForPatient(ctx, meta.ref, patientRef, i);
       }
       const input: JourneyInput = {
         ...body,
@@ -254,13 +295,6 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
         timings: resolveTimings(ctx.config.timings, body.timings),
         callbackFloodLimit: ctx.config.callbackFloodLimit,
       };
-      // Bound to its patient before anything of it is sealed: from its start on, every payload of the journey is
-      // sealed under the patient's key. A workflow id is bound once: another patient under it is a conflict.
-      if (ctx.patientKeys) {
-        const patientRef = ctx.patientKeys.patientRef(clinic.clinicId, body.patient.email);
-        const bound = await ctx.patientKeys.bindJourney(journeyWorkflowId(journeyId), patientRef);
-        if (bound !== patientRef) throw idempotencyConflict();
-      }
       const outcome = await ctx.journeys.start(input, hash);
       if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
       else ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
@@ -385,7 +419,9 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
       const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
       if (desc.status.name !== 'RUNNING') throw journeyEnded(desc.status.name);
       const upload = await readUpload(request, request.body, true);
-      const attachment = await storeUpload(ctx, clinic.clinicId, upload);
+      // The journey's patient is known: the document is sealed under their key from the first byte stored.
+      const patient = await ctx.patientKeys?.patientOfJourney(desc.workflowId);
+      const attachment = await storeUpload(ctx, clinic.clinicId, upload, patient);
       const owned = { ref: attachment.ref, clinicId: clinic.clinicId, size: attachment.size };
       // Left unclaimed (the store failing now), an upload is the orphan sweep's after the grace.
       const storeFailed = (err: unknown) => request.log.warn({ err }, 'the attachment store failed after the update');
