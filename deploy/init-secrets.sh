@@ -9,6 +9,9 @@
 #   deploy/secrets/clinics.json             CLINICS_FILE: a demo clinic on the sandbox, its API token printed once
 #   deploy/secrets/inbox_database_url       INBOX_DATABASE_URL: the API replicas' callback inbox in the bundled
 #                                           PostgreSQL (database and role `journeys`, a generated password)
+#   deploy/secrets/patient_key_database_url  PATIENT_KEY_DATABASE_URL: each patient's data key, for the API replicas,
+#                                           the workers and the codec server (database and role
+#                                           `journey_patient_keys`, a generated password)
 #   deploy/secrets/temporal_database_password  the Temporal server's role `temporal_server` in the bundled PostgreSQL
 #   deploy/secrets/postgres_replication_password  the standby's replication role `replicator`
 #   deploy/secrets/audit_database_url       AUDIT_DATABASE_URL: the one audit trail of the API replicas, the workers
@@ -97,6 +100,8 @@ if write "$secrets/clinics.json" "$clinics"; then
 fi
 
 write "$secrets/inbox_database_url" "postgres://journeys:$(random_token 24)@postgres:5432/journeys" || true
+write "$secrets/patient_key_database_url" \
+  "postgres://journey_patient_keys:$(random_token 24)@postgres:5432/journey_patient_keys" || true
 # Temporal's own role, temporal_server (the temporal-database job makes it; the server and its schema job sign in as it).
 write "$secrets/temporal_database_password" "$(random_token 24)" || true
 write "$secrets/postgres_replication_password" "$(random_token 24)" || true

@@ -14,7 +14,14 @@ import YAML from 'yaml';
 import { API_NODE_FLAGS } from '../../src/api/node-flags';
 import { PostgresAuditLog, prepareAuditStore, verifyAuditTable } from '../../src/audit/postgres';
 import { buildCodecServer } from '../../src/codec/server';
-import { CONFIG_ENV_VARS, loadAuditConfig, loadCodecConfig, loadConfig, type Config } from '../../src/config';
+import {
+  CONFIG_ENV_VARS,
+  loadAuditConfig,
+  loadCodecConfig,
+  loadConfig,
+  loadPatientKeyConfig,
+  type Config,
+} from '../../src/config';
 import { sandboxConfigFromEnv } from '../../src/sandbox/config';
 import { dataConverterOf } from '../../src/temporal';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/contract/definitions';
@@ -63,6 +70,7 @@ const ONE_SHOTS = [
   'temporal-schema',
   'temporal-setup',
   'inbox-database',
+  'patient-key-database',
   'minio-bucket',
   'keycloak-database',
   'audit-database',
@@ -74,6 +82,7 @@ const SUPERUSER_JOBS = [
   'postgres-synchronous',
   'temporal-database',
   'inbox-database',
+  'patient-key-database',
   'keycloak-database',
   'audit-database',
 ];
@@ -86,6 +95,8 @@ const productionStack = read('scripts/lib/production-stack.ts');
 const stackParts = read('scripts/lib/stack/parts.ts');
 const NATIVE_BUCKET = /^const BUCKET = '([^']+)';$/m.exec(productionStack)?.[1];
 const NATIVE_INBOX_DATABASE = /^const INBOX_DATABASE = '([^']+)';$/m.exec(productionStack)?.[1];
+const NATIVE_PATIENT_KEYS_DATABASE = /^const PATIENT_KEYS_DATABASE = '([^']+)';$/m.exec(productionStack)?.[1];
+const NATIVE_PATIENT_KEYS_ROLE = /^const PATIENT_KEYS_ROLE = '([^']+)';$/m.exec(productionStack)?.[1];
 const NATIVE_AUDIT_WRITER =
   /\bwriterRole: '([^']+)'/.exec(productionStack)?.[1] ??
   /^const AUDIT_WRITER = '([^']+)';$/m.exec(productionStack)?.[1];
@@ -175,10 +186,14 @@ describe('docker-compose.yml', () => {
     const jobEnv = env(name);
     expect(jobEnv).toMatchObject({ PGUSER: env('postgres').POSTGRES_USER, PGDATABASE: 'postgres' });
     expect(jobEnv.PGPASSWORD).toBe(env('postgres').POSTGRES_PASSWORD);
-    const script = scriptOf(name).replaceAll('/run/secrets/', `${runSecrets(name, content)}/`);
+    const secrets = `${runSecrets(name, content)}/`;
+    const script = scriptOf(name).replaceAll('/run/secrets/', secrets);
+    // A *_FILE variable names a secret as the container sees it: here, in the folder of this run's secrets.
+    const fileVars = Object.entries(jobEnv).filter(([k, v]) => k.endsWith('_FILE') && v.startsWith('/run/secrets/'));
     return execFileSync('sh', ['-ec', script], {
       env: {
         ...jobEnv,
+        ...Object.fromEntries(fileVars.map(([k, v]) => [k, v.replace('/run/secrets/', secrets)])),
         PATH: process.env.PATH,
         PGHOST: pg.host,
         PGPORT: String(pg.port),
@@ -454,20 +469,63 @@ describe('docker-compose.yml', () => {
     const job = svc('inbox-database');
     expect(job.secrets).toEqual(['inbox_database_url']);
     expect(env(API_REPLICAS[0]).INBOX_DATABASE_URL_FILE).toBe('/run/secrets/inbox_database_url');
-    expect(scriptOf('inbox-database')).toContain('$(cat /run/secrets/inbox_database_url)');
+    expect(env('inbox-database').DATABASE_URL_FILE).toBe('/run/secrets/inbox_database_url');
+    expect(scriptOf('inbox-database')).toContain('$(cat "$DATABASE_URL_FILE")');
     expect(env('inbox-database')).toMatchObject({ PGHOST: 'postgres', PGUSER: env('postgres').POSTGRES_USER });
     expect(env('inbox-database').PGPASSWORD).toBe(env('postgres').POSTGRES_PASSWORD);
+    // The API replicas' alone: no other process of the engine may read or drop the callbacks waiting there.
+    for (const name of ['worker', 'codec']) {
+      expect([name, svc(name).secrets?.includes('inbox_database_url')]).toEqual([name, false]);
+    }
   });
 
-  test('the inbox-database job makes a role that owns its database only, and running it again is harmless', async () => {
+  test("keeps each patient's data key in PostgreSQL, a database and role of their own every engine process reads", () => {
+    const urls = ENGINE.map((name) => {
+      const { patientKeys } = loadPatientKeyConfig(serviceEnv(compose, name, secretsDir));
+      expect([name, patientKeys.store]).toEqual([name, 'postgres']);
+      if (patientKeys.store !== 'postgres') return '';
+      // The erasure log beside the audit trail's checkpoints, under Object Lock (what a restore cannot take back).
+      const log = patientKeys.erasureLog;
+      expect([name, log.store, log.store === 's3' && log.bucket]).toEqual([
+        name,
+        's3',
+        env('codec').AUDIT_CHECKPOINT_BUCKET,
+      ]);
+      return patientKeys.databaseUrl;
+    });
+    expect(new Set(urls).size).toBe(1);
+    const url = new URL(urls[0]!);
+    expect([url.protocol, url.hostname, url.port, url.pathname]).toEqual([
+      'postgres:',
+      'postgres',
+      '5432',
+      `/${NATIVE_PATIENT_KEYS_DATABASE}`,
+    ]);
+    expect(url.username).toBe(NATIVE_PATIENT_KEYS_ROLE);
+    expect(url.password.length).toBeGreaterThanOrEqual(24);
+    expect(env('patient-key-database').DATABASE_URL_FILE).toBe('/run/secrets/patient_key_database_url');
+    expect(svc('patient-key-database').secrets).toEqual(['patient_key_database_url']);
+    // Every engine process waits for the job.
+    for (const name of ENGINE) {
+      expect([name, Object.keys(svc(name).depends_on ?? {})]).toEqual([
+        name,
+        expect.arrayContaining(['patient-key-database']),
+      ]);
+    }
+  });
+
+  test.each([
+    ['inbox-database', 'inbox_database_url'],
+    ['patient-key-database', 'patient_key_database_url'],
+  ])('the %s job makes a role that owns its database only, and running it again is harmless', async (job, secret) => {
     // The job's script against a PostgreSQL of its own, the superuser named as in the compose file; the other parts'
     // databases made by their own jobs.
     const pg = await startTestPostgres({ user: env('postgres').POSTGRES_USER, database: 'postgres' });
     try {
       runSuperuserJob('temporal-database', pg);
-      for (let run = 0; run < 2; run++) expect(runSuperuserJob('inbox-database', pg)).toContain('is ready');
+      for (let run = 0; run < 2; run++) expect(runSuperuserJob(job, pg)).toContain('is ready');
       // The engine's URL, with this server's address instead of the compose network's.
-      const url = new URL(readFileSync(secretFile(secretsDir, 'inbox_database_url'), 'utf8').trim());
+      const url = new URL(readFileSync(secretFile(secretsDir, secret), 'utf8').trim());
       const client = new PgClient({ connectionString: at(pg, url).href });
       await client.connect();
       try {
@@ -727,6 +785,7 @@ describe('docker-compose.yml', () => {
       'temporal-schema': env('temporal-schema').SQL_USER,
       keycloak: env('keycloak').KC_DB_USERNAME,
       inbox: new URL(readFileSync(secretFile(secretsDir, 'inbox_database_url'), 'utf8').trim()).username,
+      patientKeys: new URL(readFileSync(secretFile(secretsDir, 'patient_key_database_url'), 'utf8').trim()).username,
       audit: new URL(readFileSync(secretFile(secretsDir, 'audit_database_url'), 'utf8').trim()).username,
     };
     expect(roles).toEqual({
@@ -734,6 +793,7 @@ describe('docker-compose.yml', () => {
       'temporal-schema': 'temporal_server',
       keycloak: 'keycloak',
       inbox: 'journeys',
+      patientKeys: 'journey_patient_keys',
       audit: 'journey_audit_writer',
     });
     // The Temporal server's password comes from its own secret file, into its environment in its entrypoint.
@@ -1133,11 +1193,26 @@ describe('docker-compose.yml', () => {
     for (const name of API_REPLICAS) {
       expect([name, svc(name).depends_on]).toEqual([
         name,
-        { 'temporal-setup': done, 'inbox-database': done, 'minio-bucket': done, 'audit-trail': done },
+        {
+          'temporal-setup': done,
+          'inbox-database': done,
+          'patient-key-database': done,
+          'minio-bucket': done,
+          'audit-trail': done,
+        },
       ]);
     }
-    expect(svc('worker').depends_on).toEqual({ 'temporal-setup': done, 'minio-bucket': done, 'audit-trail': done });
-    expect(svc('codec').depends_on).toEqual({ 'audit-trail': done, 'minio-bucket': done });
+    expect(svc('worker').depends_on).toEqual({
+      'temporal-setup': done,
+      'minio-bucket': done,
+      'audit-trail': done,
+      'patient-key-database': done,
+    });
+    expect(svc('codec').depends_on).toEqual({
+      'audit-trail': done,
+      'minio-bucket': done,
+      'patient-key-database': done,
+    });
     expect(svc('temporal-ui').depends_on).toEqual({ 'temporal-setup': done });
     const healthy = { postgres: { condition: 'service_healthy' } };
     for (const job of SUPERUSER_JOBS.filter((j) => j !== 'postgres-synchronous')) {
