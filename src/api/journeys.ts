@@ -19,7 +19,9 @@ import Long from 'long';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
 import type { FailureFacts } from '../contract/activity-contract';
+import { sealedKeyOf } from '../codec/patient-codec';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../contract/definitions';
+import type { PatientKeys } from '../patient-keys/patient-keys';
 import { failureKindOf } from '../contract/failures';
 import { ruleParams } from '../contract/request-rules';
 import { serviceProblem } from './exam-service';
@@ -325,10 +327,27 @@ export class JourneyGateway {
    */
   async reset(
     desc: WorkflowExecutionDescription,
-    o: { target: ResetTarget; reason: string; requestId: string; operationId?: string },
+    o: {
+      target: ResetTarget;
+      reason: string;
+      requestId: string;
+      operationId?: string;
+      patientKeys?: Pick<PatientKeys, 'erasureOfKey'>;
+    },
   ): Promise<{ runId: string; resetTo: number }> {
     const { temporal } = this.o;
     const history = await this.#deadline(() => temporal.workflow.getHandle(desc.workflowId, desc.runId).fetchHistory());
+    // A journey whose patient was erased cannot run again: its new run could not read its own start (every attempt
+    // of its first workflow task would fail). Refused, rather than left running and stuck.
+    const input = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    const sealed = input ? sealedKeyOf(input) : undefined;
+    if (sealed && (await o.patientKeys?.erasureOfKey(sealed.patientRef, sealed.dekId))) {
+      throw new ApiProblem(
+        409,
+        'journey-erased',
+        `journey ${desc.workflowId.slice(WORKFLOW_ID_PREFIX.length)}: its patient was erased, so its history can no longer run; nothing to reset`,
+      );
+    }
     // A retried request of the same operation finds this run made by its own reset: the same answer, no second reset.
     const done = o.operationId ? resetBy(history.events ?? [], o.operationId) : undefined;
     if (done !== undefined) return { runId: desc.runId, resetTo: done };

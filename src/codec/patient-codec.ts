@@ -111,6 +111,13 @@ export function redactedMarker(): Payload {
 }
 
 /** Whether a payload is sealed for a patient (and which), without opening it. */
+/** The patient and data key a payload is sealed under; undefined for a payload not sealed for a patient. */
+export function sealedKeyOf(payload: Payload): { patientRef: PatientRef; dekId: string } | undefined {
+  const patientRef = sealedPatientOf(payload);
+  const dekId = text(payload.metadata?.[METADATA_DATA_KEY_ID]);
+  return patientRef && dekId ? { patientRef, dekId } : undefined;
+}
+
 export function sealedPatientOf(payload: Payload): PatientRef | undefined {
   if (text(payload.metadata?.encoding) !== PATIENT_SEALED_ENCODING) return undefined;
   const ref = text(payload.metadata?.[METADATA_PATIENT_REF]);

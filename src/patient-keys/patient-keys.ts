@@ -282,6 +282,15 @@ export class PatientKeys {
     }
   }
 
+  /**
+   * Whether the data key `dekId` of the patient was destroyed: its erasure, or undefined while it opens. Throws (a
+   * SealedValueError) for a key the store neither has nor destroyed.
+   */
+  async erasureOfKey(patientRef: PatientRef, dekId: string): Promise<Opened<never> | undefined> {
+    const key = await this.#openingKey(patientRef, dekId);
+    return key.state === 'erased' ? key : undefined;
+  }
+
   /** The key that sealed under `dekId`, or the erasure that destroyed it; throws when it is neither. */
   async #openingKey(p: PatientRef, k: string): Promise<Opened<CachedKey>> {
     let key = this.#cache.get(p);

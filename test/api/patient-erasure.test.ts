@@ -204,6 +204,17 @@ describe('erasing a patient: POST /v1/patients/erasure', () => {
     const bobView = await view(bobs);
     expect(bobView).toMatchObject({ source: 'query', journey: { stage: 'awaiting_consultation' } });
 
+    // A reset of an erased journey (one, or a bulk `ops reset` over a query) is refused: its new run could not read its
+    // own start. Nothing runs again.
+    const reset = await fetch(`${stack.url}/admin/journeys/${done}/reset`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ actor: 'oncall-test', note: 'INC-1 reset after a bad deploy' }),
+    });
+    expect(reset.status).toBe(409);
+    expect(((await reset.json()) as any).type).toMatch(/journey-erased$/);
+    expect((await stack.client.workflow.getHandle(journeyWorkflowId(done)).describe()).status.name).toBe('COMPLETED');
+
     // On the record: who asked, the key's destruction, the journeys covered (ids, no patient data).
     const trail = readFileSync(AUDIT_FILE, 'utf8');
     const records = trail

@@ -77,7 +77,8 @@ async function act(
     const requestId = body.operationId ? `operator:${body.operationId}:reset:${journeyId}` : randomUUID();
     const reason = `${body.actor}: ${body.note}`;
     const operation = body.operationId ? { operationId: body.operationId } : {};
-    return { ...(await ctx.journeys.reset(desc, { target, reason, requestId, ...operation })) };
+    const keys = ctx.patientKeys ? { patientKeys: ctx.patientKeys } : {};
+    return { ...(await ctx.journeys.reset(desc, { target, reason, requestId, ...operation, ...keys })) };
   }
   const operator: OperatorRequest = { actor: body.actor, note: body.note };
   const updateId = body.operationId ? `operator:${body.operationId}:${action}` : undefined;
@@ -171,7 +172,8 @@ const journeyOperations: FastifyPluginCallbackZod = (app, _options, done) => {
               'The journey refused the action (`refused-by-journey`, its reason in `detail`: not parked, already ' +
               'abandoned, nothing to cancel, another action on the same patient exam in progress), it has ended ' +
               '(`journey-ended`), the provider has already acted (`already-final`), a document is no longer in the ' +
-              'store (`attachment-missing`), or its history allows no such reset (`reset-refused`)',
+              'store (`attachment-missing`), its history allows no such reset (`reset-refused`), or its patient was erased ' +
+              'and its history can no longer run (`journey-erased`)',
             422: 'The exam service refused the cancel or the resend (`exam-service-refused`)',
             502:
               "The exam service refused the clinic's key (`exam-service-unauthorized`), asks for account setup " +
