@@ -8,11 +8,20 @@
 //      copy of the journeys' payloads, histories and backups included, reads as erased;
 //   4. the request is marked done, on the record with the journeys it covered (ids only).
 //
+// Journeys started before patients had keys (bound to none, their payloads under the master key ring alone) cannot be
+// shredded by a key. The runner finds the clinic's journeys started before the key store's first start whose input
+// names the patient, ends them as above, deletes their documents and dead letters, and then deletes their workflow
+// executions, so that their histories leave Temporal's database (a backup taken before keeps them, readable with the
+// payload keys, until it expires).
+//
 // Each step may run again without harm, so a request cut short (the API stopped) is taken up again at the next start,
 // by any replica. Nothing of the patient is logged or recorded: refs, ids and counts.
 import type { Client } from '@temporalio/client';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import type { AttachmentStore } from '../attachments/types';
 import { cancelUpdate, journeyWorkflowId } from '../contract/definitions';
+import type { JourneyInput } from '../contract/journey-request';
+import { JOURNEY_WORKFLOW_TYPE, quoted } from './journey-query';
 import type { DeadLetterStore } from '../inbox/types';
 import type { PatientKeys, Actor } from '../patient-keys/patient-keys';
 import type { ErasureRequest } from '../patient-keys/types';
@@ -106,10 +115,12 @@ export class PatientErasures {
   async #carryOut(r: ErasureRequest): Promise<void> {
     const started = Date.now();
     const bindings = await this.#o.keys.journeysOf(r.patientRef);
-    const journeys = bindings
+    const bound = bindings
       .map((b) => b.workflowId)
       .filter((w) => w.startsWith(JOURNEY_PREFIX))
       .map((w) => w.slice(JOURNEY_PREFIX.length));
+    const unbound = await this.#journeysBeforeKeys(r);
+    const journeys = [...bound, ...unbound];
     const endings: Record<string, JourneyEnding> = {};
     await Promise.all(journeys.map(async (j) => (endings[j] = await this.#end(j, r.erasureId))));
     let documents = 0;
@@ -120,6 +131,8 @@ export class PatientErasures {
       }
     }
     const letters = await this.#deleteDeadLetters(new Set(journeys));
+    // Under the master key ring alone, nothing else makes them unreadable: their histories go.
+    for (const j of unbound) await this.#deleteExecution(j);
     await this.#o.keys.erase(r.patientRef, {
       erasureId: r.erasureId,
       actor: { subject: r.requestedBy, roles: r.requestedRoles },
@@ -129,6 +142,7 @@ export class PatientErasures {
       {
         erasureId: r.erasureId,
         journeys: journeys.length,
+        deletedFromTemporal: unbound.length,
         terminated: Object.values(endings).filter((e) => e === 'terminated').length,
         documents,
         deadLetters: letters,
@@ -136,6 +150,51 @@ export class PatientErasures {
       },
       'patient erasure done',
     );
+  }
+
+  /**
+   * The clinic's journeys started before the key store's first start, bound to no patient, whose input names this
+   * patient (the same keyed hash of clinic and e-mail). Each is read from its history's start: once the last of them
+   * has left the namespace's retention, the query finds none and this costs one visibility call.
+   */
+  async #journeysBeforeKeys(r: ErasureRequest): Promise<string[]> {
+    const since = await this.#o.keys.keysSince();
+    if (!since) return [];
+    const { temporal, keys } = this.#o;
+    const query =
+      `WorkflowType = ${quoted(JOURNEY_WORKFLOW_TYPE)} AND ClinicId = ${quoted(r.clinicId)} ` +
+      `AND StartTime < ${quoted(since)}`;
+    const found = new Set<string>();
+    for await (const wf of temporal.workflow.list({ query })) {
+      if (!wf.workflowId.startsWith(JOURNEY_PREFIX) || (await keys.patientOfJourney(wf.workflowId))) continue;
+      const history = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+      const payloads = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
+      let input: JourneyInput;
+      try {
+        input = await decodeFromPayloadsAtIndex<JourneyInput>(temporal.options.loadedDataConverter, 0, payloads);
+      } catch {
+        continue; // not a journey's input this version reads: not this patient's to judge
+      }
+      const email = input?.patient?.email;
+      if (typeof email === 'string' && keys.patientRef(r.clinicId, email) === r.patientRef) {
+        found.add(wf.workflowId.slice(JOURNEY_PREFIX.length));
+      }
+    }
+    return [...found];
+  }
+
+  /** Deletes a journey's workflow execution, its history with it (Temporal removes it in the background). */
+  async #deleteExecution(journeyId: string): Promise<void> {
+    const { temporal } = this.#o;
+    try {
+      await temporal.workflowService.deleteWorkflowExecution({
+        namespace: temporal.options.namespace,
+        workflowExecution: { workflowId: journeyWorkflowId(journeyId) },
+      });
+    } catch (err) {
+      // Gone already (a request taken up again): nothing left to delete.
+      if ((err as { code?: number }).code !== 5) throw err;
+    }
   }
 
   /** Ends a journey: cancelled as a clinic would (the journey cancels its invite), terminated if it lingers. */

@@ -28,6 +28,12 @@ import {
   type PatientKeyStore,
 } from './types';
 
+/**
+ * The store's setting that says since when journeys are bound to their patients (the first writer's start): a journey
+ * started before may be bound to none, its payloads under the master key ring alone.
+ */
+export const KEYS_SINCE_SETTING = 'patient-keys-since';
+
 /** The store's setting that names the master key patient refs are derived under (fixed at the first start). */
 export const REF_KEY_SETTING = 'patient-ref-key-id';
 
@@ -124,11 +130,20 @@ export class PatientKeys {
       }
       this.#refs = new PatientRefs(refKey);
     }
+    if (!this.#o.readOnly) await this.#o.store.settleSetting(KEYS_SINCE_SETTING, this.#now());
     if (this.#o.readOnly) {
       for (const e of await this.#o.erasureLog.list()) this.#remember(e);
       return { reDestroyed: [], tombstonesRestored: 0 };
     }
     return this.reapplyErasures();
+  }
+
+  /**
+   * Since when every journey the API starts is bound to its patient (an ISO time; undefined before any writer
+   * started). Journeys started before may be bound to none: an erasure looks for those among the clinic's journeys.
+   */
+  keysSince(): Promise<string | undefined> {
+    return this.#o.store.setting(KEYS_SINCE_SETTING);
   }
 
   /** The patient of a clinic, by e-mail (trimmed, lower-cased), as a keyed hash. */

@@ -6,14 +6,20 @@
 // journeys' histories is sealed for her and no longer decodes; her name, e-mail and the document's marker are
 // nowhere readable in Temporal's histories or the data folder; the clinic API answers her journeys without patient
 // data, and Bob's journey still decodes. The trail holds who asked, the key's destruction and the journeys covered.
+// A journey from before per-patient keys that names the erased patient is ended and deleted from Temporal.
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { PatientErasures } from '../../src/api/patient-erasure';
 import type { AuditRecord } from '../../src/audit/types';
 import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { PATIENT_SEALED_ENCODING, PatientCodec, PayloadErasedError } from '../../src/codec/patient-codec';
 import { journeyWorkflowId } from '../../src/contract/definitions';
+import { resolveTimings, type JourneyInput } from '../../src/contract/journey-request';
+import { FileErasureLog, FilePatientKeyStore, PatientKeys } from '../../src/patient-keys';
+import { KEYS_SINCE_SETTING } from '../../src/patient-keys/patient-keys';
 import { parseOptions, runOps } from '../../scripts/ops';
 import { useApiHarness } from '../support/api-harness';
 import { encodingOf, historyPayloads } from '../support/history-payloads';
@@ -27,6 +33,8 @@ const AUDIT_FILE = path.join(
 const ADA = { firstName: 'Test', lastName: 'Approve', email: 'ada.lovelace@example.com' };
 const ADA_WAITING = { ...ADA, lastName: 'Waitsforconsult' };
 const BOB = { firstName: 'Test', lastName: 'Waitsforconsult', email: 'bob.babbage@example.com' };
+const CAROL = { firstName: 'Test', lastName: 'Waitsforconsult', email: 'carol.shaw@example.com' };
+const DAVE = { firstName: 'Test', lastName: 'Waitsforconsult', email: 'dave.cutler@example.com' };
 
 /** Every file under a folder, as bytes. */
 function filesUnder(dir: string): string[] {
@@ -61,7 +69,7 @@ describe('erasing a patient: POST /v1/patients/erasure', () => {
   const headers = { authorization: `Bearer ${TOKENS.a}` };
   /** Bob's journey, still waiting after Ada's erasure; the next test erases him. */
   let bobJourney = '';
-  const basePatient = { dob: '1990-01-01', phoneNumber: '4155550100', teleState: 'TE' };
+  const basePatient = { dob: '1990-01-01', phoneNumber: '4155550100', teleState: 'TE' as const };
 
   async function start(key: string, body: object): Promise<string> {
     const res = await fetch(`${stack.url}/v1/journeys`, {
@@ -264,6 +272,87 @@ describe('erasing a patient: POST /v1/patients/erasure', () => {
     const desc = await stack.client.workflow.getHandle(journeyWorkflowId(bobJourney)).describe();
     expect(desc.status.name).not.toBe('RUNNING');
   });
+
+  it("ends and deletes the journeys a patient had before per-patient keys; another patient's stays", async () => {
+    // A key store whose first start is still to come (keys-since ahead of now): the journeys started here are, to it,
+    // from before per-patient keys, bound to no patient and sealed under the payload keys alone.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'erasure-legacy-'));
+    const store = new FilePatientKeyStore(path.join(dir, 'patient-keys.json'), { readOnly: false });
+    await store.init();
+    await store.settleSetting(KEYS_SINCE_SETTING, new Date(Date.now() + 3_600_000).toISOString());
+    const keys = new PatientKeys({
+      ring: stack.config.codec.keys,
+      store,
+      erasureLog: new FileErasureLog(path.join(dir, 'patient-erasures.jsonl')),
+      readOnly: false,
+      audit: () => Promise.resolve(),
+    });
+    await keys.init();
+    try {
+      const legacy = async (who: typeof CAROL) => {
+        const journeyId = `legacy-${randomBytes(6).toString('hex')}`;
+        const input: JourneyInput = {
+          patient: { ...basePatient, ...who },
+          exams: [101],
+          scenario: { type: 'gfe' },
+          clinicId: 'clinic-a',
+          journeyId,
+          timings: resolveTimings(stack.config.timings, undefined),
+          callbackFloodLimit: stack.config.callbackFloodLimit,
+        };
+        await stack.app.journeys.start(input, 'f'.repeat(64));
+        return journeyId;
+      };
+      const carols = await legacy(CAROL);
+      const daves = await legacy(DAVE);
+      const carolView = await stage(carols, 'awaiting_consultation');
+      await stage(daves, 'awaiting_consultation');
+      // Sealed under the payload keys, not for a patient.
+      const { payloads } = await (async () => {
+        const history = await stack.client.workflow.getHandle(journeyWorkflowId(carols)).fetchHistory();
+        return { payloads: historyPayloads(history).own.map((f) => f.payload) };
+      })();
+      expect(payloads.map(encodingOf)).not.toContain(PATIENT_SEALED_ENCODING);
+
+      const { request } = await keys.requestErasure({
+        clinicId: 'clinic-a',
+        patientRef: keys.patientRef('clinic-a', CAROL.email.toUpperCase()),
+        idempotencyKey: 'erase-carol',
+        actor: { subject: 'oncall-test', roles: [] },
+      });
+      const erasures = new PatientErasures({
+        keys,
+        temporal: stack.client,
+        attachments: stack.app.attachments,
+        deadLetters: stack.app.callbacks.inbox.deadLetters,
+        log: { info: () => undefined, warn: () => undefined },
+      });
+      await erasures.run(request);
+      await erasures.close();
+      expect(await keys.erasureRequest(request.erasureId)).toMatchObject({ status: 'done', journeys: [carols] });
+      // Her invite cancelled at the exam service first, then her history deleted from Temporal.
+      const carolExam = carolView.journey.exams[0].patientExamId as number;
+      expect(stack.sandbox.store.patientExam(carolExam)?.status).toBe('cancelled');
+      await eventually(
+        () =>
+          stack.client.workflow
+            .getHandle(journeyWorkflowId(carols))
+            .describe()
+            .then(
+              (d) => `present ${d.status.name}`,
+              (err: unknown) => (err instanceof WorkflowNotFoundError ? 'gone' : 'error'),
+            ),
+        (state) => state === 'gone',
+        // The server deletes a closed execution once its close is acknowledged in its task queue (up to 30 s and more).
+        { timeoutMs: 120_000, intervalMs: 1_000 },
+      );
+      const davesNow = await stack.client.workflow.getHandle(journeyWorkflowId(daves)).describe();
+      expect(davesNow.status.name).toBe('RUNNING');
+    } finally {
+      await keys.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 200_000);
 
   it("answers another clinic's erasure id as absent, and refuses a body without an e-mail", async () => {
     const res = await erasure({ email: 'nobody@example.com' }, 'erase-nobody');
