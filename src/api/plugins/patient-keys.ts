@@ -29,6 +29,29 @@ export default fp<ApiDeps>(
     }
     patientKeysReady?.provide(keys);
     app.decorate('patientKeys', keys);
+    // After a master key rotation (a new first key in PAYLOAD_ENCRYPTION_KEYS), every patient's data key is wrapped
+    // again by it, in the background (each on the record; replicas doing it at once change each key once). An older
+    // master key may leave the ring once this says none is left under it (docs/operations.md).
+    if (keys) {
+      app.addHook('onReady', (ready) => {
+        void keys.rewrap().then(
+          ({ rewrapped, unreadable }) => {
+            if (rewrapped + unreadable > 0) {
+              app.log.info({ rewrapped, unreadable }, 'patient data keys wrapped again by the active master key');
+            }
+            if (unreadable > 0) {
+              app.log.error(
+                { unreadable },
+                'patient data keys wrapped by a master key no longer in the ring: put it back (their payloads are unreadable)',
+              );
+            }
+          },
+          (err: unknown) =>
+            app.log.warn({ err }, 'patient data keys could not be rewrapped; the next start tries again'),
+        );
+        ready();
+      });
+    }
     app.addHook('onClose', async () => {
       await keys?.close();
     });
