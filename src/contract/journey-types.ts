@@ -291,6 +291,12 @@ export interface JourneyState {
    * adopted on the callback alone, as for journeys started before; their histories replay with it).
    */
   provesOwnership: boolean;
+  /**
+   * A shipment (event 3) naming a patient exam of the invite in doubt, come before any callback that can prove it this
+   * journey's own (the out-of-order delivery: 3, 2, 1), waits for that proof and is applied once it comes (false: held
+   * for a person at once, as for journeys started before; their histories replay with it).
+   */
+  shipmentsAwaitProof: boolean;
   /** The patient exams a callback claims for the invite in doubt, each waiting for the workflow's proof. */
   ownershipChecks: OwnershipCheck[];
   /** The exams of the last invite attempt that ended in doubt (ambiguous), until evidence or a new attempt. */
@@ -350,6 +356,7 @@ export interface JourneyRules {
   adoptsEvidence: boolean;
   drugsGrace: boolean;
   provesOwnership: boolean;
+  shipmentsAwaitProof: boolean;
 }
 
 /** Where an exam is in its journey. */

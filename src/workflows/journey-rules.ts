@@ -34,6 +34,12 @@ const JOURNEY_RULES_2026_11 = 'journey-rules-2026-11';
  */
 const JOURNEY_RULES_2026_12 = 'journey-rules-2026-12';
 /**
+ * The rules of 2026-12, and a shipment for a patient exam of the invite in doubt that came before any callback able to
+ * prove it this journey's own waits for that proof instead of going to a person (journey-state's `shipmentsAwaitProof`).
+ * One marker for a journey started from here on; one started before replays with the rules of its history.
+ */
+const JOURNEY_RULES_2027_01 = 'journey-rules-2027-01';
+/**
  * Documents added while the journey runs (addAttachment) handed to retention with the start request's. Today's rules
  * (JOURNEY_RULES_2026_12) include it; a journey started before asks it only when it ends having added one.
  */
@@ -58,7 +64,8 @@ export interface HistoryRules extends JourneyRules {
 
 /** Asks the patches, in the order the workflow always asked them, and names what each decided. */
 export function rulesOfThisHistory(): HistoryRules {
-  const provesOwnership = patched(JOURNEY_RULES_2026_12);
+  const shipmentsAwaitProof = patched(JOURNEY_RULES_2027_01);
+  const provesOwnership = shipmentsAwaitProof || patched(JOURNEY_RULES_2026_12);
   const current = provesOwnership || patched(JOURNEY_RULES_2026_11);
   const callbackRules = current || patched(CALLBACK_RULES_2) ? 2 : 1;
   const deferredWaits = current || patched(DEFERRED_WAITS);
@@ -73,6 +80,7 @@ export function rulesOfThisHistory(): HistoryRules {
     adoptsEvidence,
     drugsGrace,
     provesOwnership,
+    shipmentsAwaitProof,
     current,
     inSequence,
     sendingRecorded,

@@ -420,8 +420,16 @@ describe('journey reducer: a patient exam of an invite in doubt adopted only onc
     expect(searchAttributesOf(refused).PatientExamIds).toEqual([]);
   });
 
-  it('holds at once a shipment, or a callback for an exam the invite did not ask for', () => {
-    const shipment = reduce(inDoubt(), cb(ev3(557, 900), 1_000));
+  it('holds at once a callback for an exam the invite did not ask for, and a shipment for journeys started before', () => {
+    const before = run(
+      initialState(input({ type: 'gfe' }, [GFE.examId], DEFAULT_TIMINGS), at(), { shipmentsAwaitProof: false }),
+      [
+        { type: 'catalog_checked', at: at(), exams: [GFE] },
+        { type: 'invite_started', at: at() },
+        { type: 'invite_not_created', at: at(), ambiguousExams: [GFE.examId] },
+      ],
+    );
+    const shipment = reduce(before, cb(ev3(557, 900), 1_000));
     expect(shipment.ownershipChecks).toEqual([]);
     expect(shipment.received.at(-1)).toMatchObject({
       disposition: 'held',
@@ -433,6 +441,49 @@ describe('journey reducer: a patient exam of an invite in doubt adopted only onc
       disposition: 'held',
       note: expect.stringMatching(/not an exam the invite in doubt asked for/),
     });
+  });
+
+  it('keeps a shipment that came first (3, 2, 1) until event 2 or 1 proves its patient exam, then applies all in order', () => {
+    const rxInDoubt = run(
+      initialState(input({ type: 'partner_pharmacy', pharmacyId: 1 }, [RX.examId], DEFAULT_TIMINGS), at()),
+      [
+        { type: 'catalog_checked', at: at(), exams: [RX] },
+        { type: 'invite_started', at: at() },
+        { type: 'invite_not_created', at: at(), ambiguousExams: [RX.examId] },
+        { type: 'attention_needed', at: at(), attention: { code: 'invite_ambiguous', message: 'in doubt', facts: {} } },
+      ],
+    );
+    const withPatient = (c: JourneyCallback) => ({ ...c, patientEmail: 'p@example.com' }) as JourneyCallback;
+    const early = run(rxInDoubt, [
+      cb(ev3(560, 501), 1_000),
+      cb(withPatient(ev2(560, [501])), 1_100),
+      cb(withPatient(withExam(ev1(560, 'Approved', 'Approved'), RX.examId)), 1_200),
+    ]);
+    expect(early.received.map((r) => r.disposition)).toEqual(['buffered', 'buffered', 'buffered']);
+    expect(early.received[0]!.note).toMatch(/a shipment cannot prove .*; waiting for a callback of patient exam 560/);
+    expect(early.ownershipChecks).toEqual([{ patientExamId: 560, examId: RX.examId, deliveryId: expect.any(String) }]);
+    expect(early.attention.map((a) => a.code)).toEqual(['invite_ambiguous']);
+
+    const proven = reduce(early, { type: 'ownership_checked', at: at(2_000), patientExamId: 560 });
+    expect(proven.received.map((r) => r.disposition)).toEqual(['applied', 'applied', 'applied']);
+    expect(proven.attention).toEqual([]);
+    expect(proven.exams).toEqual([
+      expect.objectContaining({
+        patientExamId: 560,
+        prescriptions: [expect.objectContaining({ prescriptionId: 501, tracking: expect.anything() })],
+      }),
+    ]);
+    expect(stageOf(proven)).toBe('completed');
+
+    // Refused, the shipment goes to a person with the check's reason, as the others do.
+    const refused = reduce(early, {
+      type: 'ownership_checked',
+      at: at(2_000),
+      patientExamId: 560,
+      refused: "its patient is not this journey's",
+    });
+    expect(refused.received.map((r) => r.disposition)).toEqual(['held', 'held', 'held']);
+    expect(refused.exams).toEqual([]);
   });
 
   it('claims a callback that came while the invite was on the wire once the attempt ends in doubt', () => {

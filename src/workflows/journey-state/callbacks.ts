@@ -439,11 +439,11 @@ function claim(state: JourneyState, p: PendingCallback): JourneyState {
   const wait = (s: JourneyState, why: string) => record({ ...s, pending: [...s.pending, p] }, p, 'buffered', why);
   if (checking(state, cb)) return wait(state, `waiting for the check that patient exam ${id} is this journey's own`);
   if (cb.event === 3) {
-    return hold(
-      state,
-      p,
-      `names patient exam ${id}, unknown to this journey; a shipment cannot prove the invite in doubt created it`,
-    );
+    const why = `names patient exam ${id}, unknown to this journey; a shipment cannot prove the invite in doubt created it`;
+    // The service's event 1 or 2 for the same patient exam can (delivered after it, as the out-of-order fault does):
+    // it waits for that proof, and goes to a person with the check's reason if the proof is refused.
+    if (state.shipmentsAwaitProof) return wait(state, `${why}; waiting for a callback of patient exam ${id} that can`);
+    return hold(state, p, why);
   }
   const evidence = evidenceFor(state, cb)!;
   if (!evidence.examIds.includes(cb.examId)) {

@@ -11,6 +11,7 @@ export const TODAYS_RULES: JourneyRules = {
   adoptsEvidence: true,
   drugsGrace: true,
   provesOwnership: true,
+  shipmentsAwaitProof: true,
 };
 
 export function initialState(input: JourneyInput, at: string, rules: Partial<JourneyRules> = {}): JourneyState {

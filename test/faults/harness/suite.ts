@@ -198,7 +198,8 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
     for (const [id, s] of snapshots) {
       if (s.stage === 'needs_attention' && !s.attention.every((a) => a.code === 'invite_ambiguous')) {
         problems.push(
-          `journey ${id}: needs attention for ${s.attention.map((a) => a.code).join(',')}, not an ambiguous invite`,
+          `journey ${id}: needs attention for ${s.attention.map((a) => a.code).join(',')}, not an ambiguous invite ` +
+            `(${s.attention.map((a) => a.message).join('; ')})`,
         );
       }
     }
