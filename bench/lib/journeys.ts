@@ -1,5 +1,7 @@
-// Journeys for the bench: started straight through the Temporal client (as the API would, minus HTTP), counted
-// through visibility, and the exam service's callbacks for them (event 1 bodies, webhook paths with valid tokens).
+// Journeys for the bench: started through the clinic API (bound to their patients, every payload sealed under the
+// patient's key, as a clinic's are) or straight through the Temporal client (as the API would, minus HTTP and the
+// patient's key), counted through visibility, and the exam service's callbacks for them (event 1 bodies, webhook paths
+// with valid tokens).
 import { type Client, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import { type Config, loadConfig } from '../../src/config';
 import { connectClient } from '../../src/temporal';
@@ -16,25 +18,55 @@ export function benchClient(config: Config): Promise<Client> {
   return connectClient(config);
 }
 
+/** A test patient of its own for each journey (the e-mail from `id`); lastName as the sandbox reads it. */
+const benchPatient = (id: string, lastName: string): JourneyInput['patient'] => ({
+  firstName: 'Test',
+  lastName,
+  email: `${id.toLowerCase()}@bench.example.test`,
+  dob: '1988-04-12',
+  phoneNumber: '5125550199',
+  teleState: 'TE',
+});
+
 /** A GFE journey in test mode. lastName 'Approve': the sandbox's provider approves it; anything else stays pending. */
 export function gfeInput(config: Config, clinicId: string, journeyId: string, lastName: string): JourneyInput {
   return {
     clinicId,
     journeyId,
-    patient: {
-      firstName: 'Test',
-      lastName,
-      email: `${journeyId.toLowerCase()}@bench.example.test`,
-      dob: '1988-04-12',
-      phoneNumber: '5125550199',
-      teleState: 'TE',
-    },
+    patient: benchPatient(journeyId, lastName),
     exams: [101],
     scenario: { type: 'gfe' },
     additionalData: JSON.stringify({ bench: journeyId }),
     timings: config.timings,
     callbackFloodLimit: config.callbackFloodLimit,
   };
+}
+
+/**
+ * POST /v1/journeys for a GFE journey of a patient of its own (the e-mail from the Idempotency-Key): the API binds it
+ * to the patient and makes their data key first. lastName 'Approve': the sandbox's provider approves it; anything
+ * else stays waiting for the consultation.
+ */
+export async function startThroughApi(
+  apiUrl: string,
+  token: string,
+  key: string,
+  lastName: string,
+): Promise<{ journeyId?: string; status: number; startMs: number }> {
+  const t = performance.now();
+  const res = await fetch(`${apiUrl}/v1/journeys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({
+      patient: benchPatient(key, lastName),
+      exams: [101],
+      scenario: { type: 'gfe' },
+    }),
+    signal: AbortSignal.timeout(60_000),
+  }).catch(() => undefined);
+  const startMs = performance.now() - t;
+  const body = res ? ((await res.json().catch(() => ({}))) as { journeyId?: string }) : {};
+  return { ...(body.journeyId ? { journeyId: body.journeyId } : {}), status: res?.status ?? 0, startMs };
 }
 
 /** The API's start (src/api/journeys.ts), without the HTTP and catalog check in front of it. */

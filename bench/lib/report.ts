@@ -791,8 +791,9 @@ function webhookSection(r: Results, L: string[]): void {
   );
   if (w) {
     L.push(
-      `**The runs.** ${w.journeys} GFE journeys were started and parked in \`awaiting_consultation\` ` +
-        `(${s1(w.parkSeconds)}); the load is valid event 1 callbacks, each with its journey's HMAC token, for ` +
+      `**The runs.** ${w.journeys} GFE journeys were started through the clinic API, each for a patient of its own ` +
+        "(so every callback is sealed under that patient's data key in the inbox and in the history), and parked in " +
+        `\`awaiting_consultation\` (${s1(w.parkSeconds)}); the load is valid event 1 callbacks, each with its journey's HMAC token, for ` +
         "patient exams that are not the journeys' own: each journey records every callback (`foreign`, then " +
         '`duplicate`) and keeps waiting, so the load never runs out of journeys. For each inbox store in turn the ' +
         `API was restarted on it; each level: the bare Fastify route (bench/bare-server.ts: same process shape, route ` +
@@ -1139,7 +1140,7 @@ export function renderReport(
       '**What a GFE journey asks of Temporal** (counted from the histories of journeys started through the API): before ' +
         `the rules of 2026-11, 41 events: 6 patch markers, each with the SDK's upsert of TemporalChangeVersion, and ` +
         '6 upserts of its own search attributes (three of them within one workflow task), 2 activities (the exam list ' +
-        "and the invite), 4 workflow tasks. With today's rules (`journey-rules-2026-11`, since `journey-rules-2026-12`, " +
+        "and the invite), 4 workflow tasks. With today's rules (`journey-rules-2026-11`, since `journey-rules-2026-12` and `journey-rules-2027-01`, " +
         'src/workflows/journey-rules.ts), 23 events: one patch marker for all the rules, the exam list read by a local ' +
         "activity (from the worker's cache, no activity task and no workflow task of its own), search attributes " +
         'written once per workflow task activation and only those that changed (the start request carries the first ' +

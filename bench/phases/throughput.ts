@@ -4,7 +4,7 @@
 // on its own worker and task queue (bench/raw-workflows.ts).
 import { Client, Connection } from '@temporalio/client';
 import type { Ctx } from '../lib/context';
-import { listWorkflows, pool } from '../lib/journeys';
+import { listWorkflows, pool, startThroughApi } from '../lib/journeys';
 import { cpuSeconds, ManagedProcess, outputProbe, tsx } from '../../scripts/lib/processes';
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
@@ -90,27 +90,8 @@ function measure(
 /** POST /v1/journeys for a GFE journey whose test patient the sandbox's provider approves. */
 async function startViaApi(ctx: Ctx, token: string, key: string) {
   const sentAt = Date.now();
-  const t = performance.now();
-  const res = await fetch(`${ctx.stack.apiUrl}/v1/journeys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
-    body: JSON.stringify({
-      patient: {
-        firstName: 'Test',
-        lastName: 'Approve',
-        email: `${key}@bench.example.test`,
-        dob: '1988-04-12',
-        phoneNumber: '5125550199',
-        teleState: 'TE',
-      },
-      exams: [101],
-      scenario: { type: 'gfe' },
-    }),
-    signal: AbortSignal.timeout(60_000),
-  }).catch(() => undefined);
-  const startMs = performance.now() - t;
-  const body = res ? ((await res.json().catch(() => ({}))) as { journeyId?: string }) : {};
-  return { id: `journey-${body.journeyId ?? key}`, sentAt, startMs, ok: res?.status === 201 };
+  const r = await startThroughApi(ctx.stack.apiUrl, token, key, 'Approve');
+  return { id: `journey-${r.journeyId ?? key}`, sentAt, startMs: r.startMs, ok: r.status === 201 };
 }
 
 export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<ThroughputRun> {

@@ -33,7 +33,7 @@ import {
   type PendingApplied,
   type RawSignalRun,
 } from '../lib/deliveries';
-import { event1Body, gfeInput, pool, startJourney, waitForCount, webhookPath } from '../lib/journeys';
+import { event1Body, pool, startThroughApi, waitForCount, webhookPath } from '../lib/journeys';
 import { burstSpec, runLoad } from '../lib/load';
 import { durableWriteProbe, type WriteProbe } from '../lib/probe';
 import {
@@ -182,11 +182,16 @@ function spec(origin: string, targets: LoadSpec['targets'], lv: LoadSpec['levels
 export async function prepareHooks(ctx: Ctx): Promise<HookState> {
   const { o, config, client } = ctx;
   const t0 = performance.now();
-  const journeyIds = Array.from({ length: o.hookJourneys }, (_, i) => `bh${ctx.runTag}${String(i).padStart(4, '0')}`);
-  ctx.log(`webhook: starting ${journeyIds.length} journeys that will wait for their consultation...`);
-  await pool(journeyIds, o.startConcurrency, (id) =>
-    startJourney(client, config, gfeInput(config, CLINICS.hook.clinicId, id, 'Waiting')),
-  );
+  const keys = Array.from({ length: o.hookJourneys }, (_, i) => `bh${ctx.runTag}${String(i).padStart(4, '0')}`);
+  ctx.log(`webhook: starting ${keys.length} journeys through the API that will wait for their consultation...`);
+  // Through the clinic API: each journey bound to a patient of its own, so every callback is sealed under that
+  // patient's data key in the inbox and in the journey's history, as a clinic's are.
+  const started = await pool(keys, o.startConcurrency, async (key) => {
+    const r = await startThroughApi(ctx.stack.apiUrl, CLINICS.hook.token, key, 'Waiting');
+    if (r.status !== 201 || !r.journeyId) throw new Error(`webhook: a journey did not start (HTTP ${r.status})`);
+    return r.journeyId;
+  });
+  const journeyIds = started;
   await waitForCount(
     client,
     `ClinicId = '${CLINICS.hook.clinicId}' AND JourneyStage = 'awaiting_consultation'`,
