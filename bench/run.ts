@@ -47,7 +47,7 @@ import { parseArgs } from 'node:util';
 import type { Client } from '@temporalio/client';
 import YAML from 'yaml';
 import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib/context';
-import { benchClient, benchConfig } from './lib/journeys';
+import { benchClient, benchConfig, closeBenchClient } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
 import { backgroundCpuGroup, liveProcesses, memoryLimitGroup, ROOT } from '../scripts/lib/processes';
 import { renderReport, type Results } from './lib/report';
@@ -270,7 +270,7 @@ async function main() {
       clearInterval(busyTimer);
       log('stopping everything the bench started...');
       await stopBare(hooks).catch(() => undefined);
-      await client?.connection.close().catch(() => undefined);
+      if (client) await closeBenchClient(client);
       await stack.stopAll().catch(() => undefined);
       for (const child of liveProcesses()) await child.stop(10_000);
       results.loadAfter = loadAverage();

@@ -27,7 +27,16 @@ import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
 import { freeProductionPorts, ProductionStack } from '../scripts/lib/production-stack';
 import { stackSecrets } from '../scripts/lib/stack-secrets';
-import { benchClient, benchConfig, countWorkflows, gfeInput, pool, postEvent1s, startJourney } from './lib/journeys';
+import {
+  benchClient,
+  benchConfig,
+  closeBenchClient,
+  countWorkflows,
+  gfeInput,
+  pool,
+  postEvent1s,
+  startJourney,
+} from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
 import { killAllNow, ROOT, rssBytes, sleep } from '../scripts/lib/processes';
 import { BenchStack, benchPorts, CLINICS } from './lib/stack';
@@ -554,7 +563,7 @@ async function main() {
           }
         }
       } finally {
-        await client.connection.close().catch(() => undefined);
+        await closeBenchClient(client);
         log(`${name}: stopping the stack`);
         await shape.stop();
       }

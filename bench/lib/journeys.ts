@@ -4,6 +4,8 @@
 // with valid tokens).
 import { type Client, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import { type Config, loadConfig } from '../../src/config';
+import { patientKeysFrom } from '../../src/patient-keys/from-settings';
+import type { PatientKeys } from '../../src/patient-keys/patient-keys';
 import { connectClient } from '../../src/temporal';
 import { webhookToken } from '../../src/webhook-url';
 import { journeyWorkflowId, SearchAttr } from '../../src/contract/definitions';
@@ -14,8 +16,31 @@ export function benchConfig(env: Record<string, string>): Config {
   return loadConfig({ ...env });
 }
 
-export function benchClient(config: Config): Promise<Client> {
-  return connectClient(config);
+const clientKeys = new WeakMap<Client, PatientKeys>();
+
+/**
+ * A client of the bench's stack that reads journeys as an operator's tools do: with the patient keys (read-only), since
+ * a journey started through the API has every payload sealed for its patient, its memo and query results included.
+ */
+export async function benchClient(config: Config): Promise<Client> {
+  const keys = patientKeysFrom(config.patientKeys, {
+    ring: config.codec.keys,
+    writer: false,
+    applicationName: 'bench patient keys',
+  });
+  await keys?.init();
+  const client = await connectClient(config, keys ? { patientKeys: keys } : {});
+  if (keys) clientKeys.set(client, keys);
+  return client;
+}
+
+/** Closes a bench client: its connection and its patient keys. */
+export async function closeBenchClient(client: Client): Promise<void> {
+  await client.connection.close().catch(() => undefined);
+  await clientKeys
+    .get(client)
+    ?.close()
+    .catch(() => undefined);
 }
 
 /** A test patient of its own for each journey (the e-mail from `id`); lastName as the sandbox reads it. */
