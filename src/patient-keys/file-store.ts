@@ -69,6 +69,9 @@ export class FilePatientKeyStore implements PatientKeyStore {
   #journalOffset = 0;
   #journalTail = '';
   #binding: Promise<unknown> = Promise.resolve();
+  /** A reader's reads, in turn (#readAfterCall), and the one of each kind waiting to begin. */
+  #reads: Promise<unknown> = Promise.resolve();
+  readonly #waiting = new Map<'keys' | 'journal', Promise<void>>();
 
   constructor(file: string, o: { readOnly?: boolean } = {}) {
     this.file = path.resolve(file);
@@ -90,10 +93,37 @@ export class FilePatientKeyStore implements PatientKeyStore {
   }
 
   /** A reader: the key file read again when the writer has changed it. */
-  async #refresh(): Promise<void> {
-    if (!this.readOnly || !this.#state) return;
-    const version = await this.#stat();
-    if (version !== this.#version) this.#state = await this.#read();
+  #refresh(): Promise<void> {
+    if (!this.readOnly || !this.#state) return Promise.resolve();
+    return this.#readAfterCall('keys', async () => {
+      const version = await this.#stat();
+      if (version !== this.#version) this.#state = await this.#read();
+    });
+  }
+
+  /** A reader: the bindings the writer appended since the last read. */
+  #refreshJournal(): Promise<void> {
+    return this.#readAfterCall('journal', () => this.#readJournal());
+  }
+
+  /**
+   * A reader's reads of the writer's files, one at a time, each begun after the call that asked for it (calls that
+   * come while one waits to begin share it). Two reads at once could leave the older content of the key file in place
+   * under the newer version, so that a key the writer made stays unseen, or read the same bindings twice and skip
+   * the ones after them.
+   */
+  #readAfterCall(what: 'keys' | 'journal', read: () => Promise<void>): Promise<void> {
+    const waiting = this.#waiting.get(what);
+    if (waiting) return waiting;
+    const next = this.#reads
+      .catch(() => undefined)
+      .then(() => {
+        this.#waiting.delete(what);
+        return read();
+      });
+    this.#waiting.set(what, next);
+    this.#reads = next;
+    return next;
   }
 
   async #stat(): Promise<string> {
@@ -294,13 +324,13 @@ export class FilePatientKeyStore implements PatientKeyStore {
 
   async patientOf(workflowId: string): Promise<PatientRef | undefined> {
     void this.#s;
-    if (!this.#bindings.has(workflowId) && this.readOnly) await this.#readJournal();
+    if (!this.#bindings.has(workflowId) && this.readOnly) await this.#refreshJournal();
     return this.#bindings.get(workflowId)?.patientRef;
   }
 
   async journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]> {
     void this.#s;
-    if (this.readOnly) await this.#readJournal();
+    if (this.readOnly) await this.#refreshJournal();
     return [...this.#bindings.values()].filter((b) => b.patientRef === patientRef).map((b) => ({ ...b }));
   }
 

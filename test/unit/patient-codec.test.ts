@@ -154,6 +154,45 @@ describe('the payload codec under per-patient keys', () => {
     expect(readFileSync(path.join(dir, 'patient-keys.json.journeys'), 'utf8').trim().split('\n')).toHaveLength(1);
   });
 
+  it('finds every key the writer made before it asks, while the writer keeps changing the file (starts in a burst)', async () => {
+    const writer = await open();
+    const reader = await open({ readOnly: true });
+    const writerCodec = new PatientCodec(writer, new EncryptionCodec(ring));
+    const readerCodec = new PatientCodec(reader, new EncryptionCodec(ring));
+    // Journeys started 50 at a time: each one's key made and bound, then its input opened beside the file's writer
+    // while the next ones' keys are being written (so the reader's reads of the file overlap).
+    const start = async (i: number) => {
+      const ref = writer.patientRef('clinic-a', `p${i}@example.com`);
+      await writer.bindJourney(`journey-${i}`, ref);
+      const [sealed] = await writerCodec.encode([payload({ i })], wf(`journey-${i}`));
+      return valueOf((await readerCodec.decode([sealed!]))[0]!);
+    };
+    const opened = await Promise.all(Array.from({ length: 150 }, (_, i) => start(i)));
+    expect(opened).toEqual(Array.from({ length: 150 }, (_, i) => ({ i })));
+  });
+
+  it('reads every binding the writer appends while it asks for several at once', async () => {
+    const writerStore = new FilePatientKeyStore(path.join(dir, 'bindings.json'), { readOnly: false });
+    const readerStore = new FilePatientKeyStore(path.join(dir, 'bindings.json'), { readOnly: true });
+    await writerStore.init();
+    await readerStore.init();
+    try {
+      const ref = (i: number) => `pt_${String(i).padStart(22, '0')}` as const;
+      const asked: Promise<unknown>[] = [];
+      for (let i = 0; i < 300; i++) {
+        await writerStore.bind({ workflowId: `journey-${i}`, patientRef: ref(i), boundAt: new Date().toISOString() });
+        // A worker's workflow tasks ask for the journeys they run, many at a time.
+        for (let k = 0; k < 3; k++) asked.push(readerStore.patientOf(`journey-${Math.floor(Math.random() * (i + 1))}`));
+      }
+      await Promise.all(asked);
+      const seen = await Promise.all(Array.from({ length: 300 }, (_, i) => readerStore.patientOf(`journey-${i}`)));
+      expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => ref(i)));
+    } finally {
+      await readerStore.close();
+      await writerStore.close();
+    }
+  });
+
   it('remembers a journey bound to no patient for the cache time, and a binding made here at once', async () => {
     const keys = await open({ ttlMs: 60 });
     let reads = 0;
