@@ -289,8 +289,9 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
       // Sealed for them already (a start retried): what an earlier attempt may have left is removed all the same.
       return this.removeEarlierVersions(ref);
     }
-    const stored = await this.get(ref);
-    if (!stored) return;
+    const raw = await this.readPart(ref, 'bytes');
+    if (raw === undefined) return;
+    const stored = decodeAttachment(this.sealer, ref, metaText.toString('utf8'), raw);
     await this.writeRecord(await encodeForPatient(keys, this.sealer, stored.bytes, stored.meta, patient));
     // Nothing of it stays under the payload keys alone: the record before, in any version a bucket kept.
     await this.removeEarlierVersions(ref);

@@ -18,12 +18,13 @@ import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { PATIENT_SEALED_ENCODING, PatientCodec, PayloadErasedError } from '../../src/codec/patient-codec';
 import { journeyWorkflowId } from '../../src/contract/definitions';
 import { resolveTimings, type JourneyInput } from '../../src/contract/journey-request';
-import { FileErasureLog, FilePatientKeyStore, PatientKeys } from '../../src/patient-keys';
+import { FilePatientKeyStore } from '../../src/patient-keys';
 import { KEYS_SINCE_SETTING } from '../../src/patient-keys/patient-keys';
 import { parseOptions, runOps } from '../../scripts/ops';
 import { useApiHarness } from '../support/api-harness';
 import { encodingOf, historyPayloads } from '../support/history-payloads';
 import { eventually, TOKENS } from './support';
+import { openFilePatientKeys } from '../support/patient-keys';
 
 const MARKER = `ADA-LAB-MARKER-${randomBytes(4).toString('hex')}`;
 const AUDIT_FILE = path.join(
@@ -280,14 +281,7 @@ describe('erasing a patient: POST /v1/patients/erasure', () => {
     const store = new FilePatientKeyStore(path.join(dir, 'patient-keys.json'), { readOnly: false });
     await store.init();
     await store.settleSetting(KEYS_SINCE_SETTING, new Date(Date.now() + 3_600_000).toISOString());
-    const keys = new PatientKeys({
-      ring: stack.config.codec.keys,
-      store,
-      erasureLog: new FileErasureLog(path.join(dir, 'patient-erasures.jsonl')),
-      readOnly: false,
-      audit: () => Promise.resolve(),
-    });
-    await keys.init();
+    const keys = await openFilePatientKeys(dir, { ring: stack.config.codec.keys, store });
     try {
       const legacy = async (who: typeof CAROL) => {
         const journeyId = `legacy-${randomBytes(6).toString('hex')}`;

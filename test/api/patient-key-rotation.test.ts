@@ -8,8 +8,9 @@ import path from 'node:path';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import type { AuditEvent } from '../../src/audit/types';
 import type { EncryptionKey } from '../../src/encryption-keys';
-import { FileErasureLog, FilePatientKeyStore, PatientKeys } from '../../src/patient-keys';
+import { FilePatientKeyStore, type PatientKeys } from '../../src/patient-keys';
 import { eventually, fakeExamService, tempDataDir, testConfig, unreachableTemporal } from './support';
+import { openFilePatientKeys } from '../support/patient-keys';
 
 const OLD: EncryptionKey = { id: '2026-05', key: randomBytes(32) };
 const NEW: EncryptionKey = { id: '2026-11', key: randomBytes(32) };
@@ -21,18 +22,8 @@ describe('the API after a master key rotation', () => {
   const opened: PatientKeys[] = [];
   const events: AuditEvent[] = [];
   const open = async (ring: EncryptionKey[]) => {
-    const keys = new PatientKeys({
-      ring,
-      store: new FilePatientKeyStore(path.join(dir, 'patient-keys.json'), { readOnly: false }),
-      erasureLog: new FileErasureLog(path.join(dir, 'patient-erasures.jsonl')),
-      readOnly: false,
-      audit: (e) => {
-        events.push(e);
-        return Promise.resolve();
-      },
-    });
+    const keys = await openFilePatientKeys(dir, { ring, audit: (e) => events.push(e) });
     opened.push(keys);
-    await keys.init();
     return keys;
   };
 

@@ -27,7 +27,8 @@ import {
 } from '../../src/attachments/types';
 import { RecordSealer } from '../../src/codec/at-rest';
 import type { EncryptionKey } from '../../src/encryption-keys';
-import { FileErasureLog, FilePatientKeyStore, PatientKeys } from '../../src/patient-keys';
+import type { PatientKeys } from '../../src/patient-keys';
+import { openFilePatientKeys } from '../support/patient-keys';
 
 const K1: EncryptionKey = { id: 'k1', key: randomBytes(32) };
 const K2: EncryptionKey = { id: 'k2', key: randomBytes(32) };
@@ -353,15 +354,7 @@ describe.each(stores)('attachment store (%s): documents sealed for their patient
   beforeEach(async () => {
     h.reset();
     keyDir = mkdtempSync(path.join(tmpdir(), 'attachments-patient-keys-'));
-    keys = new PatientKeys({
-      ring: [K1],
-      store: new FilePatientKeyStore(path.join(keyDir, 'patient-keys.json'), { readOnly: false }),
-      erasureLog: new FileErasureLog(path.join(keyDir, 'patient-erasures.jsonl')),
-      readOnly: false,
-      cache: { ttlMs: 30_000 },
-      audit: () => Promise.resolve(),
-    });
-    await keys.init();
+    keys = await openFilePatientKeys(keyDir, { ring: [K1] });
   });
   afterEach(async () => {
     await keys.close();

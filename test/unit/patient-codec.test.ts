@@ -19,8 +19,9 @@ import {
   sealedPatientOf,
 } from '../../src/codec/patient-codec';
 import type { EncryptionKey } from '../../src/encryption-keys';
-import { FileErasureLog, FilePatientKeyStore, PatientKeys, PatientKeyStoreError } from '../../src/patient-keys';
+import { FilePatientKeyStore, type PatientKeys, PatientKeyStoreError } from '../../src/patient-keys';
 import { PatientErasedError } from '../../src/patient-keys/types';
+import { openFilePatientKeys } from '../support/patient-keys';
 
 const ring: EncryptionKey[] = [{ id: '2026-11', key: randomBytes(32) }];
 const text = (b: Uint8Array | null | undefined) => Buffer.from(b ?? []).toString('utf8');
@@ -51,19 +52,8 @@ describe('the payload codec under per-patient keys', () => {
   });
 
   const open = async (o: { readOnly?: boolean; ttlMs?: number } = {}) => {
-    const keys = new PatientKeys({
-      ring,
-      store: new FilePatientKeyStore(path.join(dir, 'patient-keys.json'), { readOnly: o.readOnly ?? false }),
-      erasureLog: new FileErasureLog(path.join(dir, 'patient-erasures.jsonl')),
-      readOnly: o.readOnly ?? false,
-      cache: { ttlMs: o.ttlMs ?? 30_000 },
-      audit: (e) => {
-        events.push(e);
-        return Promise.resolve();
-      },
-    });
+    const keys = await openFilePatientKeys(dir, { ring, ...o, audit: (e) => events.push(e) });
     opened.push(keys);
-    await keys.init();
     return keys;
   };
 
