@@ -1,5 +1,6 @@
 // Whether the webhook is under a surge (a few slow answers within a second; it lasts while callbacks keep coming at
 // half that rate, at most `holdMs`): the forwarder holds new signals (docs/design-notes.md#acknowledgement-pressure).
+// Fed only the answers to callbacks the webhook took, so no refusal, however slow or many, starts or keeps a surge.
 export class AckPressure {
   /** When the latest slow answers came (performance.now()), oldest first, at most `minSlow` of them. */
   readonly #slowAt: number[] = [];
@@ -24,7 +25,7 @@ export class AckPressure {
     private readonly minSlow = 3,
   ) {}
 
-  /** One webhook answer and how long it took. */
+  /** The answer to one taken callback and how long it took. */
   record(elapsedMs: number, now = performance.now()): void {
     if (this.thresholdMs <= 0) return;
     this.#advance(now);

@@ -82,7 +82,7 @@ function metricEvent(event: number): string {
 export class CallbackPath {
   readonly inbox: CallbackInbox;
   readonly forwarder: InboxForwarder;
-  /** Whether the webhook answers slowly (the forwarder holds back then); fed by `answered`. */
+  /** Whether the webhook answers taken callbacks slowly (the forwarder holds back then); fed by `answered`. */
   pressure: AckPressure;
   readonly #o: CallbackPathOptions;
   /** The largest body read as a callback (the API's own body limit when lower), and the largest kept at all. */
@@ -214,7 +214,10 @@ export class CallbackPath {
     return { ok: true, deliveryId: signal.deliveryId, event: parsed.event, held };
   }
 
-  /** A webhook answer and how long it took, less its durable writes: the acknowledgement figures and pressure. */
+  /**
+   * The answer to a callback the webhook took (its 200) and how long it took, less its durable write: the
+   * acknowledgement figures and pressure. Never a refusal's: a wrong address is anyone's to send, however slowly.
+   */
   answered(elapsedMs: number, storeWaitMs: number): void {
     this.#o.metrics.ackSeconds.observe(elapsedMs / 1000);
     // The webhook's own time: a durable write the storage was slow with (a disk's flush stall) is not something

@@ -54,15 +54,22 @@ const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
   });
 
   /**
-   * How long each answer waited for its durable writes: acknowledgement pressure counts the webhook's own time, the
-   * answer's less this wait (docs/design-notes.md#acknowledgement-pressure).
+   * The callbacks taken, each with how long it waited for its durable write: only their answers feed acknowledgement
+   * pressure, each less this wait (docs/design-notes.md#acknowledgement-pressure).
    */
-  const storeWaitMs = new WeakMap<FastifyRequest, number>();
+  const takenStoreWaitMs = new WeakMap<FastifyRequest, number>();
 
   app.post(
     '/exam-service/:journeyId/:token',
     {
       bodyLimit: callbacks.keptMaxBytes,
+      // A wrong address is answered before its body is read: a sender without the journey's token costs no reading.
+      onRequest: async (request, reply) => {
+        const { journeyId, token } = request.params;
+        if (!JOURNEY_ID.test(journeyId) || !isValidWebhookToken(journeyId, token, config.api.webhookSecret)) {
+          return sendProblem(reply, NOT_FOUND);
+        }
+      },
       schema: {
         summary: "The exam service's lifecycle callbacks (events 1, 2 and 3) for one journey",
         description:
@@ -97,16 +104,12 @@ const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
       },
     },
     async (request, reply) => {
-      const { journeyId, token } = request.params;
-      if (!JOURNEY_ID.test(journeyId) || !isValidWebhookToken(journeyId, token, config.api.webhookSecret)) {
-        return sendProblem(reply, NOT_FOUND);
-      }
+      const { journeyId } = request.params;
       const rawBody = typeof request.body === 'string' ? request.body : '';
       let accepted: Acceptance;
+      let storeWaitMs = 0;
       try {
-        accepted = await callbacks.accept(journeyId, rawBody, (ms) =>
-          storeWaitMs.set(request, (storeWaitMs.get(request) ?? 0) + ms),
-        );
+        accepted = await callbacks.accept(journeyId, rawBody, (ms) => (storeWaitMs += ms));
       } catch (err) {
         if (!(err instanceof CallbackNotStoredError)) throw err;
         throw new ApiProblem(
@@ -117,14 +120,16 @@ const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
         );
       }
       if (!accepted.ok) throw refusalProblem(accepted);
+      takenStoreWaitMs.set(request, storeWaitMs);
       return reply.code(200).send({ received: true, deliveryId: accepted.deliveryId });
     },
   );
 
+  // Taken callbacks only: a refusal (a wrong token, a body kept as a dead letter, a store down) is not the webhook's
+  // speed, and a wrong address is anyone's to send as slowly as they like, to hold back every journey's callbacks.
   app.addHook('onResponse', async (request, reply) => {
-    if (request.routeOptions.url?.startsWith('/webhooks/')) {
-      callbacks.answered(reply.elapsedTime, storeWaitMs.get(request) ?? 0);
-    }
+    const storeWaitMs = takenStoreWaitMs.get(request);
+    if (storeWaitMs !== undefined && reply.statusCode === 200) callbacks.answered(reply.elapsedTime, storeWaitMs);
   });
   done();
 };
