@@ -692,7 +692,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The Idempotency-Key has started a journey with another body (`idempotency-conflict`) */
+        /** @description The Idempotency-Key has started a journey with another body (`idempotency-conflict`); an erasure of the patient's data is under way (`patient-erasure-in-progress`, `Retry-After`: the same request starts the journey once it is done); or the journey this key started was erased with its patient (`patient-erased`: a new journey needs a new Idempotency-Key) */
         409: {
           headers: {
             [name: string]: unknown;

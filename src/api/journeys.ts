@@ -106,8 +106,9 @@ function searchAttributes(info: Attributed) {
 export class JourneyGateway {
   constructor(private readonly o: JourneyGatewayOptions) {}
 
-  #deadline<T>(fn: () => Promise<T>): Promise<T> {
-    return this.o.temporal.connection.withDeadline(Date.now() + this.o.timeoutMs, fn);
+  #deadline<T>(fn: () => Promise<T>, by?: number): Promise<T> {
+    const deadline = Date.now() + this.o.timeoutMs;
+    return this.o.temporal.connection.withDeadline(by === undefined ? deadline : Math.min(deadline, by), fn);
   }
 
   /** The workflow's description, or undefined when no journey has this id. */
@@ -132,26 +133,29 @@ export class JourneyGateway {
    * Starts the journey once per workflow id. A start that finds the id taken (a replay, or a concurrent twin) is a
    * replay when the request hash matches and a conflict when it does not.
    */
-  async start(input: JourneyInput, requestSha256: string): Promise<StartOutcome> {
+  /** Starts the journey; `deadline` (epoch ms) is when the call to Temporal gives up at the latest. */
+  async start(input: JourneyInput, requestSha256: string, o: { deadline?: number } = {}): Promise<StartOutcome> {
     const workflowId = journeyWorkflowId(input.journeyId);
     try {
-      await this.#deadline(() =>
-        this.o.temporal.workflow.start(WORKFLOW_TYPE, {
-          workflowId,
-          taskQueue: this.o.taskQueue,
-          args: [input],
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-          memo: { clinicId: input.clinicId, requestSha256 },
-          // What the Temporal UI shows beside the run: the scenario and exam ids, never the patient.
-          staticSummary: `${input.scenario.type} journey: exams ${input.exams.join(', ')} (clinic ${input.clinicId})`,
-          typedSearchAttributes: [
-            { key: SearchAttr.ClinicId, value: input.clinicId },
-            { key: SearchAttr.Scenario, value: input.scenario.type },
-            { key: SearchAttr.JourneyStage, value: 'validating' },
-            { key: SearchAttr.NeedsAttention, value: false },
-          ],
-        }),
+      await this.#deadline(
+        () =>
+          this.o.temporal.workflow.start(WORKFLOW_TYPE, {
+            workflowId,
+            taskQueue: this.o.taskQueue,
+            args: [input],
+            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+            workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+            memo: { clinicId: input.clinicId, requestSha256 },
+            // What the Temporal UI shows beside the run: the scenario and exam ids, never the patient.
+            staticSummary: `${input.scenario.type} journey: exams ${input.exams.join(', ')} (clinic ${input.clinicId})`,
+            typedSearchAttributes: [
+              { key: SearchAttr.ClinicId, value: input.clinicId },
+              { key: SearchAttr.Scenario, value: input.scenario.type },
+              { key: SearchAttr.JourneyStage, value: 'validating' },
+              { key: SearchAttr.NeedsAttention, value: false },
+            ],
+          }),
+        o.deadline,
       );
       return { journeyId: input.journeyId, created: true };
     } catch (err) {

@@ -8,11 +8,16 @@
 //      copy of the journeys' payloads, histories and backups included, reads as erased;
 //   4. the request is marked done, on the record with the journeys it covered (ids only).
 //
-// Journeys started before patients had keys (bound to none, their payloads under the master key ring alone) cannot be
-// shredded by a key. The runner finds the clinic's journeys started before the key store's first start whose input
-// names the patient, ends them as above, deletes their documents and dead letters, and then deletes their workflow
-// executions, so that their histories leave Temporal's database (a backup taken before keeps them, readable with the
-// payload keys, until it expires).
+// The request is a fence: from the moment it is kept nothing new is bound to the patient (a start is a 409 until it is
+// done), so the journeys it lists are final; starts that bound one just before are waited for (each reaches Temporal
+// by its deadline or never). `done` comes only once no process can use the key any more (each checks the keys it
+// holds against the tombstones, `destroyedEverywhereAfterMs`).
+//
+// Journeys bound to no patient (started before patients had keys, or while the API ran without them; their payloads
+// under the master key ring alone) cannot be shredded by a key. The runner finds the clinic's unbound journeys whose
+// input names the patient, ends them as above, deletes their documents and dead letters, and then deletes their
+// workflow executions, so that their histories leave Temporal's database (a backup taken before keeps them, readable
+// with the payload keys, until it expires).
 //
 // Each step may run again without harm, so a request cut short (the API stopped) is taken up again at the next start,
 // by any replica. Nothing of the patient is logged or recorded: refs, ids and counts.
@@ -42,6 +47,12 @@ export interface PatientErasureOptions {
 export type JourneyEnding = 'ended' | 'cancelled' | 'terminated' | 'absent';
 
 const JOURNEY_PREFIX = 'journey-';
+/** How often an erasure looks again whether the starts it waits for have answered. */
+const START_POLL_MS = 100;
+/** Journeys checked for a binding at once. */
+const UNBOUND_PAGE = 500;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class PatientErasures {
   readonly #o: PatientErasureOptions;
@@ -114,12 +125,16 @@ export class PatientErasures {
 
   async #carryOut(r: ErasureRequest): Promise<void> {
     const started = Date.now();
-    const bindings = await this.#o.keys.journeysOf(r.patientRef);
+    const { keys } = this.#o;
+    // Since the request was kept nothing new is bound to the patient (a start is refused until it is done), so these
+    // are all the journeys the key will ever have. Starts that bound one before are waited for: each reaches
+    // Temporal by its deadline or never, and a journey seen absent here must not start after it is passed over.
+    const bindings = await this.#startsAnswered(r.patientRef);
     const bound = bindings
       .map((b) => b.workflowId)
       .filter((w) => w.startsWith(JOURNEY_PREFIX))
       .map((w) => w.slice(JOURNEY_PREFIX.length));
-    const unbound = await this.#journeysBeforeKeys(r);
+    const unbound = await this.#unboundJourneysOf(r);
     const journeys = [...bound, ...unbound];
     const endings: Record<string, JourneyEnding> = {};
     await Promise.all(journeys.map(async (j) => (endings[j] = await this.#end(j, r.erasureId))));
@@ -133,17 +148,25 @@ export class PatientErasures {
     const letters = await this.#deleteDeadLetters(new Set(journeys));
     // Under the master key ring alone, nothing else makes them unreadable: their histories go.
     for (const j of unbound) await this.#deleteExecution(j);
-    await this.#o.keys.erase(r.patientRef, {
+    await keys.erase(r.patientRef, {
       erasureId: r.erasureId,
       actor: { subject: r.requestedBy, roles: r.requestedRoles },
     });
-    await this.#o.keys.completeErasureRequest(r, journeys);
+    // Done only once no process can use the key: each checks the keys it holds against the tombstones this often.
+    await sleep(keys.destroyedEverywhereAfterMs);
+    // A start that reached Temporal after its deadline all the same can read nothing now: it is ended, not left
+    // failing every workflow task.
+    let late = 0;
+    for (const j of bound) {
+      if (endings[j] === 'absent' && (await this.#terminateIfRunning(j, r.erasureId))) late++;
+    }
+    await keys.completeErasureRequest(r, journeys);
     this.#o.log.info(
       {
         erasureId: r.erasureId,
         journeys: journeys.length,
         deletedFromTemporal: unbound.length,
-        terminated: Object.values(endings).filter((e) => e === 'terminated').length,
+        terminated: Object.values(endings).filter((e) => e === 'terminated').length + late,
         documents,
         deadLetters: letters,
         ms: Date.now() - started,
@@ -153,34 +176,70 @@ export class PatientErasures {
   }
 
   /**
-   * The clinic's journeys started before the key store's first start, bound to no patient, whose input names this
-   * patient (the same keyed hash of clinic and e-mail). Each is read from its history's start: once the last of them
-   * has left the namespace's retention, the query finds none and this costs one visibility call.
+   * The patient's journeys, once no start that bound one can still reach Temporal: each binding's start has answered
+   * (settled) or its deadline has passed.
    */
-  async #journeysBeforeKeys(r: ErasureRequest): Promise<string[]> {
-    const since = await this.#o.keys.keysSince();
-    if (!since) return [];
+  async #startsAnswered(patientRef: ErasureRequest['patientRef']) {
+    for (;;) {
+      const bindings = await this.#o.keys.journeysOf(patientRef);
+      const until = Math.max(0, ...bindings.map((b) => (b.startingUntil ? Date.parse(b.startingUntil) : 0)));
+      if (until <= Date.now()) return bindings;
+      await sleep(Math.min(START_POLL_MS, until - Date.now()));
+    }
+  }
+
+  /** Terminates a journey still running after its key's destruction; whether it was. */
+  async #terminateIfRunning(journeyId: string, erasureId: string): Promise<boolean> {
+    const handle = this.#o.temporal.workflow.getHandle(journeyWorkflowId(journeyId));
+    const status = (await handle.describe().catch(() => undefined))?.status.name;
+    if (status !== 'RUNNING') return false;
+    await handle.terminate(`patient data erasure ${erasureId}: started after its patient's journeys were ended`);
+    this.#o.log.warn({ erasureId, journeyId }, 'patient erasure: a journey started late was terminated');
+    return true;
+  }
+
+  /**
+   * The clinic's journeys bound to no patient (started before the key store's first start, or while the API ran
+   * without patient keys) whose input names this patient (the same keyed hash of clinic and e-mail). Each unbound one
+   * is read from its history's start; bound ones are skipped a page at a time.
+   */
+  async #unboundJourneysOf(r: ErasureRequest): Promise<string[]> {
     const { temporal, keys } = this.#o;
-    const query =
-      `WorkflowType = ${quoted(JOURNEY_WORKFLOW_TYPE)} AND ClinicId = ${quoted(r.clinicId)} ` +
-      `AND StartTime < ${quoted(since)}`;
+    const query = `WorkflowType = ${quoted(JOURNEY_WORKFLOW_TYPE)} AND ClinicId = ${quoted(r.clinicId)}`;
     const found = new Set<string>();
-    for await (const wf of temporal.workflow.list({ query })) {
-      if (!wf.workflowId.startsWith(JOURNEY_PREFIX) || (await keys.patientOfJourney(wf.workflowId))) continue;
-      const history = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
-      const payloads = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
-      let input: JourneyInput;
-      try {
-        input = await decodeFromPayloadsAtIndex<JourneyInput>(temporal.options.loadedDataConverter, 0, payloads);
-      } catch {
-        continue; // not a journey's input this version reads: not this patient's to judge
-      }
-      const email = input?.patient?.email;
-      if (typeof email === 'string' && keys.patientRef(r.clinicId, email) === r.patientRef) {
+    const examine = async (page: { workflowId: string; runId: string }[]) => {
+      const bound = await keys.boundAmong(page.map((w) => w.workflowId));
+      for (const wf of page) {
+        if (bound.has(wf.workflowId) || !(await this.#namesPatient(wf, r))) continue;
         found.add(wf.workflowId.slice(JOURNEY_PREFIX.length));
       }
+    };
+    let page: { workflowId: string; runId: string }[] = [];
+    for await (const wf of temporal.workflow.list({ query })) {
+      if (!wf.workflowId.startsWith(JOURNEY_PREFIX)) continue;
+      page.push({ workflowId: wf.workflowId, runId: wf.runId });
+      if (page.length >= UNBOUND_PAGE) {
+        await examine(page);
+        page = [];
+      }
     }
+    await examine(page);
     return [...found];
+  }
+
+  /** Whether an unbound journey's input names the patient. */
+  async #namesPatient(wf: { workflowId: string; runId: string }, r: ErasureRequest): Promise<boolean> {
+    const { temporal, keys } = this.#o;
+    const history = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    const payloads = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
+    let input: JourneyInput;
+    try {
+      input = await decodeFromPayloadsAtIndex<JourneyInput>(temporal.options.loadedDataConverter, 0, payloads);
+    } catch {
+      return false; // not a journey's input this version reads: not this patient's to judge
+    }
+    const email = input?.patient?.email;
+    return typeof email === 'string' && keys.patientRef(r.clinicId, email) === r.patientRef;
   }
 
   /** Deletes a journey's workflow execution, its history with it (Temporal removes it in the background). */

@@ -91,9 +91,15 @@ export async function encodeForPatient(
   bytes: Uint8Array,
   stored: StoredAttachmentMeta,
   patient: PatientRef,
+  dekId?: string,
 ): Promise<EncodedAttachment> {
-  const sealedBytes = await keys.sealBytes(patient, 'attachment', bytes);
-  const sealedMeta = await keys.sealBytes(patient, 'attachment-meta', Buffer.from(JSON.stringify(stored), 'utf8'));
+  const sealedBytes = await keys.sealBytes(patient, 'attachment', bytes, dekId);
+  const sealedMeta = await keys.sealBytes(
+    patient,
+    'attachment-meta',
+    Buffer.from(JSON.stringify(stored), 'utf8'),
+    dekId,
+  );
   // One key per patient: both parts name it (a key made between the two calls is not possible, an erasure is).
   if (sealedMeta.dekId !== sealedBytes.dekId) throw new Error(`attachment ${stored.ref}: its patient's key changed`);
   const owner: Owner = {
@@ -257,7 +263,14 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
     try {
       await this.writeRecord(
         keys && options.patient
-          ? await encodeForPatient(keys, this.sealer, bytes, storedMetaOf(bytes, meta, ref), options.patient)
+          ? await encodeForPatient(
+              keys,
+              this.sealer,
+              bytes,
+              storedMetaOf(bytes, meta, ref),
+              options.patient,
+              options.dekId,
+            )
           : encodeAttachment(this.sealer, bytes, meta, ref),
       );
     } catch (err) {
@@ -278,7 +291,7 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
     return openAttachment(this.sealer, this.#patientKeys, ref, metaText.toString('utf8'), raw);
   }
 
-  async sealForPatient(ref: string, patient: PatientRef): Promise<void> {
+  async sealForPatient(ref: string, patient: PatientRef, dekId?: string): Promise<void> {
     const keys = this.#patientKeys;
     if (!keys || !isAttachmentRef(ref)) return;
     const metaText = await this.readPart(ref, 'json');
@@ -292,7 +305,7 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
     const raw = await this.readPart(ref, 'bytes');
     if (raw === undefined) return;
     const stored = decodeAttachment(this.sealer, ref, metaText.toString('utf8'), raw);
-    await this.writeRecord(await encodeForPatient(keys, this.sealer, stored.bytes, stored.meta, patient));
+    await this.writeRecord(await encodeForPatient(keys, this.sealer, stored.bytes, stored.meta, patient, dekId));
     // Nothing of it stays under the payload keys alone: the record before, in any version a bucket kept.
     await this.removeEarlierVersions(ref);
   }

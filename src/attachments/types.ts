@@ -39,6 +39,8 @@ export interface PutOptions {
   quota?: AttachmentQuota;
   /** The patient it belongs to (an upload to a running journey): sealed under their data key from the start. */
   patient?: PatientRef;
+  /** The journey's data key: sealed under that key only (refused once it is destroyed, never a later key's). */
+  dekId?: string;
 }
 
 /** What the stores use of the patient keys: sealing under a patient's data key, and opening. */
@@ -62,7 +64,7 @@ export interface AttachmentStore {
    * what was stored before (earlier versions included). Nothing to do when it already is; an upload sealed for another
    * patient is refused (AttachmentOfAnotherPatientError). Without patient keys, nothing changes.
    */
-  sealForPatient(ref: string, patient: PatientRef): Promise<void>;
+  sealForPatient(ref: string, patient: PatientRef, dekId?: string): Promise<void>;
   /** Removes an attachment (retention, a refused upload) and its usage; an unknown ref is no error. */
   delete(ref: string): Promise<void>;
   /** What the clinic keeps stored: attachments and their bytes (those stored since usage is kept). */

@@ -11,7 +11,7 @@
 import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { ERASED_MARKER, isDataKeyId, isPatientRef, type PatientRef } from '../patient-keys/envelope';
-import type { PatientKeys } from '../patient-keys/patient-keys';
+import type { JourneyKey, PatientKeys } from '../patient-keys/patient-keys';
 
 export const PATIENT_SEALED_ENCODING = 'binary/patient-sealed';
 export const METADATA_PATIENT_REF = 'patient-ref';
@@ -26,7 +26,7 @@ const utf8 = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : undefined);
 
 /** The patient keys a codec uses. */
-export type PayloadPatientKeys = Pick<PatientKeys, 'patientOfJourney' | 'sealBytes' | 'openBytes'>;
+export type PayloadPatientKeys = Pick<PatientKeys, 'journeyKey' | 'sealBytes' | 'openBytes'>;
 
 /** A payload whose patient's data key was destroyed: readers that act on data (a worker, the API) stop here. */
 export class PayloadErasedError extends Error {
@@ -57,12 +57,14 @@ export class PatientCodec implements PayloadCodec {
 
   async encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
     const workflowId = context?.workflowId;
-    const patient = workflowId ? await this.keys.patientOfJourney(workflowId) : undefined;
-    if (!patient) return this.inner.encode(payloads, context);
+    const journey = workflowId ? await this.keys.journeyKey(workflowId) : undefined;
+    if (!journey) return this.inner.encode(payloads, context);
+    const patient = journey.patientRef;
     return Promise.all(
       payloads.map(async (payload) => {
         const plain = temporal.api.common.v1.Payload.encode(payload).finish();
-        const { dekId, data } = await this.keys.sealBytes(patient, PURPOSE, plain);
+        // Under the journey's own key only: once it is destroyed, nothing of the journey is sealed again.
+        const { dekId, data } = await this.keys.sealBytes(patient, PURPOSE, plain, journey.dekId);
         return {
           metadata: {
             encoding: utf8(PATIENT_SEALED_ENCODING),
@@ -152,8 +154,8 @@ export class PatientKeysWhenReady implements PayloadPatientKeys {
     this.#fail(err);
   }
 
-  async patientOfJourney(workflowId: string): Promise<PatientRef | undefined> {
-    return (await this.ready)?.patientOfJourney(workflowId);
+  async journeyKey(workflowId: string): Promise<JourneyKey | undefined> {
+    return (await this.ready)?.journeyKey(workflowId);
   }
 
   async sealBytes(...args: Parameters<PayloadPatientKeys['sealBytes']>): ReturnType<PayloadPatientKeys['sealBytes']> {

@@ -9,7 +9,7 @@
 // clear beside the sealed value, and nothing else of it.
 import { journeyWorkflowId, type CallbackSignal } from '../contract/definitions';
 import { ERASED_MARKER, isSealedEnvelope, type SealedEnvelope } from '../patient-keys/envelope';
-import type { PatientKeys } from '../patient-keys/patient-keys';
+import type { JourneyKey, PatientKeys } from '../patient-keys/patient-keys';
 import { PatientErasedError } from '../patient-keys/types';
 import type {
   CallbackInbox,
@@ -24,7 +24,7 @@ import type {
 } from './types';
 
 /** The patient keys the inbox uses. */
-export type InboxPatientKeys = Pick<PatientKeys, 'patientOfJourney' | 'sealForPatient' | 'openSealed'>;
+export type InboxPatientKeys = Pick<PatientKeys, 'journeyKey' | 'sealForPatient' | 'openSealed'>;
 
 const ENTRY_PURPOSE = 'callback-inbox';
 const LETTER_PURPOSE = 'dead-letter';
@@ -35,6 +35,12 @@ interface SealedSignal {
   receivedAt: string;
   sealed: SealedEnvelope;
 }
+
+/**
+ * Sealed under the journey's own key, never made here: a callback of a journey whose key was destroyed is not kept
+ * under the patient's later key (a new invite after an erasure), it is dropped.
+ */
+const sealingFor = (journey: JourneyKey) => ({ create: false, ...(journey.dekId ? { dekId: journey.dekId } : {}) });
 
 const isSealedSignal = (s: unknown): s is SealedSignal =>
   typeof s === 'object' && s !== null && isSealedEnvelope((s as { sealed?: unknown }).sealed);
@@ -68,11 +74,11 @@ export class PatientSealedInbox implements CallbackInbox {
    * stored at all (the patient asked that nothing of theirs be kept): acknowledged, and counted.
    */
   async append(journeyId: string, signal: CallbackSignal): Promise<void> {
-    const patient = await this.keys.patientOfJourney(journeyWorkflowId(journeyId));
-    if (!patient) return this.inner.append(journeyId, signal);
+    const journey = await this.keys.journeyKey(journeyWorkflowId(journeyId));
+    if (!journey) return this.inner.append(journeyId, signal);
     let sealed: SealedEnvelope;
     try {
-      sealed = await this.keys.sealForPatient(patient, ENTRY_PURPOSE, signal, { create: false });
+      sealed = await this.keys.sealForPatient(journey.patientRef, ENTRY_PURPOSE, signal, sealingFor(journey));
     } catch (err) {
       if (!(err instanceof PatientErasedError)) throw err;
       this.events.droppedErased?.(journeyId, 'after its erasure');
@@ -134,10 +140,15 @@ export class PatientSealedDeadLetters implements DeadLetterStore {
 
   /** The letter with its body sealed for its journey's patient (as it is when the journey is bound to none). */
   async sealInput(input: DeadLetterInput): Promise<DeadLetterInput> {
-    const patient = await this.keys.patientOfJourney(journeyWorkflowId(input.journeyId));
-    if (!patient) return input;
+    const journey = await this.keys.journeyKey(journeyWorkflowId(input.journeyId));
+    if (!journey) return input;
     try {
-      const sealedBody = await this.keys.sealForPatient(patient, LETTER_PURPOSE, input.rawBody, { create: false });
+      const sealedBody = await this.keys.sealForPatient(
+        journey.patientRef,
+        LETTER_PURPOSE,
+        input.rawBody,
+        sealingFor(journey),
+      );
       return { ...input, rawBody: '', sealedBody };
     } catch (err) {
       if (!(err instanceof PatientErasedError)) throw err;

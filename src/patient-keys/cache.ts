@@ -1,6 +1,7 @@
 // Unwrapped data keys held in memory, bounded in number and in time: the least recently used goes first once the
-// cache is full, and an entry older than its time is unwrapped again (so a key another process destroyed is gone from
-// this one within that time). A key dropped from the cache is not zeroed: a seal may still hold it between an await
+// cache is full, and an entry older than its time is unwrapped again. Each entry also says when the store last
+// showed its key alive (`checkedAt`): its reader checks the keys it holds against the store's tombstones before it
+// uses one checked too long ago, so a key another process destroyed is out of use here within that check's time. A key dropped from the cache is not zeroed: a seal may still hold it between an await
 // and its use, and a zeroed key would seal under a key everyone knows. The collector frees it.
 
 export interface CachedKey {
@@ -9,13 +10,15 @@ export interface CachedKey {
   dek: Buffer;
 }
 
-interface Entry extends CachedKey {
+export interface CachedEntry extends CachedKey {
   expires: number;
+  /** When the store last showed the key alive (a read begun then, or a check of the tombstones). */
+  checkedAt: number;
 }
 
 export class KeyCache {
   /** Map order is use order: the first entry is the least recently used. */
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries = new Map<string, CachedEntry>();
 
   constructor(
     readonly maxEntries: number,
@@ -29,7 +32,7 @@ export class KeyCache {
     return this.#entries.size;
   }
 
-  get(patientRef: string): CachedKey | undefined {
+  get(patientRef: string): CachedEntry | undefined {
     const e = this.#entries.get(patientRef);
     if (!e) return undefined;
     if (e.expires <= this.now()) {
@@ -41,13 +44,24 @@ export class KeyCache {
     return e;
   }
 
-  set(patientRef: string, key: CachedKey): void {
+  /** Keeps a key read from the store; `checkedAt` is when that read began (now by default). */
+  set(patientRef: string, key: CachedKey, checkedAt = this.now()): void {
     this.delete(patientRef);
-    this.#entries.set(patientRef, { ...key, expires: this.now() + this.ttlMs });
+    this.#entries.set(patientRef, { dekId: key.dekId, dek: key.dek, expires: this.now() + this.ttlMs, checkedAt });
     while (this.#entries.size > this.maxEntries) {
       const oldest = this.#entries.keys().next().value as string;
       this.delete(oldest);
     }
+  }
+
+  /** Each entry's patient and key id (its use order unchanged). */
+  keys(): { patientRef: string; dekId: string }[] {
+    return [...this.#entries].map(([patientRef, e]) => ({ patientRef, dekId: e.dekId }));
+  }
+
+  /** The store showed these keys alive at `at` (a check begun then). */
+  markChecked(dekIds: ReadonlySet<string>, at: number): void {
+    for (const e of this.#entries.values()) if (dekIds.has(e.dekId) && e.checkedAt < at) e.checkedAt = at;
   }
 
   delete(patientRef: string): void {

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { isPatientRef, type PatientRef } from './envelope';
 import {
   PatientKeyStoreError,
+  type BindResult,
   type ErasedKey,
   type ErasureRequest,
   type JourneyBinding,
@@ -68,7 +69,8 @@ export class FilePatientKeyStore implements PatientKeyStore {
   readonly #bindings = new Map<string, JourneyBinding>();
   #journalOffset = 0;
   #journalTail = '';
-  #binding: Promise<unknown> = Promise.resolve();
+  /** Starts under way (the writer's own: one process writes the file), until when each may reach Temporal. */
+  readonly #starting = new Map<string, string>();
   /** A reader's reads, in turn (#readAfterCall), and the one of each kind waiting to begin. */
   #reads: Promise<unknown> = Promise.resolve();
   readonly #waiting = new Map<'keys' | 'journal', Promise<void>>();
@@ -150,17 +152,24 @@ export class FilePatientKeyStore implements PatientKeyStore {
       this.#journalTail = lines.pop() ?? '';
       for (const line of lines) {
         if (!line.trim()) continue;
-        let r: { w?: unknown; p?: unknown; at?: unknown };
+        let r: { w?: unknown; p?: unknown; k?: unknown; at?: unknown };
         try {
           r = JSON.parse(line) as typeof r;
         } catch {
           throw new PatientKeyStoreError(`the journey bindings file ${this.#journeysFile} has a line that is not JSON`);
         }
-        if (typeof r.w !== 'string' || !isPatientRef(r.p) || typeof r.at !== 'string') {
+        if (
+          typeof r.w !== 'string' ||
+          !isPatientRef(r.p) ||
+          typeof r.at !== 'string' ||
+          (r.k !== undefined && typeof r.k !== 'string')
+        ) {
           throw new PatientKeyStoreError(`the journey bindings file ${this.#journeysFile} has a malformed line`);
         }
         // The first binding of a workflow id holds.
-        if (!this.#bindings.has(r.w)) this.#bindings.set(r.w, { workflowId: r.w, patientRef: r.p, boundAt: r.at });
+        if (!this.#bindings.has(r.w)) {
+          this.#bindings.set(r.w, { workflowId: r.w, patientRef: r.p, boundAt: r.at, ...(r.k ? { dekId: r.k } : {}) });
+        }
       }
     } finally {
       await handle.close();
@@ -297,41 +306,84 @@ export class FilePatientKeyStore implements PatientKeyStore {
     return e ? { ...e, dekId } : undefined;
   }
 
-  bind(b: JourneyBinding): Promise<PatientRef> {
-    if (this.readOnly) return this.#change(() => b.patientRef); // refused, naming the file
-    const next = this.#binding
+  /**
+   * Bindings go through the same queue as every change of the key file (an erasure request among them), so a binding
+   * and a request of the same patient never overlap: the fence holds.
+   */
+  bind(b: JourneyBinding & { dekId: string }): Promise<BindResult> {
+    if (this.readOnly) return this.#change<BindResult>(() => ({ state: 'stale-key' })); // refused, naming the file
+    const next = this.#last
       .catch(() => undefined)
-      .then(async () => {
-        void this.#s;
+      .then(async (): Promise<BindResult> => {
         const held = this.#bindings.get(b.workflowId);
-        if (held) return held.patientRef;
+        if (held) return { state: 'bound', binding: this.#resolved(held) };
+        const pending = Object.values(this.#s.requests ?? {}).find(
+          (r) => r.patientRef === b.patientRef && r.status === 'pending',
+        );
+        if (pending) return { state: 'fenced', erasureId: pending.erasureId };
+        if (this.#s.keys[b.patientRef]?.dekId !== b.dekId) return { state: 'stale-key' };
         await mkdir(path.dirname(this.#journeysFile), { recursive: true, mode: 0o700 });
         const handle = await open(this.#journeysFile, 'a', 0o600);
         try {
-          const line = `${JSON.stringify({ w: b.workflowId, p: b.patientRef, at: b.boundAt })}\n`;
+          const line = `${JSON.stringify({ w: b.workflowId, p: b.patientRef, k: b.dekId, at: b.boundAt })}\n`;
           await handle.appendFile(line);
           await handle.datasync();
           this.#journalOffset += Buffer.byteLength(line);
         } finally {
           await handle.close();
         }
-        this.#bindings.set(b.workflowId, { ...b });
-        return b.patientRef;
+        const { startingUntil, ...binding } = b;
+        this.#bindings.set(b.workflowId, binding);
+        if (startingUntil) this.#starting.set(b.workflowId, startingUntil);
+        return { state: 'bound', binding: { ...b } };
       });
-    this.#binding = next;
+    this.#last = next;
     return next;
   }
 
-  async patientOf(workflowId: string): Promise<PatientRef | undefined> {
+  settleStart(workflowId: string): Promise<void> {
+    this.#starting.delete(workflowId);
+    return Promise.resolve();
+  }
+
+  /** A binding with its data key (one from before bindings named it: the key the patient had then). */
+  #resolved(b: JourneyBinding): JourneyBinding {
+    const startingUntil = this.#starting.get(b.workflowId);
+    const out = { ...b, ...(startingUntil ? { startingUntil } : {}) };
+    if (b.dekId) return out;
+    const destroyedAfter = Object.entries(this.#s.erased)
+      .filter(([, e]) => e.patientRef === b.patientRef && e.erasedAt > b.boundAt)
+      .sort(([, x], [, y]) => (x.erasedAt < y.erasedAt ? -1 : 1))[0]?.[0];
+    const dekId = destroyedAfter ?? this.#s.keys[b.patientRef]?.dekId;
+    return dekId ? { ...out, dekId } : out;
+  }
+
+  async bindingOf(workflowId: string): Promise<JourneyBinding | undefined> {
     void this.#s;
     if (!this.#bindings.has(workflowId) && this.readOnly) await this.#refreshJournal();
-    return this.#bindings.get(workflowId)?.patientRef;
+    const b = this.#bindings.get(workflowId);
+    if (!b) return undefined;
+    if (!b.dekId) await this.#refresh();
+    return this.#resolved(b);
   }
 
   async journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]> {
     void this.#s;
     if (this.readOnly) await this.#refreshJournal();
-    return [...this.#bindings.values()].filter((b) => b.patientRef === patientRef).map((b) => ({ ...b }));
+    await this.#refresh();
+    return [...this.#bindings.values()].filter((b) => b.patientRef === patientRef).map((b) => this.#resolved(b));
+  }
+
+  async boundAmong(workflowIds: readonly string[]): Promise<Set<string>> {
+    void this.#s;
+    if (this.readOnly) await this.#refreshJournal();
+    return new Set(workflowIds.filter((w) => this.#bindings.has(w)));
+  }
+
+  async erasedAmong(dekIds: readonly string[]): Promise<ErasedKey[]> {
+    await this.#refresh();
+    const erased = this.#s.erased;
+    return dekIds.filter((k) => erased[k]).map((k) => ({ ...erased[k]!, dekId: k }));
   }
 
   destroy(e: ErasedKey): Promise<boolean> {
@@ -407,7 +459,6 @@ export class FilePatientKeyStore implements PatientKeyStore {
 
   async close(): Promise<void> {
     await this.#last.catch(() => undefined);
-    await this.#binding.catch(() => undefined);
     this.#state = undefined;
     this.#bindings.clear();
     this.#journalOffset = 0;

@@ -20,6 +20,7 @@ export {
   PatientKeys,
   REF_KEY_SETTING,
   type Actor,
+  type JourneyKey,
   type EraseResult,
   type ErasureReapplied,
   type PatientKeysOptions,

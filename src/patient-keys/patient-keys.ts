@@ -20,6 +20,7 @@ import {
 } from './envelope';
 import {
   PatientErasedError,
+  PatientErasureInProgressError,
   PatientKeyStoreError,
   SealedValueError,
   type ErasedKey,
@@ -44,8 +45,11 @@ export interface PatientKeysOptions {
   erasureLog: ErasureLog;
   /** The audit trail's append; each key change is recorded before it happens. */
   audit: (event: AuditEvent) => Promise<unknown>;
-  /** Unwrapped keys kept in memory: at most `maxEntries` (10,000), each at most `ttlMs` (30 s). */
-  cache?: { maxEntries?: number; ttlMs?: number };
+  /**
+   * Unwrapped keys kept in memory: at most `maxEntries` (10,000), each at most `ttlMs` (30 s), and none used unless the
+   * store showed it alive within `checkMs` (1 s): the keys held are checked against the tombstones at most that often.
+   */
+  cache?: { maxEntries?: number; ttlMs?: number; checkMs?: number };
   /**
    * A process that only reads (the worker and the codec server beside the API's file store): it seals and opens with
    * the keys there are, makes none, erases none, and leaves the erasure log's re-application to the writer (it reads
@@ -74,8 +78,16 @@ export interface ErasureReapplied {
 const ERASED_MEMORY = 10_000;
 /** How long a process keeps an unwrapped key at most (the default): a destroyed key is nowhere in use after it. */
 export const KEY_CACHE_TTL_MS = 30_000;
+/** How long a cached key is used after the store last showed it alive (the default). */
+export const KEY_CHECK_MS = 1_000;
 /** Journeys' patients remembered (a binding never changes). */
 const JOURNEY_MEMORY = 10_000;
+
+/** The patient a journey's payloads are sealed for, and the data key (absent only for a patient never given one). */
+export interface JourneyKey {
+  patientRef: PatientRef;
+  dekId?: string;
+}
 
 export class PatientKeys {
   readonly #o: PatientKeysOptions;
@@ -85,11 +97,13 @@ export class PatientKeys {
   readonly #loading = new Map<string, Promise<CachedKey | undefined>>();
   /** Tombstones read lately (an erasure is final): a replay of an erased history asks for the same key again and again. */
   readonly #erased = new Map<string, ErasedKey>();
-  /** Journeys' patients read lately (workflow id -> patient). */
-  readonly #journeys = new Map<string, PatientRef>();
+  /** Journeys' patients and keys read lately (workflow id -> binding). */
+  readonly #journeys = new Map<string, JourneyKey>();
   /** Workflow ids found bound to no patient, until when that answer is kept. */
   readonly #unbound = new Map<string, number>();
   #refs: PatientRefs | undefined;
+  /** The check of the cached keys against the tombstones under way, shared by whoever waits for it. */
+  #checking: Promise<void> | undefined;
 
   constructor(options: PatientKeysOptions) {
     this.#o = options;
@@ -108,6 +122,18 @@ export class PatientKeys {
   /** Unwrapped keys held now. */
   get cachedKeys(): number {
     return this.#cache.size;
+  }
+
+  get #checkMs(): number {
+    return this.#o.cache?.checkMs ?? KEY_CHECK_MS;
+  }
+
+  /**
+   * How long after a key's destruction no process (each checking as this one does) can still use it: an erasure is
+   * done only once this has passed.
+   */
+  get destroyedEverywhereAfterMs(): number {
+    return this.#checkMs + 250;
   }
 
   /**
@@ -153,42 +179,83 @@ export class PatientKeys {
   }
 
   /**
-   * Binds a journey (its workflow id) to its patient, before anything of it is sealed, and makes the patient's data
-   * key if they have none. Answers the patient the journey is bound to: the first binding's, so a caller whose
-   * patient differs must not go on (a workflow id is never bound to two patients).
+   * Binds a journey (its workflow id) to its patient and to the patient's data key, before anything of it is sealed,
+   * making the key if the patient has none. Answers the binding the journey has: the first one's, so a caller whose
+   * patient differs must not go on (a workflow id is never bound to two patients), and one whose key was destroyed
+   * names an erased journey. While an erasure of the patient is pending nothing is bound to them: a
+   * PatientErasureInProgressError. `startingUntil` is when the caller's start gives up reaching Temporal: an erasure
+   * waits for it (or for settleStart) before it ends the patient's journeys.
    */
-  async bindJourney(workflowId: string, patientRef: PatientRef): Promise<PatientRef> {
+  async bindJourney(workflowId: string, patientRef: PatientRef, o: { startingUntil?: Date } = {}): Promise<JourneyKey> {
     if (!isPatientRef(patientRef)) throw new TypeError('not a patient ref');
-    const bound = await this.#o.store.bind({ workflowId, patientRef, boundAt: this.#now() });
-    this.#rememberJourney(workflowId, bound);
-    if (bound === patientRef) await this.#keyFor(patientRef, true);
-    return bound;
+    const known = await this.journeyKey(workflowId);
+    if (known) return known;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const key = await this.#keyFor(patientRef, true);
+      if (!key) break;
+      const r = await this.#o.store.bind({
+        workflowId,
+        patientRef,
+        dekId: key.dekId,
+        boundAt: this.#now(),
+        ...(o.startingUntil ? { startingUntil: o.startingUntil.toISOString() } : {}),
+      });
+      if (r.state === 'fenced') throw new PatientErasureInProgressError(r.erasureId);
+      if (r.state === 'bound') {
+        const bound = { patientRef: r.binding.patientRef, ...(r.binding.dekId ? { dekId: r.binding.dekId } : {}) };
+        this.#rememberJourney(workflowId, bound);
+        return bound;
+      }
+      // The key was destroyed since it was read (an erasure done meanwhile): read the patient's key again.
+      this.#cache.delete(patientRef);
+    }
+    throw new PatientKeyStoreError("the journey could not be bound: the patient's key kept changing");
+  }
+
+  /** The start that bound a journey has answered: an erasure no longer waits for it. */
+  settleStart(workflowId: string): Promise<void> {
+    return this.#o.store.settleStart(workflowId);
   }
 
   /** The patient a journey's payloads are sealed for; undefined for a journey bound to none (one from before). */
   async patientOfJourney(workflowId: string): Promise<PatientRef | undefined> {
+    return (await this.journeyKey(workflowId))?.patientRef;
+  }
+
+  /**
+   * The patient and data key a journey's payloads are sealed under; undefined for a journey bound to none. Whatever is
+   * sealed for the journey is sealed under that key or not at all: never under a later key of the same patient.
+   */
+  async journeyKey(workflowId: string): Promise<JourneyKey | undefined> {
     const known = this.#journeys.get(workflowId);
     if (known) return known;
     const unbound = this.#unbound.get(workflowId);
     if (unbound !== undefined && unbound > Date.now()) return undefined;
-    const bound = await this.#o.store.patientOf(workflowId);
+    const bound = await this.#o.store.bindingOf(workflowId);
     if (bound) {
-      this.#unbound.delete(workflowId);
-      this.#rememberJourney(workflowId, bound);
-    } else {
-      // Bound to none (a journey from before per-patient keys, or no journey): remembered for the key cache's time
-      // only, so a callback's acknowledgement does not read the store each time. A journey is bound before it
-      // starts, so anything of it comes after its binding; this process's own bindings replace the entry at once.
-      this.#unbound.delete(workflowId);
-      this.#unbound.set(workflowId, Date.now() + (this.#o.cache?.ttlMs ?? KEY_CACHE_TTL_MS));
-      if (this.#unbound.size > JOURNEY_MEMORY) this.#unbound.delete(this.#unbound.keys().next().value as string);
+      const key = { patientRef: bound.patientRef, ...(bound.dekId ? { dekId: bound.dekId } : {}) };
+      // A binding from before bindings named their key, whose patient has no key yet, is not remembered: its key
+      // is the one the patient gets.
+      if (key.dekId) this.#rememberJourney(workflowId, key);
+      return key;
     }
-    return bound;
+    // Bound to none (a journey from before per-patient keys, or no journey): remembered for the key cache's time
+    // only, so a callback's acknowledgement does not read the store each time. A journey is bound before it
+    // starts, so anything of it comes after its binding; this process's own bindings replace the entry at once.
+    this.#unbound.delete(workflowId);
+    this.#unbound.set(workflowId, Date.now() + (this.#o.cache?.ttlMs ?? KEY_CACHE_TTL_MS));
+    if (this.#unbound.size > JOURNEY_MEMORY) this.#unbound.delete(this.#unbound.keys().next().value as string);
+    return undefined;
   }
 
   /** The journeys bound to a patient, oldest first. */
   journeysOf(patientRef: PatientRef) {
     return this.#o.store.journeysOf(patientRef);
+  }
+
+  /** Which of these workflow ids are bound to a patient. */
+  boundAmong(workflowIds: readonly string[]): Promise<Set<string>> {
+    return this.#o.store.boundAmong(workflowIds);
   }
 
   /**
@@ -256,27 +323,29 @@ export class PatientKeys {
     await this.#o.store.completeErasureRequest(r.erasureId, journeys, this.#now());
   }
 
-  #rememberJourney(workflowId: string, patientRef: PatientRef): void {
+  #rememberJourney(workflowId: string, key: JourneyKey): void {
     this.#unbound.delete(workflowId);
-    this.#journeys.set(workflowId, patientRef);
+    this.#journeys.set(workflowId, key);
     if (this.#journeys.size > JOURNEY_MEMORY) this.#journeys.delete(this.#journeys.keys().next().value as string);
   }
 
   /**
    * Bytes sealed under the patient's data key for one purpose (a Temporal payload, a stored document). The key must
    * exist (bindJourney made it): a patient whose key was destroyed is refused with PatientErasedError, never given a
-   * new key here, so nothing written after an erasure is readable again.
+   * new key here, so nothing written after an erasure is readable again. With `dekId` (a journey's key), only under
+   * that key: a later key of the patient is refused the same way.
    */
   async sealBytes(
     patientRef: PatientRef,
     purpose: string,
     plain: Uint8Array,
+    dekId?: string,
   ): Promise<{ dekId: string; data: Buffer }> {
     if (!isSealPurpose(purpose)) throw new TypeError('a seal purpose is lower-case letters, digits, dots and dashes');
     const key = await this.#keyFor(patientRef, false);
-    if (!key) {
+    if (!key || (dekId !== undefined && key.dekId !== dekId)) {
       throw new PatientErasedError(
-        `patient ${patientRef} has no data key: erased, or the key store is older than the journey`,
+        `patient ${patientRef} has no data key ${dekId ?? ''}: erased, or the key store is older than the journey`,
       );
     }
     return { dekId: key.dekId, data: sealValue(key.dek, purpose, patientRef, key.dekId, Buffer.from(plain)) };
@@ -308,7 +377,7 @@ export class PatientKeys {
 
   /** The key that sealed under `dekId`, or the erasure that destroyed it; throws when it is neither. */
   async #openingKey(p: PatientRef, k: string): Promise<Opened<CachedKey>> {
-    let key = this.#cache.get(p);
+    let key = await this.#cached(p);
     if (key?.dekId !== k) {
       const known = this.#erased.get(k);
       if (known) return erasedOf(known);
@@ -330,21 +399,24 @@ export class PatientKeys {
 
   /**
    * A value (anything JSON can hold) sealed under the patient's data key for one purpose; the key made on first use
-   * unless `create` is false.
+   * unless `create` is false. With `dekId` (a journey's key), only under that key, never made: a later key of the
+   * patient is refused with PatientErasedError.
    */
   async sealForPatient(
     patientRef: PatientRef,
     purpose: string,
     value: unknown,
-    o: { create?: boolean } = {},
+    o: { create?: boolean; dekId?: string } = {},
   ): Promise<SealedEnvelope> {
     if (!isPatientRef(patientRef)) throw new TypeError('not a patient ref');
     if (!isSealPurpose(purpose)) throw new TypeError('a seal purpose is lower-case letters, digits, dots and dashes');
     const json = JSON.stringify(value);
     if (json === undefined) throw new TypeError('a sealed value must be one JSON can hold');
-    const key = await this.#keyFor(patientRef, o.create ?? true);
+    const key = await this.#keyFor(patientRef, o.dekId === undefined && (o.create ?? true));
     // Without `create`, a patient whose key is gone (erased) is refused: nothing is sealed for them again.
-    if (!key) throw new PatientErasedError(`patient ${patientRef} has no data key: erased, or not made yet`);
+    if (!key || (o.dekId !== undefined && key.dekId !== o.dekId)) {
+      throw new PatientErasedError(`patient ${patientRef} has no data key ${o.dekId ?? ''}: erased, or not made yet`);
+    }
     const sealed = sealValue(key.dek, purpose, patientRef, key.dekId, Buffer.from(json, 'utf8'));
     return { $sealed: 1, p: patientRef, k: key.dekId, d: sealed.toString('base64') };
   }
@@ -372,10 +444,40 @@ export class PatientKeys {
     return { state: 'open', value: JSON.parse(plain.toString('utf8')) as T };
   }
 
+  /**
+   * The patient's cached key, if the store showed it alive within `checkMs`; the keys held are checked against the
+   * tombstones first when it was longer ago (one read for all of them). A key destroyed elsewhere is thus out of use
+   * here `checkMs` after its destruction at the latest, whatever the cache's time.
+   */
+  async #cached(patientRef: PatientRef): Promise<CachedKey | undefined> {
+    const entry = this.#cache.get(patientRef);
+    if (!entry) return undefined;
+    if (Date.now() - entry.checkedAt <= this.#checkMs) return entry;
+    await this.#checkCached();
+    const again = this.#cache.get(patientRef);
+    return again && Date.now() - again.checkedAt <= this.#checkMs ? again : undefined;
+  }
+
+  #checkCached(): Promise<void> {
+    this.#checking ??= (async () => {
+      const at = Date.now();
+      const held = this.#cache.keys();
+      const tombs = await this.#o.store.erasedAmong(held.map((k) => k.dekId));
+      const destroyed = new Set<string>();
+      for (const t of tombs) {
+        destroyed.add(t.dekId);
+        this.#remember(t);
+      }
+      for (const k of held) if (destroyed.has(k.dekId)) this.#cache.delete(k.patientRef);
+      this.#cache.markChecked(new Set(held.map((k) => k.dekId).filter((k) => !destroyed.has(k))), at);
+    })().finally(() => (this.#checking = undefined));
+    return this.#checking;
+  }
+
   /** The patient's key, from the cache or the store; created when `create` and the patient has none. */
-  #keyFor(patientRef: PatientRef, create: boolean): Promise<CachedKey | undefined> {
-    const cached = this.#cache.get(patientRef);
-    if (cached) return Promise.resolve(cached);
+  async #keyFor(patientRef: PatientRef, create: boolean): Promise<CachedKey | undefined> {
+    const cached = await this.#cached(patientRef);
+    if (cached) return cached;
     const loading = this.#loading.get(patientRef);
     if (loading) {
       return create ? loading.then((k) => k ?? this.#keyFor(patientRef, true)) : loading;
@@ -386,6 +488,7 @@ export class PatientKeys {
   }
 
   async #load(patientRef: PatientRef, create: boolean): Promise<CachedKey | undefined> {
+    const readAt = Date.now();
     let held = await this.#o.store.get(patientRef);
     if (!held && create) held = await this.#create(patientRef);
     if (!held) return undefined;
@@ -407,7 +510,7 @@ export class PatientKeys {
     const key = { dekId: held.dekId, dek };
     // A key erased while it was being read is not kept (and not used: the caller checks again).
     if (this.#erased.has(held.dekId)) return create ? this.#load(patientRef, create) : undefined;
-    this.#cache.set(patientRef, key);
+    this.#cache.set(patientRef, key, readAt);
     return key;
   }
 
@@ -431,7 +534,7 @@ export class PatientKeys {
   /**
    * Destroys the patient's data key: on the record first, then in the erasure log (where a restore of the store does
    * not reach), then deleted from the store and from this process's cache. Other processes drop it from theirs within
-   * the cache's time (`ttlMs`).
+   * the time of their check (`destroyedEverywhereAfterMs`).
    */
   async erase(patientRef: PatientRef, o: { erasureId?: string; actor?: Actor } = {}): Promise<EraseResult> {
     if (!isPatientRef(patientRef)) throw new TypeError('not a patient ref');

@@ -2,10 +2,11 @@
 // destroyed ones, the key ring's settings and each journey's patient, in four tables created at start when missing (as the inbox's are).
 // The engine's role needs SELECT, INSERT, UPDATE and DELETE on them, nothing more; a deployer may create them
 // beforehand as another role with PATIENT_KEY_TABLES_SQL and grant those four.
-import { Pool, type PoolConfig } from 'pg';
+import { Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { PatientRef } from './envelope';
 import {
   PatientKeyStoreError,
+  type BindResult,
   type ErasedKey,
   type ErasureRequest,
   type JourneyBinding,
@@ -53,10 +54,13 @@ CREATE TABLE IF NOT EXISTS ${PATIENT_KEY_SETTINGS_TABLE} (
   value text NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ${PATIENT_JOURNEYS_TABLE} (
-  -- A journey's workflow id and the patient its payloads are sealed for; set once.
+  -- A journey's workflow id, the patient its payloads are sealed for and the data key they are sealed under; set once.
   workflow_id text PRIMARY KEY,
   patient_ref text NOT NULL,
-  bound_at timestamptz NOT NULL
+  bound_at timestamptz NOT NULL,
+  dek_id text,
+  -- Until when the start that bound it may still reach Temporal (NULL once it answered).
+  starting_until timestamptz
 );
 CREATE INDEX IF NOT EXISTS patient_journeys_patient ON ${PATIENT_JOURNEYS_TABLE} (patient_ref, bound_at);
 CREATE TABLE IF NOT EXISTS ${PATIENT_ERASURE_REQUESTS_TABLE} (
@@ -75,7 +79,33 @@ CREATE TABLE IF NOT EXISTS ${PATIENT_ERASURE_REQUESTS_TABLE} (
 );
 CREATE INDEX IF NOT EXISTS patient_erasure_requests_pending ON ${PATIENT_ERASURE_REQUESTS_TABLE} (requested_at)
   WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS patient_erasure_requests_patient_pending ON ${PATIENT_ERASURE_REQUESTS_TABLE} (patient_ref)
+  WHERE status = 'pending';
 `;
+
+/**
+ * What tables made before journeys named their data key lack (each statement idempotent); run when a column is
+ * missing, by a role that owns the tables.
+ */
+export const PATIENT_KEY_TABLES_UPGRADE_SQL = `
+ALTER TABLE ${PATIENT_JOURNEYS_TABLE} ADD COLUMN IF NOT EXISTS dek_id text;
+ALTER TABLE ${PATIENT_JOURNEYS_TABLE} ADD COLUMN IF NOT EXISTS starting_until timestamptz;
+CREATE INDEX IF NOT EXISTS patient_erasure_requests_patient_pending ON ${PATIENT_ERASURE_REQUESTS_TABLE} (patient_ref)
+  WHERE status = 'pending';
+`;
+
+/** The per-patient lock that makes a binding and an erasure request of the same patient happen one after the other. */
+const PATIENT_LOCK_SQL = 'SELECT pg_advisory_xact_lock(73114205, hashtext($1))';
+
+/**
+ * A binding's data key: the one it names, else (a binding from before journeys named theirs) the key the patient had
+ * when it was made: the first destroyed after it, else the patient's key now.
+ */
+const BINDING_COLUMNS = `j.workflow_id, j.patient_ref, j.bound_at, j.starting_until,
+  COALESCE(j.dek_id,
+    (SELECT e.dek_id FROM ${PATIENT_KEY_ERASURES_TABLE} e WHERE e.patient_ref = j.patient_ref AND e.erased_at > j.bound_at
+       ORDER BY e.erased_at LIMIT 1),
+    (SELECT k.dek_id FROM ${PATIENT_KEYS_TABLE} k WHERE k.patient_ref = j.patient_ref)) AS dek_id`;
 
 export interface PostgresPatientKeyStoreOptions {
   /** postgres://user:password@host:port/database (a secret: never logged). */
@@ -132,6 +162,29 @@ const failed = (what: string, err: unknown) => {
   return new PatientKeyStoreError(`${what}: PostgreSQL did not take it${code ? ` (${code})` : ''}`, { cause: err });
 };
 
+interface BindingRow {
+  workflow_id: string;
+  patient_ref: PatientRef;
+  bound_at: Date;
+  starting_until: Date | null;
+  dek_id: string | null;
+}
+
+const toBinding = (r: BindingRow): JourneyBinding => ({
+  workflowId: r.workflow_id,
+  patientRef: r.patient_ref,
+  boundAt: r.bound_at.toISOString(),
+  ...(r.dek_id ? { dekId: r.dek_id } : {}),
+  ...(r.starting_until ? { startingUntil: r.starting_until.toISOString() } : {}),
+});
+
+const toErased = (r: ErasureRow): ErasedKey => ({
+  dekId: r.dek_id,
+  patientRef: r.patient_ref,
+  erasureId: r.erasure_id,
+  erasedAt: r.erased_at.toISOString(),
+});
+
 const toWrapped = (r: KeyRow): WrappedKey => ({
   patientRef: r.patient_ref,
   dekId: r.dek_id,
@@ -178,6 +231,7 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
           client.release();
         }
       }
+      await this.#upgrade();
       const { rows } = await this.pool.query<{ t: string; missing: string[] }>(
         `SELECT t, array_remove(ARRAY[
              CASE WHEN has_table_privilege(t, 'SELECT') THEN NULL ELSE 'SELECT' END,
@@ -195,6 +249,49 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
       }
     } catch (err) {
       throw failed('the patient key tables could not be prepared', err);
+    }
+  }
+
+  /** Tables from before journeys named their data key gain the columns (under the creation lock). */
+  async #upgrade(): Promise<void> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_attribute
+         WHERE attrelid = to_regclass($1) AND attname IN ('dek_id', 'starting_until') AND NOT attisdropped`,
+      [PATIENT_JOURNEYS_TABLE],
+    );
+    if (rows[0]?.n === 2) return;
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [CREATE_LOCK_KEY]);
+      await client.query(PATIENT_KEY_TABLES_UPGRADE_SQL);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw new PatientKeyStoreError(
+        "the patient key tables need upgrading (PATIENT_KEY_TABLES_UPGRADE_SQL) and this role could not: run it as the tables' owner",
+        { cause: err },
+      );
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Runs `work` in a transaction holding the patient's lock. */
+  async #underPatientLock<T>(what: string, patientRef: PatientRef, work: (c: PoolClient) => Promise<T>): Promise<T> {
+    let client: PoolClient | undefined;
+    try {
+      client = await this.pool.connect();
+      await client.query('BEGIN');
+      await client.query(PATIENT_LOCK_SQL, [patientRef]);
+      const out = await work(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client?.query('ROLLBACK').catch(() => undefined);
+      throw failed(what, err);
+    } finally {
+      client?.release();
     }
   }
 
@@ -261,10 +358,7 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
       `SELECT dek_id, patient_ref, erasure_id, erased_at FROM ${PATIENT_KEY_ERASURES_TABLE} WHERE dek_id = $1`,
       [dekId],
     );
-    const r = rows[0];
-    return r
-      ? { dekId: r.dek_id, patientRef: r.patient_ref, erasureId: r.erasure_id, erasedAt: r.erased_at.toISOString() }
-      : undefined;
+    return rows[0] ? toErased(rows[0]) : undefined;
   }
 
   async destroy(e: ErasedKey): Promise<boolean> {
@@ -302,58 +396,97 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
     return rows.length > 0;
   }
 
-  async bind(b: JourneyBinding): Promise<PatientRef> {
-    const rows = await this.#query<{ patient_ref: PatientRef }>(
-      "a journey's patient could not be stored",
-      // The update that changes nothing makes the row come back when it was there already.
-      `INSERT INTO ${PATIENT_JOURNEYS_TABLE} (workflow_id, patient_ref, bound_at) VALUES ($1, $2, $3)
-         ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id RETURNING patient_ref`,
-      [b.workflowId, b.patientRef, b.boundAt],
-    );
-    return rows[0]!.patient_ref;
+  bind(b: JourneyBinding & { dekId: string }): Promise<BindResult> {
+    return this.#underPatientLock("a journey's patient could not be stored", b.patientRef, async (c) => {
+      const held = await c.query<BindingRow>(
+        `SELECT ${BINDING_COLUMNS} FROM ${PATIENT_JOURNEYS_TABLE} j WHERE workflow_id = $1`,
+        [b.workflowId],
+      );
+      if (held.rows[0]) return { state: 'bound', binding: toBinding(held.rows[0]) };
+      const pending = await c.query<{ erasure_id: string }>(
+        `SELECT erasure_id FROM ${PATIENT_ERASURE_REQUESTS_TABLE} WHERE patient_ref = $1 AND status = 'pending' LIMIT 1`,
+        [b.patientRef],
+      );
+      if (pending.rows[0]) return { state: 'fenced', erasureId: pending.rows[0].erasure_id };
+      const key = await c.query<{ dek_id: string }>(`SELECT dek_id FROM ${PATIENT_KEYS_TABLE} WHERE patient_ref = $1`, [
+        b.patientRef,
+      ]);
+      if (key.rows[0]?.dek_id !== b.dekId) return { state: 'stale-key' };
+      await c.query(
+        `INSERT INTO ${PATIENT_JOURNEYS_TABLE} (workflow_id, patient_ref, dek_id, bound_at, starting_until)
+           VALUES ($1, $2, $3, $4, $5)`,
+        [b.workflowId, b.patientRef, b.dekId, b.boundAt, b.startingUntil ?? null],
+      );
+      return { state: 'bound', binding: { ...b } };
+    });
   }
 
-  async patientOf(workflowId: string): Promise<PatientRef | undefined> {
-    const rows = await this.#query<{ patient_ref: PatientRef }>(
-      "a journey's patient could not be read",
-      `SELECT patient_ref FROM ${PATIENT_JOURNEYS_TABLE} WHERE workflow_id = $1`,
+  async settleStart(workflowId: string): Promise<void> {
+    await this.#query(
+      "a journey's start could not be marked answered",
+      `UPDATE ${PATIENT_JOURNEYS_TABLE} SET starting_until = NULL WHERE workflow_id = $1 AND starting_until IS NOT NULL`,
       [workflowId],
     );
-    return rows[0]?.patient_ref;
+  }
+
+  async bindingOf(workflowId: string): Promise<JourneyBinding | undefined> {
+    const rows = await this.#query<BindingRow>(
+      "a journey's patient could not be read",
+      `SELECT ${BINDING_COLUMNS} FROM ${PATIENT_JOURNEYS_TABLE} j WHERE workflow_id = $1`,
+      [workflowId],
+    );
+    return rows[0] ? toBinding(rows[0]) : undefined;
   }
 
   async journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]> {
-    const rows = await this.#query<{ workflow_id: string; patient_ref: PatientRef; bound_at: Date }>(
+    const rows = await this.#query<BindingRow>(
       "a patient's journeys could not be read",
-      `SELECT workflow_id, patient_ref, bound_at FROM ${PATIENT_JOURNEYS_TABLE} WHERE patient_ref = $1
-         ORDER BY bound_at, workflow_id`,
+      `SELECT ${BINDING_COLUMNS} FROM ${PATIENT_JOURNEYS_TABLE} j WHERE patient_ref = $1 ORDER BY bound_at, workflow_id`,
       [patientRef],
     );
-    return rows.map((r) => ({
-      workflowId: r.workflow_id,
-      patientRef: r.patient_ref,
-      boundAt: r.bound_at.toISOString(),
-    }));
+    return rows.map(toBinding);
+  }
+
+  async boundAmong(workflowIds: readonly string[]): Promise<Set<string>> {
+    if (workflowIds.length === 0) return new Set();
+    const rows = await this.#query<{ workflow_id: string }>(
+      'the journeys bound could not be read',
+      `SELECT workflow_id FROM ${PATIENT_JOURNEYS_TABLE} WHERE workflow_id = ANY($1::text[])`,
+      [workflowIds],
+    );
+    return new Set(rows.map((r) => r.workflow_id));
+  }
+
+  async erasedAmong(dekIds: readonly string[]): Promise<ErasedKey[]> {
+    if (dekIds.length === 0) return [];
+    const rows = await this.#query<ErasureRow>(
+      'the patient key erasures could not be read',
+      `SELECT dek_id, patient_ref, erasure_id, erased_at FROM ${PATIENT_KEY_ERASURES_TABLE}
+         WHERE dek_id = ANY($1::text[])`,
+      [dekIds],
+    );
+    return rows.map(toErased);
   }
 
   async addErasureRequest(r: ErasureRequest): Promise<ErasureRequest> {
-    await this.#query(
-      'an erasure request could not be stored',
-      `INSERT INTO ${PATIENT_ERASURE_REQUESTS_TABLE} (erasure_id, clinic_id, patient_ref, request_key, requested_by,
+    await this.#underPatientLock('an erasure request could not be stored', r.patientRef, (c) =>
+      c.query(
+        `INSERT INTO ${PATIENT_ERASURE_REQUESTS_TABLE} (erasure_id, clinic_id, patient_ref, request_key, requested_by,
          requested_roles, requested_at, status, journeys, completed_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-      [
-        r.erasureId,
-        r.clinicId,
-        r.patientRef,
-        r.requestKey,
-        r.requestedBy,
-        r.requestedRoles,
-        r.requestedAt,
-        r.status,
-        r.journeys,
-        r.completedAt ?? null,
-      ],
+        [
+          r.erasureId,
+          r.clinicId,
+          r.patientRef,
+          r.requestKey,
+          r.requestedBy,
+          r.requestedRoles,
+          r.requestedAt,
+          r.status,
+          r.journeys,
+          r.completedAt ?? null,
+        ],
+      ),
     );
     const rows = await this.#query<RequestRow>(
       'an erasure request could not be read',

@@ -24,12 +24,30 @@ export interface ErasedKey {
   erasedAt: string;
 }
 
-/** A journey (its workflow id) and the patient its payloads are sealed for. Set once, never changed. */
+/**
+ * A journey (its workflow id), the patient its payloads are sealed for and the data key they are sealed under. Set
+ * once, never changed: a later key of the same patient (after an erasure) never seals anything of this journey.
+ */
 export interface JourneyBinding {
   workflowId: string;
   patientRef: PatientRef;
+  /**
+   * The patient's data key when the journey was bound. Bindings made before journeys named their key are read with
+   * the key the patient had then: the first key destroyed after `boundAt`, else the patient's key now.
+   */
+  dekId?: string;
   boundAt: string;
+  /** Until when the start that made the binding may still reach Temporal (cleared once it has answered). */
+  startingUntil?: string;
 }
+
+/**
+ * What binding a journey gave: the binding the store holds (this one, or the first one made under the workflow id); a
+ * refusal while an erasure of the patient is pending (nothing new joins it); or `stale-key` when the key the caller
+ * named is no longer the patient's (destroyed meanwhile: read it again).
+ */
+export type BindResult =
+  { state: 'bound'; binding: JourneyBinding } | { state: 'fenced'; erasureId: string } | { state: 'stale-key' };
 
 /**
  * A request to erase a patient, kept until it is done and after (its status is asked for): who asked and when, which
@@ -76,15 +94,26 @@ export interface PatientKeyStore {
   /** Replaces a key's wrap if it is still `from` (another process may have rewrapped it); true when replaced. */
   rewrap(dekId: string, from: string, to: { wrapKeyId: string; wrapped: Buffer }): Promise<boolean>;
   /**
-   * Binds a journey to its patient unless it is bound; answers the patient the store holds for it (the first
-   * binding's: a workflow id is never bound to two patients).
+   * Binds a journey to its patient and the data key `b.dekId` unless it is bound (then answers the binding it holds: a
+   * workflow id is never bound to two patients). Atomic with addErasureRequest: while an erasure of the patient is
+   * pending nothing new is bound to them (`fenced`), so the journeys an erasure lists once it is kept are all it
+   * will ever have to end. `stale-key` when `b.dekId` is not the patient's key any more.
    */
-  bind(b: JourneyBinding): Promise<PatientRef>;
-  /** The patient a journey is bound to. */
-  patientOf(workflowId: string): Promise<PatientRef | undefined>;
+  bind(b: JourneyBinding & { dekId: string }): Promise<BindResult>;
+  /** Marks the start that bound a journey as answered: an erasure no longer waits for it. */
+  settleStart(workflowId: string): Promise<void>;
+  /** The binding of a journey, its data key resolved (see JourneyBinding.dekId). */
+  bindingOf(workflowId: string): Promise<JourneyBinding | undefined>;
   /** The journeys bound to a patient, oldest first. */
   journeysOf(patientRef: PatientRef): Promise<JourneyBinding[]>;
-  /** Keeps a new erasure request unless the clinic has one under the same key; answers the one it holds. */
+  /** Which of these workflow ids are bound to a patient. */
+  boundAmong(workflowIds: readonly string[]): Promise<Set<string>>;
+  /** The tombstones of those of these data keys that were destroyed (a process's cached keys, checked). */
+  erasedAmong(dekIds: readonly string[]): Promise<ErasedKey[]>;
+  /**
+   * Keeps a new erasure request unless the clinic has one under the same key; answers the one it holds. Atomic with
+   * bind (see there).
+   */
   addErasureRequest(r: ErasureRequest): Promise<ErasureRequest>;
   erasureRequest(erasureId: string): Promise<ErasureRequest | undefined>;
   /** The requests not done yet, oldest first. */
@@ -126,4 +155,12 @@ export class SealedValueError extends Error {
 /** A patient's data key was destroyed (or is not in the store): nothing is sealed for them any more. */
 export class PatientErasedError extends Error {
   override name = 'PatientErasedError';
+}
+
+/** An erasure of the patient is under way: nothing new is bound to them until it is done. */
+export class PatientErasureInProgressError extends Error {
+  override name = 'PatientErasureInProgressError';
+  constructor(readonly erasureId: string) {
+    super(`an erasure of this patient (${erasureId}) is under way: nothing new is bound to them until it is done`);
+  }
 }

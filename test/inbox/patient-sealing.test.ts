@@ -110,4 +110,32 @@ describe('the inbox sealed per patient', () => {
     });
     expect(JSON.stringify(await inner.deadLetters.get(late.id))).not.toContain(PATIENT.email);
   });
+
+  it('drops a late callback of an erased journey after the patient is invited again, never sealed under her new key', async () => {
+    await bind('j-ada', PATIENT.email);
+    await keys.erase(keys.patientRef('clinic-a', PATIENT.email));
+    // Invited again: a new journey, a new key for the same patient.
+    await bind('j-ada-again', PATIENT.email);
+    await inbox.append('j-ada-again', signalFor());
+    // The erased journey's URL still answers: its callback is acknowledged, dropped unread and counted.
+    await inbox.append('j-ada', signalFor());
+    expect(dropped).toEqual(['j-ada']);
+    const claim = await inbox.claim(10, 10);
+    expect(claim!.entries.map((e) => e.journeyId)).toEqual(['j-ada-again']);
+    await claim!.settle(
+      claim!.entries.map((e) => e.id),
+      [],
+    );
+    // Were it a dead letter, its body would read as erased to operators, not in the clear.
+    const letter = await inbox.deadLetters.add({
+      journeyId: 'j-ada',
+      reason: 'journey_finished',
+      detail: 'the journey has finished',
+      receivedAt: new Date().toISOString(),
+      rawBody: JSON.stringify({ event: 1, patient_email: PATIENT.email }),
+    });
+    expect(letter.rawBody).toBe('[erased]');
+    expect(JSON.stringify(await inner.deadLetters.get(letter.id))).not.toContain(PATIENT.email);
+    expect(JSON.stringify(await inbox.deadLetters.get(letter.id))).not.toContain(PATIENT.email);
+  });
 });

@@ -190,23 +190,115 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
     expect(await again.setting('patient-ref-key-id')).toBe('k1');
   });
 
-  it("binds a journey to its patient once: the first binding holds, and a patient's journeys are listed", async () => {
+  it("binds a journey to its patient's key once: the first binding holds, and a patient's journeys are listed", async () => {
     const s = await store();
+    for (const n of [1, 2]) await s.insert(wrappedKey(n));
     const at = (n: number) => new Date(Date.UTC(2026, 10, 27, 9, 0, n)).toISOString();
-    expect(await s.bind({ workflowId: 'journey-a', patientRef: ref(1), boundAt: at(1) })).toBe(ref(1));
-    expect(await s.bind({ workflowId: 'journey-a', patientRef: ref(2), boundAt: at(2) })).toBe(ref(1));
-    expect(await s.bind({ workflowId: 'journey-b', patientRef: ref(2), boundAt: at(3) })).toBe(ref(2));
-    expect(await s.bind({ workflowId: 'journey-c', patientRef: ref(1), boundAt: at(4) })).toBe(ref(1));
-    expect(await s.patientOf('journey-a')).toBe(ref(1));
-    expect(await s.patientOf('journey-z')).toBeUndefined();
+    const bind = (w: string, n: number, t: number) =>
+      s.bind({ workflowId: w, patientRef: ref(n), dekId: dek(n), boundAt: at(t) });
+    const bound = (w: string, n: number, t: number) => ({
+      state: 'bound',
+      binding: { workflowId: w, patientRef: ref(n), dekId: dek(n), boundAt: at(t) },
+    });
+    expect(await bind('journey-a', 1, 1)).toEqual(bound('journey-a', 1, 1));
+    expect(await bind('journey-a', 2, 2)).toEqual(bound('journey-a', 1, 1));
+    expect(await bind('journey-b', 2, 3)).toEqual(bound('journey-b', 2, 3));
+    expect(await bind('journey-c', 1, 4)).toEqual(bound('journey-c', 1, 4));
+    // A key that is not the patient's (destroyed since it was read, or never theirs) binds nothing.
+    expect(await s.bind({ workflowId: 'journey-d', patientRef: ref(1), dekId: dek(9), boundAt: at(5) })).toEqual({
+      state: 'stale-key',
+    });
+    expect(await s.bindingOf('journey-a')).toEqual(bound('journey-a', 1, 1).binding);
+    expect(await s.bindingOf('journey-d')).toBeUndefined();
+    expect(await s.boundAmong(['journey-a', 'journey-d', 'journey-b'])).toEqual(new Set(['journey-a', 'journey-b']));
     await closeAll();
     const again = await store();
-    expect(await again.patientOf('journey-b')).toBe(ref(2));
+    expect(await again.bindingOf('journey-b')).toEqual(bound('journey-b', 2, 3).binding);
     expect(await again.journeysOf(ref(1))).toEqual([
-      { workflowId: 'journey-a', patientRef: ref(1), boundAt: at(1) },
-      { workflowId: 'journey-c', patientRef: ref(1), boundAt: at(4) },
+      bound('journey-a', 1, 1).binding,
+      bound('journey-c', 1, 4).binding,
     ]);
     expect(await again.journeysOf(ref(7))).toEqual([]);
+  });
+
+  it('binds nothing to a patient while an erasure of theirs is pending: bindings and requests never overlap', async () => {
+    const s = await store();
+    await s.insert(wrappedKey(1));
+    await s.insert(wrappedKey(2));
+    const request = (n: number, id: string) => ({
+      erasureId: id,
+      clinicId: 'clinic-a',
+      patientRef: ref(n),
+      requestKey: `rk-${id}`,
+      requestedBy: 'ops',
+      requestedRoles: ['clinic'],
+      requestedAt: new Date().toISOString(),
+      status: 'pending' as const,
+      journeys: [],
+    });
+    // Binds and the request sent together: each bind is either in the list read after the request, or refused.
+    const binds = Array.from({ length: 40 }, (_, i) =>
+      s.bind({ workflowId: `journey-r${i}`, patientRef: ref(1), dekId: dek(1), boundAt: new Date().toISOString() }),
+    );
+    const kept = s.addErasureRequest(request(1, 'er_fence'));
+    const results = await Promise.all(binds);
+    await kept;
+    const listed = new Set((await s.journeysOf(ref(1))).map((b) => b.workflowId));
+    results.forEach((r, i) => {
+      if (r.state === 'bound') expect(listed.has(`journey-r${i}`)).toBe(true);
+      else expect(r).toEqual({ state: 'fenced', erasureId: 'er_fence' });
+    });
+    // Once it is kept, nothing more: another patient binds as before; a bound journey still answers its binding.
+    const late = await s.bind({
+      workflowId: 'journey-late',
+      patientRef: ref(1),
+      dekId: dek(1),
+      boundAt: new Date().toISOString(),
+    });
+    expect(late).toEqual({ state: 'fenced', erasureId: 'er_fence' });
+    expect(
+      (await s.bind({ workflowId: 'journey-o', patientRef: ref(2), dekId: dek(2), boundAt: new Date().toISOString() }))
+        .state,
+    ).toBe('bound');
+    await s.completeErasureRequest('er_fence', [], new Date().toISOString());
+    expect(
+      (
+        await s.bind({
+          workflowId: 'journey-late',
+          patientRef: ref(1),
+          dekId: dek(1),
+          boundAt: new Date().toISOString(),
+        })
+      ).state,
+    ).toBe('bound');
+  });
+
+  it("keeps a start's lease on its binding until it is settled, and reads an older binding with the key of its time", async () => {
+    const s = await store();
+    await s.insert(wrappedKey(1));
+    const until = new Date(Date.now() + 60_000).toISOString();
+    await s.bind({
+      workflowId: 'journey-s',
+      patientRef: ref(1),
+      dekId: dek(1),
+      boundAt: new Date().toISOString(),
+      startingUntil: until,
+    });
+    expect((await s.bindingOf('journey-s'))?.startingUntil).toBe(until);
+    await s.settleStart('journey-s');
+    expect((await s.bindingOf('journey-s'))?.startingUntil).toBeUndefined();
+    // Destroyed and the patient keyed again: a binding made before the destruction keeps the destroyed key.
+    await s.destroy({
+      patientRef: ref(1),
+      dekId: dek(1),
+      erasureId: 'er_x',
+      erasedAt: new Date(Date.now() + 1_000).toISOString(),
+    });
+    await s.insert({ ...wrappedKey(5), patientRef: ref(1) });
+    expect((await s.bindingOf('journey-s'))?.dekId).toBe(dek(1));
+    expect(await s.erasedAmong([dek(1), dek(5), dek(8)])).toEqual([
+      expect.objectContaining({ dekId: dek(1), patientRef: ref(1), erasureId: 'er_x' }),
+    ]);
   });
 
   it('deletes a destroyed key and keeps its tombstone, again without harm', async () => {
@@ -250,7 +342,7 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
     afterEach(async () => {
       for (const k of keysOpen.splice(0)) await k.close().catch(() => undefined);
     });
-    const keys = async (o: { erasureLog?: ErasureLog; ttlMs?: number } = {}) => {
+    const keys = async (o: { erasureLog?: ErasureLog; ttlMs?: number; checkMs?: number } = {}) => {
       const k = new PatientKeys({
         ring,
         store: h.store(),
@@ -259,7 +351,7 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
           events.push(e);
           return Promise.resolve();
         },
-        cache: { ttlMs: o.ttlMs ?? 30_000 },
+        cache: { ttlMs: o.ttlMs ?? 30_000, ...(o.checkMs ? { checkMs: o.checkMs } : {}) },
       });
       keysOpen.push(k);
       return { keys: k, reapplied: await k.init() };
@@ -313,9 +405,10 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
     });
 
     if (_kind === 'postgres') {
-      it("shares keys between processes; an erasure in one reaches another's cache within its time", async () => {
-        const { keys: a } = await keys({ ttlMs: 300 });
-        const { keys: b } = await keys({ ttlMs: 300 });
+      it("shares keys between processes; an erasure in one reaches another's cache within its check's time", async () => {
+        // Cached for 30 s, checked against the tombstones every 200 ms: the check, not the cache's time, bounds it.
+        const { keys: a } = await keys({ checkMs: 200 });
+        const { keys: b } = await keys({ checkMs: 200 });
         const ann = a.patientRef('clinic-a', 'ann@example.com');
         expect(b.patientRef('clinic-a', 'ann@example.com')).toBe(ann);
         const [x, y] = await Promise.all([
@@ -328,9 +421,13 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
         const made = creates.filter((e) => e.outcome === 'ok').length;
         expect(made - creates.filter((e) => e.outcome === 'superseded').length).toBe(1);
         expect(await b.openSealed(x, 'journey-input')).toEqual({ state: 'open', value: 'from a' });
+        expect((await b.sealForPatient(ann, 'journey-input', 'cached', { create: false })).k).toBe(x.k);
         await a.erase(ann);
-        await new Promise((r) => setTimeout(r, 350));
+        await new Promise((r) => setTimeout(r, a.destroyedEverywhereAfterMs));
         expect((await b.openSealed(x, 'journey-input')).state).toBe('erased');
+        // Nothing is sealed under it again there, and a journey bound to it is refused rather than given a new key.
+        await expect(b.sealForPatient(ann, 'journey-input', 'late', { create: false })).rejects.toThrow(/no data key/);
+        await expect(b.sealBytes(ann, 'temporal-payload', Buffer.from('late'), x.k)).rejects.toThrow(/no data key/);
       });
     }
   });

@@ -11,6 +11,8 @@ export async function openFilePatientKeys(
     ring: EncryptionKey[];
     readOnly?: boolean;
     ttlMs?: number;
+    /** How often the keys held are checked against the tombstones (1 s by default). */
+    checkMs?: number;
     /** Where each change to the keys is recorded (nowhere by default). */
     audit?: (e: AuditEvent) => void;
     /** A key file opened beforehand (a setting put in it first); by default `<dir>/patient-keys.json`. */
@@ -23,7 +25,7 @@ export async function openFilePatientKeys(
     store: o.store ?? new FilePatientKeyStore(path.join(dir, 'patient-keys.json'), { readOnly }),
     erasureLog: new FileErasureLog(path.join(dir, 'patient-erasures.jsonl')),
     readOnly,
-    cache: { ttlMs: o.ttlMs ?? 30_000 },
+    cache: { ttlMs: o.ttlMs ?? 30_000, ...(o.checkMs ? { checkMs: o.checkMs } : {}) },
     audit: (e) => {
       o.audit?.(e);
       return Promise.resolve();

@@ -20,7 +20,7 @@ import {
 } from '../../src/codec/patient-codec';
 import type { EncryptionKey } from '../../src/encryption-keys';
 import { FilePatientKeyStore, type PatientKeys, PatientKeyStoreError } from '../../src/patient-keys';
-import { PatientErasedError } from '../../src/patient-keys/types';
+import { PatientErasedError, PatientErasureInProgressError } from '../../src/patient-keys/types';
 import { openFilePatientKeys } from '../support/patient-keys';
 
 const ring: EncryptionKey[] = [{ id: '2026-11', key: randomBytes(32) }];
@@ -51,7 +51,7 @@ describe('the payload codec under per-patient keys', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const open = async (o: { readOnly?: boolean; ttlMs?: number } = {}) => {
+  const open = async (o: { readOnly?: boolean; ttlMs?: number; checkMs?: number } = {}) => {
     const keys = await openFilePatientKeys(dir, { ring, ...o, audit: (e) => events.push(e) });
     opened.push(keys);
     return keys;
@@ -60,7 +60,7 @@ describe('the payload codec under per-patient keys', () => {
   it("seals a bound journey's payloads for its patient, and the rest under the master key ring", async () => {
     const keys = await open();
     const ada = keys.patientRef('clinic-a', 'Ada@Example.com');
-    expect(await keys.bindJourney('journey-ada', ada)).toBe(ada);
+    expect(await keys.bindJourney('journey-ada', ada)).toMatchObject({ patientRef: ada });
     const codec = new PatientCodec(keys, new EncryptionCodec(ring));
     const input = payload({ patient: { firstName: 'Ada', email: 'ada@example.com' } });
 
@@ -87,7 +87,7 @@ describe('the payload codec under per-patient keys', () => {
     // The key was made at the binding, on the record; a workflow id stays bound to its first patient.
     expect(events.map((e) => e.action)).toEqual(['patient-key.create']);
     const bob = keys.patientRef('clinic-a', 'bob@example.com');
-    expect(await keys.bindJourney('journey-ada', bob)).toBe(ada);
+    expect(await keys.bindJourney('journey-ada', bob)).toMatchObject({ patientRef: ada });
   });
 
   it("reads an erased patient's payloads as erased: an error for a worker, the marker for the codec server", async () => {
@@ -170,12 +170,23 @@ describe('the payload codec under per-patient keys', () => {
       const ref = (i: number) => `pt_${String(i).padStart(22, '0')}` as const;
       const asked: Promise<unknown>[] = [];
       for (let i = 0; i < 300; i++) {
-        await writerStore.bind({ workflowId: `journey-${i}`, patientRef: ref(i), boundAt: new Date().toISOString() });
+        const dekId = `dk_${String(i).padStart(22, '0')}`;
+        const at = new Date().toISOString();
+        await writerStore.insert({
+          patientRef: ref(i),
+          dekId,
+          wrapKeyId: 'k1',
+          wrapped: Buffer.alloc(60),
+          createdAt: at,
+        });
+        await writerStore.bind({ workflowId: `journey-${i}`, patientRef: ref(i), dekId, boundAt: at });
         // A worker's workflow tasks ask for the journeys they run, many at a time.
-        for (let k = 0; k < 3; k++) asked.push(readerStore.patientOf(`journey-${Math.floor(Math.random() * (i + 1))}`));
+        for (let k = 0; k < 3; k++) asked.push(readerStore.bindingOf(`journey-${Math.floor(Math.random() * (i + 1))}`));
       }
       await Promise.all(asked);
-      const seen = await Promise.all(Array.from({ length: 300 }, (_, i) => readerStore.patientOf(`journey-${i}`)));
+      const seen = await Promise.all(
+        Array.from({ length: 300 }, async (_, i) => (await readerStore.bindingOf(`journey-${i}`))?.patientRef),
+      );
       expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => ref(i)));
     } finally {
       await readerStore.close();
@@ -186,8 +197,8 @@ describe('the payload codec under per-patient keys', () => {
   it('remembers a journey bound to no patient for the cache time, and a binding made here at once', async () => {
     const keys = await open({ ttlMs: 60 });
     let reads = 0;
-    const original = FilePatientKeyStore.prototype.patientOf;
-    const spy = jest.spyOn(FilePatientKeyStore.prototype, 'patientOf').mockImplementation(function (
+    const original = FilePatientKeyStore.prototype.bindingOf;
+    const spy = jest.spyOn(FilePatientKeyStore.prototype, 'bindingOf').mockImplementation(function (
       this: FilePatientKeyStore,
       w,
     ) {
@@ -224,5 +235,66 @@ describe('the payload codec under per-patient keys', () => {
     await expect(
       new PatientCodec(failed, new EncryptionCodec(ring)).encode([payload({})], wf('journey-ada')),
     ).rejects.toThrow('the key store is unreachable');
+  });
+
+  const erasureRequest = (keys: PatientKeys, email: string, key: string) =>
+    keys.requestErasure({
+      clinicId: 'clinic-a',
+      patientRef: keys.patientRef('clinic-a', email),
+      idempotencyKey: key,
+      actor: { subject: 'ops', roles: ['clinic'] },
+    });
+
+  it('binds nothing to a patient while her erasure is pending; after it, a new journey gets a new key', async () => {
+    const keys = await open();
+    const ada = keys.patientRef('clinic-a', 'ada@example.com');
+    const first = await keys.bindJourney('journey-1', ada);
+    const { request } = await erasureRequest(keys, 'ada@example.com', 'erase-ada');
+    await expect(keys.bindJourney('journey-2', ada)).rejects.toThrow(PatientErasureInProgressError);
+    // A journey bound before the request still answers its binding (a start retried): the erasure lists it.
+    expect(await keys.bindJourney('journey-1', ada)).toEqual(first);
+    expect((await keys.journeysOf(ada)).map((b) => b.workflowId)).toEqual(['journey-1']);
+    await keys.erase(ada, { erasureId: request.erasureId });
+    await keys.completeErasureRequest(request, ['1']);
+    const next = await keys.bindJourney('journey-2', ada);
+    expect(next.patientRef).toBe(ada);
+    expect(next.dekId).not.toBe(first.dekId);
+  });
+
+  it("seals nothing of an erased journey under the patient's later key: refused, never readable", async () => {
+    const keys = await open();
+    const ada = keys.patientRef('clinic-a', 'ada@example.com');
+    const codec = new PatientCodec(keys, new EncryptionCodec(ring));
+    const old = await keys.bindJourney('journey-old', ada);
+    await keys.erase(ada, { erasureId: 'er_1' });
+    // Invited again: a new key for the patient, bound to the new journey only.
+    const fresh = await keys.bindJourney('journey-new', ada);
+    expect(fresh.dekId).not.toBe(old.dekId);
+    const [sealed] = await codec.encode([payload({ ok: 1 })], wf('journey-new'));
+    expect(text(sealed!.metadata!['data-key-id'])).toBe(fresh.dekId);
+    // A late payload of the erased journey (a callback, an activity's answer) is refused, not sealed under the new key.
+    await expect(codec.encode([payload({ email: 'ada@example.com' })], wf('journey-old'))).rejects.toThrow(
+      PatientErasedError,
+    );
+    expect(await keys.journeyKey('journey-old')).toEqual(old);
+  });
+
+  it("takes a key another process destroyed out of a reader's use within the check's time, not the cache's", async () => {
+    const writer = await open();
+    const reader = await open({ readOnly: true, ttlMs: 60_000, checkMs: 150 });
+    const ada = writer.patientRef('clinic-a', 'ada@example.com');
+    const bound = await writer.bindJourney('journey-ada', ada);
+    const codec = new PatientCodec(reader, new EncryptionCodec(ring));
+    const [sealed] = await codec.encode([payload({ email: 'ada@example.com' })], wf('journey-ada'));
+    expect(valueOf((await codec.decode([sealed!]))[0]!)).toEqual({ email: 'ada@example.com' });
+    expect(reader.cachedKeys).toBe(1);
+    await writer.erase(ada, { erasureId: 'er_reader' });
+    // The reader checks what it holds every 150 ms: 400 ms on, the key is out of its use (its cache keeps keys 60 s).
+    await new Promise((r) => setTimeout(r, 400));
+    await expect(codec.decode([sealed!])).rejects.toThrow(PayloadErasedError);
+    await expect(reader.sealBytes(ada, 'temporal-payload', Buffer.from('x'), bound.dekId)).rejects.toThrow(
+      PatientErasedError,
+    );
+    expect(reader.cachedKeys).toBe(0);
   });
 });

@@ -9,6 +9,8 @@ import {
   type StoredAttachmentMeta,
 } from '../../../attachments/types';
 import type { PatientRef } from '../../../patient-keys/envelope';
+import type { JourneyKey } from '../../../patient-keys/patient-keys';
+import { PatientErasedError, PatientErasureInProgressError } from '../../../patient-keys/types';
 import { requireClinic } from '../../auth';
 import type { ApiContext } from '../../context';
 import { catalogEntry } from '../../exam-service';
@@ -135,16 +137,20 @@ async function storeUpload(
   ctx: ApiContext,
   clinicId: string,
   upload: Upload,
-  patient?: PatientRef,
+  journey?: JourneyKey,
 ): Promise<AttachmentRef> {
   try {
     return await ctx.attachments.put(
       upload.bytes,
       { kind: upload.kind, fileName: upload.fileName, contentType: upload.contentType, clinicId },
-      { quota: ctx.config.attachmentQuota, ...(patient ? { patient } : {}) },
+      {
+        quota: ctx.config.attachmentQuota,
+        ...(journey ? { patient: journey.patientRef, ...(journey.dekId ? { dekId: journey.dekId } : {}) } : {}),
+      },
     );
   } catch (err) {
     if (err instanceof AttachmentQuotaExceededError) throw quotaProblem(ctx, err);
+    if (err instanceof PatientErasedError) throw patientErased();
     throw err;
   }
 }
@@ -165,14 +171,57 @@ function quotaProblem(ctx: ApiContext, err: AttachmentQuotaExceededError): ApiPr
 }
 
 /** Seals a document the start takes for its patient; one another patient's start sealed first is a 400. */
-async function sealForPatient(ctx: ApiContext, ref: string, patient: PatientRef, index: number): Promise<void> {
+async function sealForPatient(ctx: ApiContext, ref: string, journey: JourneyKey, index: number): Promise<void> {
   try {
-    await ctx.attachments.sealForPatient(ref, patient);
+    await ctx.attachments.sealForPatient(ref, journey.patientRef, journey.dekId);
   } catch (err) {
+    if (err instanceof PatientErasedError) throw patientErased();
     if (!(err instanceof AttachmentOfAnotherPatientError)) throw err;
     throw validationProblem([ofAnotherPatient(index)]);
   }
 }
+
+/** How long after its deadline at Temporal a start's binding still holds an erasure back (the call's own slack). */
+const START_LEASE_MARGIN_MS = 2_000;
+
+/**
+ * Binds the journey to its patient's key: a 409 while an erasure of the patient is under way (try again once it is
+ * done: the start then gets a new key), or for a journey whose key an erasure destroyed (its request was for an
+ * erased patient), or bound to another patient (its Idempotency-Key reused).
+ */
+async function bindJourney(ctx: ApiContext, workflowId: string, patientRef: PatientRef, startBy: Date) {
+  let bound: JourneyKey;
+  try {
+    bound = await ctx.patientKeys!.bindJourney(workflowId, patientRef, { startingUntil: startBy });
+  } catch (err) {
+    if (err instanceof PatientErasureInProgressError) {
+      throw new ApiProblem(
+        409,
+        'patient-erasure-in-progress',
+        "an erasure of this patient's data is under way: nothing new starts for them until it is done; try again " +
+          'after Retry-After (the same Idempotency-Key starts the journey under a new key once it is)',
+        { headers: { 'retry-after': String(ERASURE_RETRY_AFTER_S) } },
+      );
+    }
+    throw err;
+  }
+  if (bound.patientRef !== patientRef) throw idempotencyConflict();
+  if (bound.dekId && (await ctx.patientKeys!.erasureOfKey(bound.patientRef, bound.dekId).catch(() => undefined))) {
+    throw patientErased();
+  }
+  return bound;
+}
+
+/** Seconds a start refused during an erasure waits before it tries again (an erasure takes a few). */
+const ERASURE_RETRY_AFTER_S = 5;
+
+const patientErased = () =>
+  new ApiProblem(
+    409,
+    'patient-erased',
+    "this journey's patient data was erased: nothing more is kept for it; a new journey for the patient needs a new " +
+      'Idempotency-Key',
+  );
 
 const ofAnotherPatient = (index: number): FieldError => ({
   field: `attachments.${index}.attachment.ref`,
@@ -237,7 +286,11 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
           200: StartJourneyResponse,
           201: StartJourneyResponse,
           ...problemResponses([400, 401, 409, 413, 415, 422, 429, 502, 503, 504], {
-            409: 'The Idempotency-Key has started a journey with another body (`idempotency-conflict`)',
+            409:
+              'The Idempotency-Key has started a journey with another body (`idempotency-conflict`); an erasure of ' +
+              "the patient's data is under way (`patient-erasure-in-progress`, `Retry-After`: the same request " +
+              'starts the journey once it is done); or the journey this key started was erased with its patient ' +
+              '(`patient-erased`: a new journey needs a new Idempotency-Key)',
           }),
         },
         'x-rules': rulesOf(
@@ -276,32 +329,43 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
       }
       const patientRef = ctx.patientKeys?.patientRef(clinic.clinicId, body.patient.email);
       const attachments = await checkStart(ctx, clinic, body, patientRef);
-      // Bound to its patient before anything of it is sealed: from its start on, every payload of the journey is
-      // sealed under the patient's key. A workflow id is bound once: another patient under it is a conflict.
-      if (ctx.patientKeys && patientRef) {
-        const bound = await ctx.patientKeys.bindJourney(journeyWorkflowId(journeyId), patientRef);
-        if (bound !== patientRef) throw idempotencyConflict();
+      // The start reaches Temporal before this time or not at all: an erasure of the patient waits for it.
+      const startBy = new Date(Date.now() + ctx.config.api.temporalTimeoutMs + START_LEASE_MARGIN_MS);
+      const workflowId = journeyWorkflowId(journeyId);
+      // Bound to its patient and the patient's key before anything of it is sealed: from its start on, every payload
+      // of the journey is sealed under that key. A workflow id is bound once: another patient under it is a conflict.
+      // While an erasure of the patient is under way nothing joins it: a 409 to try again once it is done.
+      const journeyKey =
+        ctx.patientKeys && patientRef ? await bindJourney(ctx, workflowId, patientRef, startBy) : undefined;
+      try {
+        // Taken before the start: a journey's document is never swept as an orphan (a start that fails leaves a claim
+        // the sweep finds without its journey); and sealed for its patient, nothing of it left under the payload keys.
+        for (const [i, meta] of attachments.entries()) {
+          await ctx.attachments.claim({ ref: meta.ref, clinicId: clinic.clinicId, size: meta.size }, journeyId);
+          if (journeyKey) await sealForPatient(ctx, meta.ref, journeyKey, i);
+        }
+        const input: JourneyInput = {
+          ...body,
+          clinicId: clinic.clinicId,
+          journeyId,
+          timings: resolveTimings(ctx.config.timings, body.timings),
+          callbackFloodLimit: ctx.config.callbackFloodLimit,
+        };
+        const outcome = await ctx.journeys.start(
+          input,
+          hash,
+          journeyKey ? { deadline: startBy.getTime() - START_LEASE_MARGIN_MS } : {},
+        );
+        if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
+        else ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
+        return reply
+          .code(outcome.created ? 201 : 200)
+          .header('location', links.self)
+          .send({ journeyId, created: outcome.created, links });
+      } finally {
+        // Answered (started or not): an erasure waiting for this start goes on.
+        if (journeyKey) await ctx.patientKeys?.settleStart(workflowId).catch(() => undefined);
       }
-      // Taken before the start: a journey's document is never swept as an orphan (a start that fails leaves a claim
-      // the sweep finds without its journey); and sealed for its patient, nothing of it left under the payload keys.
-      for (const [i, meta] of attachments.entries()) {
-        await ctx.attachments.claim({ ref: meta.ref, clinicId: clinic.clinicId, size: meta.size }, journeyId);
-        if (patientRef) await sealForPatient(ctx, meta.ref, patientRef, i);
-      }
-      const input: JourneyInput = {
-        ...body,
-        clinicId: clinic.clinicId,
-        journeyId,
-        timings: resolveTimings(ctx.config.timings, body.timings),
-        callbackFloodLimit: ctx.config.callbackFloodLimit,
-      };
-      const outcome = await ctx.journeys.start(input, hash);
-      if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
-      else ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
-      return reply
-        .code(outcome.created ? 201 : 200)
-        .header('location', links.self)
-        .send({ journeyId, created: outcome.created, links });
     },
   );
 
@@ -419,9 +483,9 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
       const desc = await ctx.journeys.findOwned(clinic.clinicId, journeyId);
       if (desc.status.name !== 'RUNNING') throw journeyEnded(desc.status.name);
       const upload = await readUpload(request, request.body, true);
-      // The journey's patient is known: the document is sealed under their key from the first byte stored.
-      const patient = await ctx.patientKeys?.patientOfJourney(desc.workflowId);
-      const attachment = await storeUpload(ctx, clinic.clinicId, upload, patient);
+      // The journey's patient is known: the document is sealed under the journey's key from the first byte stored.
+      const journeyKey = await ctx.patientKeys?.journeyKey(desc.workflowId);
+      const attachment = await storeUpload(ctx, clinic.clinicId, upload, journeyKey);
       const owned = { ref: attachment.ref, clinicId: clinic.clinicId, size: attachment.size };
       // Left unclaimed (the store failing now), an upload is the orphan sweep's after the grace.
       const storeFailed = (err: unknown) => request.log.warn({ err }, 'the attachment store failed after the update');
