@@ -17,6 +17,9 @@ import {
 } from '../contract/activity-contract';
 import { FAILURES } from '../contract/failures';
 import { catalogEntry, ExamCatalogCache } from './exam-catalog';
+import { PatientExamHolderCheck, workerJourneys, type OtherJourneys } from './patient-exam-holders';
+
+export { holdersQuery, unnamedHoldingsQuery, type OtherJourneys } from './patient-exam-holders';
 
 /** Reads attachment bytes from the claim-check store. */
 export interface AttachmentReader {
@@ -46,18 +49,10 @@ export interface ActivityDeps {
    * a journey in doubt cannot prove a patient exam its own, and holds the callback for a person.
    */
   listWorkflowIds?(query: string, max: number): Promise<string[]>;
+  /** Journeys that hold patient exams without naming them, asked or read (default: the worker's own client). */
+  journeys?: OtherJourneys;
   /** The worker's audit trail (AUDIT_FILE): retention's deletions. */
   audit?: (event: AuditEvent) => unknown;
-}
-
-/** The visibility query for the journeys, other than `workflowId`, that hold a patient exam. */
-export function holdersQuery(patientExamId: number, workflowId: string): string {
-  // Both values are ours (an integer and a workflow id of our own making); quotes are escaped all the same.
-  const quoted = (v: string) => `'${v.replace(/['\\]/g, (c) => `\\${c}`)}'`;
-  return (
-    `WorkflowType = 'patientJourney' AND PatientExamIds = ${quoted(String(Math.trunc(patientExamId)))} ` +
-    `AND WorkflowId != ${quoted(workflowId)}`
-  );
 }
 
 /** Failures by the engine's own classification, beside the SDK's by activity type (the worker's metrics page). */
@@ -176,6 +171,7 @@ export function toInviteInput(input: JourneyInput, examIds: number[], webhookUrl
 export function createActivities(deps: ActivityDeps): JourneyActivities {
   const now = deps.now ?? Date.now;
   const catalogs = new ExamCatalogCache(deps.catalogTtlMs, now);
+  const holders = new PatientExamHolderCheck(deps.listWorkflowIds?.bind(deps), deps.journeys ?? workerJourneys());
 
   const clientFor = (clinicId: string, operation: string): ExamServiceApi => {
     const client = deps.examServiceFor(clinicId);
@@ -260,11 +256,7 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
       }
     },
 
-    async findPatientExamHolders({ patientExamId, workflowId }) {
-      if (!deps.listWorkflowIds) throw new Error('this worker cannot read Temporal visibility');
-      const ids = await deps.listWorkflowIds(holdersQuery(patientExamId, workflowId), 10);
-      return { workflowIds: [...new Set(ids)] };
-    },
+    findPatientExamHolders: ({ patientExamId, workflowId }) => holders.find(patientExamId, workflowId),
 
     async deleteAttachments({ journeyId, refs }) {
       // On the record before anything is deleted: a trail that cannot be written fails the activity (Temporal retries

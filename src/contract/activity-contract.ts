@@ -90,6 +90,19 @@ export interface NotifyClinicInput {
  */
 export const INVITE_SENDING = 'sending the invite';
 
+/**
+ * Who holds a patient exam. Holders are found by their PatientExamIds, or read from a journey that holds patient exams
+ * without naming them (one on earlier rules); empty `workflowIds` proves nothing while `unknown` is set.
+ */
+export interface PatientExamHolders {
+  workflowIds: string[];
+  /**
+   * Why the check could not tell (no patient data, no other journey's id: it may be another clinic's), and when asking
+   * again may tell: visibility could not be read, or journeys that hold patient exams have not named them yet.
+   */
+  unknown?: { reason: string; retryAfterMs: number };
+}
+
 export interface JourneyActivities {
   getExamCatalog(clinicId: string): Promise<CatalogEntry[]>;
   /** The invite as journeys started before INVITE_SENDING call it (no record before sending). */
@@ -108,10 +121,10 @@ export interface JourneyActivities {
   cancelInvite(req: { clinicId: string; patientExamId: number }): Promise<CancelInviteResult>;
   notifyClinic(req: NotifyClinicInput): Promise<{ status: number }>;
   /**
-   * The journeys other than the asking one (its workflow id) that hold a patient exam, by their PatientExamIds search
-   * attribute, running or closed: asked before a journey in doubt adopts the patient exam a callback names.
+   * The journeys other than the asking one (its workflow id) that hold a patient exam, running or closed: asked before
+   * a journey in doubt adopts the patient exam a callback names. `unknown` when that cannot be told yet.
    */
-  findPatientExamHolders(req: { patientExamId: number; workflowId: string }): Promise<{ workflowIds: string[] }>;
+  findPatientExamHolders(req: { patientExamId: number; workflowId: string }): Promise<PatientExamHolders>;
   /** Retention: the journey's uploaded documents deleted from the attachment store (after the journey's grace). */
   deleteAttachments(req: { journeyId: string; refs: string[] }): Promise<{ deleted: number }>;
 }

@@ -55,6 +55,12 @@ export function forJourney(signal: CallbackSignal): CallbackSignal {
 }
 
 export const callbackReceived = defineSignal<[CallbackSignal]>('callbackReceived');
+/**
+ * Asks a journey to publish the ids of the patient exams it holds (PatientExamIds), which journeys on rules before
+ * journey-rules-2026-12 did not: the ownership check sends it to those it finds holding patient exams unnamed, and an
+ * operator may send it to all of them at once (`temporal workflow signal --name namePatientExams --query ...`).
+ */
+export const namePatientExams = defineSignal('namePatientExams');
 export const snapshotQuery = defineQuery<JourneySnapshot>('snapshot');
 
 export interface CancelRequest extends OperatorRequest {

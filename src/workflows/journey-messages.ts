@@ -1,11 +1,13 @@
-// The messages a journey takes: the webhook's callbacks (a signal), the snapshot query, and the updates a clinic or an
-// operator sends (cancel, resend, answers, attachments, retry, abandon). Each hands its work to the journey.
+// The messages a journey takes: the webhook's callbacks (a signal), the request to name its patient exams (a signal),
+// the snapshot query, and the updates a clinic or an operator sends (cancel, resend, answers, attachments, retry,
+// abandon). Each hands its work to the journey.
 import { condition, log, setHandler } from '@temporalio/workflow';
 import {
   abandonUpdate,
   addAttachmentUpdate,
   callbackReceived,
   cancelUpdate,
+  namePatientExams,
   resendUpdate,
   retryUpdate,
   snapshotQuery,
@@ -48,6 +50,8 @@ export function takeMessages(j: Journey): void {
     }
   });
   setHandler(snapshotQuery, () => snapshot(j.state));
+  // A journey on earlier rules publishes its PatientExamIds now (publish asks its patch); others have, or have none.
+  setHandler(namePatientExams, () => j.publish(false));
 
   const ids = (xs: number[]) => (xs.length > 0 ? xs.join(', ') : 'none');
 

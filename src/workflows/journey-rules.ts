@@ -40,6 +40,17 @@ const JOURNEY_RULES_2026_12 = 'journey-rules-2026-12';
  */
 const JOURNEY_RULES_2027_01 = 'journey-rules-2027-01';
 /**
+ * The rules of 2027-01, and an ownership check that adopts only on an answer it can trust: asked once visibility has
+ * had time to show a holder that named the patient exam before the callback came, and asked again while the answer is
+ * unknown (visibility unreadable, holders on earlier rules not yet named) before the callback goes to a person.
+ */
+const JOURNEY_RULES_2027_02 = 'journey-rules-2027-02';
+/**
+ * A journey on rules before JOURNEY_RULES_2026_12 publishes PatientExamIds from its first change (or namePatientExams)
+ * after this release on. Asked only by such journeys, once they hold a patient exam.
+ */
+const PATIENT_EXAM_IDS_NAMED = 'patient-exam-ids-named';
+/**
  * Documents added while the journey runs (addAttachment) handed to retention with the start request's. Today's rules
  * (JOURNEY_RULES_2026_12) include it; a journey started before asks it only when it ends having added one.
  */
@@ -60,11 +71,17 @@ export interface HistoryRules extends JourneyRules {
   inSequence: boolean;
   /** Invites by `sendInvite` (journeys started before invite with `createInvite`, a timeout of theirs in doubt). */
   sendingRecorded: boolean;
+  /**
+   * The ownership check waits for visibility to settle and asks again while it cannot tell (journeys started before
+   * hold for a person on the first answer that is not a proof).
+   */
+  asksUntilKnown: boolean;
 }
 
 /** Asks the patches, in the order the workflow always asked them, and names what each decided. */
 export function rulesOfThisHistory(): HistoryRules {
-  const shipmentsAwaitProof = patched(JOURNEY_RULES_2027_01);
+  const asksUntilKnown = patched(JOURNEY_RULES_2027_02);
+  const shipmentsAwaitProof = asksUntilKnown || patched(JOURNEY_RULES_2027_01);
   const provesOwnership = shipmentsAwaitProof || patched(JOURNEY_RULES_2026_12);
   const current = provesOwnership || patched(JOURNEY_RULES_2026_11);
   const callbackRules = current || patched(CALLBACK_RULES_2) ? 2 : 1;
@@ -84,7 +101,13 @@ export function rulesOfThisHistory(): HistoryRules {
     current,
     inSequence,
     sendingRecorded,
+    asksUntilKnown,
   };
+}
+
+/** Whether a journey of rules before 2026-12 publishes PatientExamIds (asked once it holds a patient exam). */
+export function namesPatientExamIds(): boolean {
+  return patched(PATIENT_EXAM_IDS_NAMED);
 }
 
 /** Whether the journey hands its start request's documents to retention (asked at its end only). */

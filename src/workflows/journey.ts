@@ -20,7 +20,12 @@ import { attachmentRetention, attachmentRetentionId } from './attachment-retenti
 import { checkAgainstCatalog } from '../contract/catalog-rules';
 import { SearchAttr } from '../contract/definitions';
 import { errorFacts, invite, INVITE_NOT_SENT_RETRIES, local, notify, nowIso, service } from './journey-activities';
-import { handsOffAddedDocuments, handsOffStartDocuments, type HistoryRules } from './journey-rules';
+import {
+  handsOffAddedDocuments,
+  handsOffStartDocuments,
+  namesPatientExamIds,
+  type HistoryRules,
+} from './journey-rules';
 import {
   dueActions,
   examPhase,
@@ -44,6 +49,12 @@ import {
 import type { OperatorRequest } from '../contract/definitions';
 
 const DEFAULT_ATTACHMENT_GRACE_MS = 7 * 86_400_000;
+/** How long visibility may take to show a journey's PatientExamIds: a claim is checked no sooner after it came. */
+const VISIBILITY_SETTLE_MS = 5_000;
+/** How long an ownership check that cannot tell asks again before the claim goes to a person. */
+const OWNERSHIP_ASKING_MS = 15 * 60_000;
+/** The pause before asking again after the check itself failed (its activity's own retries spent). */
+const OWNERSHIP_FAILED_RETRY_MS = 60_000;
 
 export type Journey = ReturnType<typeof openJourney>;
 
@@ -51,6 +62,8 @@ export type Journey = ReturnType<typeof openJourney>;
 export function openJourney(input: JourneyInput, rules: HistoryRules) {
   const { current, inSequence, sendingRecorded } = rules;
   let state: JourneyState = initialState(input, nowIso(), rules);
+  // Whether the journey publishes PatientExamIds: today's rules do; earlier ones from their first change after this.
+  let namesExams = state.provesOwnership;
   let publishedAttrs = '';
   let publishedDigest = '';
   let sequence = 0;
@@ -79,7 +92,8 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
 
   /** Keeps search attributes, the UI's details line and the clinic's notifications in step with the state. */
   function publish(notifyClinic = true) {
-    const attrs = searchAttributesOf(state);
+    if (!namesExams && state.exams.length > 0) namesExams = namesPatientExamIds();
+    const attrs = searchAttributesOf(state, namesExams);
     const attrsKey = JSON.stringify(attrs);
     if (attrsKey !== publishedAttrs) {
       publishedAttrs = attrsKey;
@@ -117,7 +131,7 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
   }
 
   function searchAttributePairs(): SearchAttributeUpdatePair[] {
-    const attrs = searchAttributesOf(state);
+    const attrs = searchAttributesOf(state, namesExams);
     return [
       { key: SearchAttr.ClinicId, value: state.clinicId },
       { key: SearchAttr.Scenario, value: state.scenario },
@@ -439,7 +453,8 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
       const check = state.ownershipChecks[0];
       if (!check || isFinished(state)) return;
       const at = () => nowIso();
-      const claimant = state.pending.find((p) => p.deliveryId === check.deliveryId)?.callback;
+      const pending = state.pending.find((p) => p.deliveryId === check.deliveryId);
+      const claimant = pending?.callback;
       const claimed = claimant && !isUnread(claimant) && claimant.event !== 3 ? claimant.patientEmail : undefined;
       if (!claimed || normalEmail(claimed) !== normalEmail(input.patient.email)) {
         dispatch({
@@ -450,29 +465,72 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
         });
         continue;
       }
-      let refused: string | undefined;
-      try {
-        const { workflowIds } = await service.findPatientExamHolders.executeWithOptions(
-          { summary: `check that no other journey holds patient exam ${check.patientExamId}` },
-          [{ patientExamId: check.patientExamId, workflowId: workflowInfo().workflowId }],
-        );
-        if (workflowIds.length > 0) {
-          // Ids only; the other journey may be another clinic's, so its id is not in this journey's attention.
-          log.warn('a callback claims a patient exam another journey holds', {
-            patientExamId: check.patientExamId,
-            holders: workflowIds,
-          });
-          refused = `another journey holds it (find it with PatientExamIds = '${check.patientExamId}')`;
-        }
-      } catch (err) {
-        refused = `no one could tell whether another journey holds it (${classify(err, 'find_patient_exam_holders').facts.kind}); retry to ask again`;
-      }
+      const refused = rules.asksUntilKnown
+        ? await askUntilKnown(check.patientExamId, pending!.at)
+        : await askOnce(check.patientExamId);
+      if (refused === null) return;
       dispatch({
         type: 'ownership_checked',
         at: at(),
         patientExamId: check.patientExamId,
         ...(refused ? { refused } : {}),
       });
+    }
+  }
+
+  /** Journeys started before journey-rules-2027-02: one answer, and whatever is not a proof goes to a person. */
+  async function askOnce(patientExamId: number): Promise<string | undefined> {
+    const answer = await askHolders(patientExamId);
+    if ('unknown' in answer)
+      return `no one could tell whether another journey holds it (${answer.unknown}); retry to ask again`;
+    return answer.refused;
+  }
+
+  /**
+   * Asks once visibility has had time to show a holder that named the patient exam before the claim came, and again
+   * while the answer is unknown, for OWNERSHIP_ASKING_MS; then the claim goes to a person. Null: the journey ended.
+   */
+  async function askUntilKnown(patientExamId: number, claimedAt: string): Promise<string | undefined | null> {
+    const settle = Date.parse(claimedAt) + VISIBILITY_SETTLE_MS - Date.now();
+    if (settle > 0) {
+      await sleep(settle, { summary: `let visibility show any holder of patient exam ${patientExamId}` });
+    }
+    const until = Date.now() + OWNERSHIP_ASKING_MS;
+    for (;;) {
+      if (isFinished(state)) return null;
+      const answer = await askHolders(patientExamId);
+      if (!('unknown' in answer)) return answer.refused;
+      const pause = Math.min(Math.max(answer.retryAfterMs, 1_000), 5 * 60_000);
+      if (Date.now() + pause > until) {
+        return `no one could tell whether another journey holds it (${answer.unknown}) within ${OWNERSHIP_ASKING_MS / 60_000} min`;
+      }
+      await sleep(pause, { summary: `ask again whether another journey holds patient exam ${patientExamId}` });
+    }
+  }
+
+  /** One ask of the ownership check: why it is refused, nothing when no other journey holds it, or why none can tell. */
+  async function askHolders(
+    patientExamId: number,
+  ): Promise<{ refused?: string } | { unknown: string; retryAfterMs: number }> {
+    try {
+      const holders = await service.findPatientExamHolders.executeWithOptions(
+        { summary: `check that no other journey holds patient exam ${patientExamId}` },
+        [{ patientExamId, workflowId: workflowInfo().workflowId }],
+      );
+      if (holders.workflowIds.length > 0) {
+        // Ids only; the other journey may be another clinic's, so its id is not in this journey's attention.
+        log.warn('a callback claims a patient exam another journey holds', {
+          patientExamId,
+          holders: holders.workflowIds,
+        });
+        return { refused: `another journey holds it (find it with PatientExamIds = '${patientExamId}')` };
+      }
+      // Histories from before the answer could be unknown have none: they replay as they were made.
+      if (holders.unknown) return { unknown: holders.unknown.reason, retryAfterMs: holders.unknown.retryAfterMs };
+      return {};
+    } catch (err) {
+      const kind = classify(err, 'find_patient_exam_holders').facts.kind;
+      return { unknown: kind, retryAfterMs: OWNERSHIP_FAILED_RETRY_MS };
     }
   }
 

@@ -25,6 +25,19 @@ const h = useHarness();
 
 const MINUTE = 60_000;
 
+/** A verdict naming the journey's patient and its exam in doubt, for a patient exam the journey never heard of. */
+const claimOf = (patientExamId: number) => ({
+  event: 1 as const,
+  patientExamId,
+  examId: GFE_EXAM.id,
+  examStatus: 'Approved',
+  rxStatus: null,
+  examUrl: null,
+  providerName: null,
+  reason: null,
+  patientEmail: PATIENT.email,
+});
+
 describe('an invite that may or may not have been created', () => {
   it.each([
     ['a transport failure after sending', serviceError('ambiguous', 'exam_invite'), null],
@@ -135,6 +148,44 @@ describe('an invite that may or may not have been created', () => {
       expect(s.attention.map((a) => a.code)).toEqual(['invite_ambiguous', 'callback_held']);
       expect(s.attention[1]!.message).toMatch(why);
       expect(PHI_VALUES.filter((v) => JSON.stringify(s.attention).includes(v))).toEqual([]);
+      expect(j.service.count('exam_invite')).toBe(1);
+    });
+  });
+
+  it('never adopts on an answer too fresh to trust: a holder visibility shows a moment after the claim keeps it', async () => {
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    // Another journey named the patient exam just before the claim came; visibility shows it two seconds later.
+    let claimedAt = Infinity;
+    const listWorkflowIds = () => Promise.resolve(Date.now() >= claimedAt + 2_000 ? ['journey-holder'] : []);
+    await withJourney(h, { service, listWorkflowIds }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      claimedAt = Date.now();
+      await j.deliver(claimOf(777_004));
+      const s = await j.waitFor('settled', (x) => x.exams.length > 0 || x.attention.length > 1, 30_000);
+      expect(s.exams).toEqual([]);
+      expect(s.attention.map((a) => a.code)).toEqual(['invite_ambiguous', 'callback_held']);
+      expect(s.attention[1]!.message).toMatch(/another journey holds it/);
+    });
+  });
+
+  it('adopts nothing while visibility cannot be read, asks again, and adopts once it can tell', async () => {
+    const service = examService(h).failNext('exam_invite', serviceError('ambiguous', 'exam_invite'));
+    let readable = false;
+    const listWorkflowIds = () =>
+      readable ? Promise.resolve([]) : Promise.reject(new Error('visibility unavailable'));
+    await withJourney(h, { service, listWorkflowIds }, async (j) => {
+      await j.waitFor('needs attention', (x) => x.stage === 'needs_attention');
+      await j.deliver(claimOf(777_005));
+      // Longer than an activity's own retries: the claim waits, neither adopted nor handed to a person.
+      await j.env.sleep(10 * MINUTE);
+      const waiting = await j.snapshot();
+      expect(waiting.exams).toEqual([]);
+      expect(waiting.attention.map((a) => a.code)).toEqual(['invite_ambiguous']);
+      expect(waiting.events).toEqual([expect.objectContaining({ disposition: 'buffered' })]);
+      readable = true;
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      expect(result.exams).toEqual([expect.objectContaining({ patientExamId: 777_005, status: 'Approved' })]);
       expect(j.service.count('exam_invite')).toBe(1);
     });
   });

@@ -7,7 +7,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle }
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities } from '../../src/activities';
+import { createActivities, type OtherJourneys } from '../../src/activities';
 import { heartbeatRecorder } from '../../src/temporal';
 import {
   callbackReceived,
@@ -206,7 +206,19 @@ export interface JourneyOptions {
    * none, so no other journey holds a patient exam.
    */
   listWorkflowIds?: Parameters<typeof createActivities>[0]['listWorkflowIds'];
+  /**
+   * Stands in for the journeys that hold patient exams without naming them (earlier rules), found through visibility
+   * as well. Default: none.
+   */
+  journeys?: OtherJourneys;
 }
+
+/** No journey holds patient exams without naming them. */
+export const NO_UNNAMED_JOURNEYS: OtherJourneys = {
+  list: () => Promise.resolve([]),
+  askToName: () => Promise.resolve(),
+  patientExamIdsOf: () => Promise.reject(new Error('no such journey')),
+};
 
 export const PRESCRIPTIONS: PrescriptionFacts[] = [
   { prescriptionId: 7001, drugName: 'Semaglutide', strength: '2.5 mg/ml', quantity: '1', pharmacyName: 'Partner Rx' },
@@ -240,6 +252,7 @@ export async function withJourney(
     catalogTtlMs: 60_000,
     recordHeartbeat: options.recordHeartbeat ?? heartbeatRecorder(h.env.nativeConnection, h.env.namespace ?? 'default'),
     listWorkflowIds: options.listWorkflowIds ?? (() => Promise.resolve([])),
+    journeys: options.journeys ?? NO_UNNAMED_JOURNEYS,
   });
   const worker = await Worker.create({
     connection: h.env.nativeConnection,

@@ -65,15 +65,18 @@ export function summary(state: JourneyState, endedAt: string): JourneySummary {
   };
 }
 
-/** Search attribute values: no PHI, only ids, stages and statuses. */
-export function searchAttributesOf(state: JourneyState) {
+/**
+ * Search attribute values: no PHI, only ids, stages and statuses. PatientExamIds where the journey names its patient
+ * exams: today's rules always, earlier ones once the workflow says so (journey-rules' namesPatientExamIds).
+ */
+export function searchAttributesOf(state: JourneyState, namesPatientExams = state.provesOwnership) {
   const uniq = (xs: string[]) => [...new Set(xs)].sort();
   return {
     JourneyStage: stageOf(state),
     ExamStatus: uniq(state.exams.map((e) => e.status)),
     RxStatus: uniq(state.exams.flatMap((e) => (e.rxStatus ? [e.rxStatus] : []))),
     NeedsAttention: state.attention.length > 0,
-    // Journeys of today's rules say which patient exams they hold (ids only), so another can tell they are not its own.
-    ...(state.provesOwnership ? { PatientExamIds: state.exams.map((e) => String(e.patientExamId)).sort() } : {}),
+    // Which patient exams the journey holds (ids only), so that another can tell they are not its own.
+    ...(namesPatientExams ? { PatientExamIds: state.exams.map((e) => String(e.patientExamId)).sort() } : {}),
   };
 }
