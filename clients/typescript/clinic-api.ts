@@ -2874,7 +2874,7 @@ export interface components {
       requestedAt: string;
       /** @description When it was done (the patient's data key destroyed); null while pending */
       completedAt: string | null;
-      /** @description completedAt and the 30 s a process keeps an unwrapped key: from then on no process can read the patient data; null while pending */
+      /** @description When no process can read the patient data any more: completedAt, since an erasure is done only once every process has checked the keys it holds against the destroyed ones; null while pending */
       unreadableEverywhereAt: string | null;
       /** @description The journeys it ended and made unreadable (ids); empty while pending, and for a patient without one */
       journeys: string[];

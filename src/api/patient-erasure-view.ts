@@ -1,6 +1,5 @@
 // What the erasure routes answer of a request (clinic and admin alike), and the 409 of a deployment without
 // per-patient keys.
-import { KEY_CACHE_TTL_MS } from '../patient-keys/patient-keys';
 import type { FastifyReply } from 'fastify';
 import type { Actor } from '../patient-keys/patient-keys';
 import type { ErasureRequest } from '../patient-keys/types';
@@ -14,8 +13,8 @@ export function erasureView(r: ErasureRequest, prefix: '/v1' | '/admin') {
     status: r.status,
     requestedAt: r.requestedAt,
     completedAt: r.completedAt ?? null,
-    // Every process drops a key it holds within its cache's time: from then on no copy is readable anywhere.
-    unreadableEverywhereAt: r.completedAt ? new Date(Date.parse(r.completedAt) + KEY_CACHE_TTL_MS).toISOString() : null,
+    // An erasure is done only once no process can use the key (each checks the keys it holds against the tombstones).
+    unreadableEverywhereAt: r.completedAt ?? null,
     journeys: r.journeys,
     links: { self: `${prefix}/patients/erasure/${r.erasureId}` },
   };

@@ -704,7 +704,7 @@ export const PatientErasureView = z
       .string()
       .nullable()
       .describe(
-        'completedAt and the 30 s a process keeps an unwrapped key: from then on no process can read the patient data; null while pending',
+        'When no process can read the patient data any more: completedAt, since an erasure is done only once every process has checked the keys it holds against the destroyed ones; null while pending',
       ),
     journeys: z
       .array(z.string())

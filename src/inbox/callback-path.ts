@@ -108,8 +108,10 @@ export class CallbackPath {
     this.inbox = o.patientKeys
       ? new PatientSealedInbox(store, o.patientKeys, {
           // Ids only: a callback whose patient was erased is neither kept nor read.
-          droppedErased: (journeyId) =>
-            o.log.info({ journeyId }, "callback of an erased patient's journey dropped unread"),
+          droppedErased: (journeyId) => {
+            metrics.droppedErased.inc();
+            o.log.info({ journeyId }, "callback of an erased patient's journey dropped unread");
+          },
         })
       : store;
     this.pressure = new AckPressure(config.forwarder.ackPressureMs, config.forwarder.maxDeferMs);

@@ -20,6 +20,11 @@ export function callbackSeries(registers: Registry[]) {
       labelNames: ['event', 'outcome'] as const,
       registers,
     }),
+    droppedErased: new Counter({
+      name: 'journey_api_callbacks_dropped_erased_total',
+      help: "Callbacks of an erased patient's journey dropped unread (on arrival, or waiting in the inbox at its claim)",
+      registers,
+    }),
     ackSeconds: new Histogram({
       name: 'journey_api_webhook_ack_seconds',
       help: 'Time from receiving a callback to answering it',

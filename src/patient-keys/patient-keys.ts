@@ -495,7 +495,7 @@ export class PatientKeys {
     if (this.#erased.has(held.dekId)) {
       // Logged as erased, still in the store: an erasure under way, or cut short (the next start finishes it). Nothing
       // is sealed under it, and what it sealed reads as erased.
-      if (create) throw new PatientKeyStoreError("the patient's key is being erased: try again once it is done");
+      if (create) throw new PatientErasureInProgressError(this.#erased.get(held.dekId)!.erasureId);
       return undefined;
     }
     let dek: Buffer;

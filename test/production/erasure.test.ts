@@ -51,6 +51,7 @@ function filesUnder(dir: string): string[] {
 describe('erasing a patient on the production topology, every store searched after', () => {
   let root: string;
   let stack: ProductionStack;
+  let ports: Awaited<ReturnType<typeof freeProductionPorts>>;
   const steps: string[] = [];
   const t0 = Date.now();
   const step = (what: string) => steps.push(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
@@ -59,7 +60,7 @@ describe('erasing a patient on the production topology, every store searched aft
   beforeAll(async () => {
     step('starting the stack');
     root = mkdtempSync(path.join(tmpdir(), 'erasure-'));
-    const ports = await freeProductionPorts(27_400, 31_000, { cluster: true });
+    ports = await freeProductionPorts(27_400, 31_000, { cluster: true });
     stack = new ProductionStack({
       dataDir: root,
       ports,
@@ -152,6 +153,16 @@ describe('erasing a patient on the production topology, every store searched aft
     step('full backup taken');
     await new Promise((r) => setTimeout(r, 1_000));
 
+    // Each API replica reads her completed journey (its snapshot or its result, through its own codec): each holds her
+    // key now, and must not once her erasure reads done.
+    const replicaView = async (port: number, journeyId: string) =>
+      (
+        (await (await fetch(`http://127.0.0.1:${port}/v1/journeys/${journeyId}`, { headers })).json()) as {
+          source: string;
+        }
+      ).source;
+    for (const port of ports.apiReplicas) expect(await replicaView(port, done)).not.toBe('visibility');
+
     const asked = await api('/v1/patients/erasure', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': 'erasure-ada' },
@@ -166,6 +177,8 @@ describe('erasing a patient on the production topology, every store searched aft
     }
     step(`erasure ${erasure.status}`);
     expect(erasure.status).toBe('done');
+    // Done means no process opens her data: neither replica (nor the worker answering their query) reads it any more.
+    for (const port of ports.apiReplicas) expect(await replicaView(port, done)).toBe('visibility');
     // The WAL up to now (the erasure's commits, after the restore's target) in the archive.
     await backups.check();
     expect(erasure.journeys.sort()).toEqual([done, waiting].sort());
