@@ -453,6 +453,62 @@ describe('the patient key tables and the engine role', () => {
     }
   });
 
+  it('upgrades tables made before bindings named their key, and reads their bindings with the key of their time', async () => {
+    await owner!.query(`DROP TABLE ${TABLES.map((t) => `public.${t}`).join(', ')}`);
+    // The tables as they were: bindings without a data key or a start's lease.
+    await owner!.query(
+      PATIENT_KEY_TABLES_SQL.replace(/,\s*dek_id text,.*?starting_until timestamptz/s, '').replace(
+        /CREATE INDEX IF NOT EXISTS patient_erasure_requests_patient_pending[^;]*;/s,
+        '',
+      ),
+    );
+    const columns = async () =>
+      (
+        await owner!.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM information_schema.columns
+             WHERE table_name = 'patient_journeys' AND column_name IN ('dek_id', 'starting_until')`,
+        )
+      ).rows[0]!.n;
+    expect(await columns()).toBe(0);
+    await owner!.query(
+      `INSERT INTO public.patient_journeys (workflow_id, patient_ref, bound_at) VALUES
+         ('journey-old', $1, '2026-11-20T10:00:00Z'), ('journey-older', $2, '2026-11-20T10:00:00Z')`,
+      [ref(1), ref(2)],
+    );
+    // Patient 1 erased after her binding and keyed again; patient 2 still on his first key.
+    await owner!.query(`INSERT INTO public.patient_key_erasures VALUES ($1, $2, 'er_old', '2026-11-21T10:00:00Z')`, [
+      dek(1),
+      ref(1),
+    ]);
+    for (const [p, k] of [
+      [1, 5],
+      [2, 2],
+    ]) {
+      await owner!.query(`INSERT INTO public.patient_keys VALUES ($1, $2, 'k1', $3, '2026-11-22T10:00:00Z')`, [
+        ref(p!),
+        dek(k!),
+        randomBytes(60),
+      ]);
+    }
+    // The engine's role may not alter them: refused, naming what to run.
+    const engine = new PostgresPatientKeyStore({
+      connectionString: await engineUrl('journey_keys_old', 'SELECT, INSERT, UPDATE, DELETE'),
+    });
+    const err = await engine.init().catch((e: unknown) => e);
+    await engine.close();
+    expect((err as Error).message).toMatch(/PATIENT_KEY_TABLES_UPGRADE_SQL/);
+    // Their owner's start upgrades them.
+    const s = new PostgresPatientKeyStore({ connectionString: pg!.url });
+    try {
+      await s.init();
+      expect(await columns()).toBe(2);
+      expect((await s.bindingOf('journey-old'))?.dekId).toBe(dek(1));
+      expect((await s.bindingOf('journey-older'))?.dekId).toBe(dek(2));
+    } finally {
+      await s.close();
+    }
+  });
+
   it('creates its tables at start when they are missing', async () => {
     await owner!.query(`DROP TABLE ${TABLES.map((t) => `public.${t}`).join(', ')}`);
     const s = new PostgresPatientKeyStore({ connectionString: pg!.url });
