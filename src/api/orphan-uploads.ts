@@ -4,11 +4,24 @@
 import type { OrphanSweepResult } from '../attachments/types';
 import type { ApiContext } from './context';
 
+/**
+ * How much older than the grace an untaken upload must be before the sweep deletes it (10 min, or the grace when it is
+ * shorter). A start refuses an untaken upload past the grace (rule attachment-in-time) and takes those within it in
+ * seconds, so the sweep never deletes an upload a start is taking.
+ */
+export const ORPHAN_SWEEP_MARGIN_MS = 10 * 60_000;
+
+export const orphanSweepMarginMs = (graceMs: number) => Math.min(ORPHAN_SWEEP_MARGIN_MS, graceMs);
+
 export function sweepOrphanUploads(
   ctx: Pick<ApiContext, 'attachments' | 'journeys' | 'config' | 'now' | 'audit'>,
 ): Promise<OrphanSweepResult> {
   return ctx.attachments.sweepOrphans({
-    olderThan: new Date(ctx.now().getTime() - ctx.config.attachmentOrphanGraceMs),
+    olderThan: new Date(
+      ctx.now().getTime() -
+        ctx.config.attachmentOrphanGraceMs -
+        orphanSweepMarginMs(ctx.config.attachmentOrphanGraceMs),
+    ),
     journeyExists: async (journeyId) => (await ctx.journeys.describe(journeyId)) !== undefined,
     // On the record before each deletion: a trail that cannot be written keeps the upload.
     onDeleting: (orphan) =>

@@ -327,6 +327,10 @@ export abstract class AttachmentStoreBase implements AttachmentStore {
     await this.#ledger.claim(attachment.clinicId, attachment.ref, attachment.size, journeyId);
   }
 
+  takerOf(clinicId: string, ref: string): Promise<string | undefined> {
+    return isAttachmentRef(ref) ? this.#ledger.takerOf(clinicId, ref) : Promise.resolve(undefined);
+  }
+
   takenBy(clinicId: string, journeyId: string): Promise<string[]> {
     return this.#ledger.takenBy(clinicId, journeyId);
   }

@@ -155,6 +155,15 @@ export class UsageLedger {
     }
   }
 
+  /** The journey that took an upload; undefined while none has (or for an upload stored before usage was kept). */
+  async takerOf(clinicId: string, ref: string): Promise<string | undefined> {
+    for (const folder of this.foldersOf(clinicId)) {
+      const taken = (await this.backend.read(`${folder}/${ref}.taken`))?.trim();
+      if (taken) return taken;
+    }
+    return undefined;
+  }
+
   /** The uploads a journey took (their refs): what an erasure of its patient deletes. */
   async takenBy(clinicId: string, journeyId: string): Promise<string[]> {
     const refs = new Set<string>();

@@ -65,6 +65,8 @@ export interface AttachmentStore {
    * patient is refused (AttachmentOfAnotherPatientError). Without patient keys, nothing changes.
    */
   sealForPatient(ref: string, patient: PatientRef, dekId?: string): Promise<void>;
+  /** The journey that took an upload (claim), if one has. */
+  takerOf(clinicId: string, ref: string): Promise<string | undefined>;
   /** Removes an attachment (retention, a refused upload) and its usage; an unknown ref is no error. */
   delete(ref: string): Promise<void>;
   /** What the clinic keeps stored: attachments and their bytes (those stored since usage is kept). */

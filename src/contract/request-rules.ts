@@ -19,6 +19,9 @@ export const REQUEST_RULES = {
     'an exam whose attachmentsRequired is 2 needs, in attachments, one attachment of each kind its attachments list ' +
     'names (kind as written there; the ID is asked of the patient by the service).',
   'attachment-of-clinic': 'each attachment ref is one this clinic stored with POST /v1/attachments.',
+  'attachment-in-time':
+    'an attachment ref no journey has taken is named within ATTACHMENTS_ORPHAN_GRACE_MS (24 h) of its upload; later it ' +
+    'is deleted as an orphan: upload it again.',
   'attachment-of-patient':
     "an attachment ref another journey took is named again only for that journey's patient (a document is sealed " +
     "under its patient's key).",

@@ -27,7 +27,7 @@ export function callbackSeries(registers: Registry[]) {
     }),
     ackSeconds: new Histogram({
       name: 'journey_api_webhook_ack_seconds',
-      help: 'Time from receiving a callback to answering it',
+      help: 'Time from receiving a callback the webhook took (answered 200) to answering it; refusals are not counted',
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     }),

@@ -23,8 +23,9 @@ describe('upload bounds', () => {
       AUDIT_FILE: auditFile,
       ATTACHMENTS_QUOTA_COUNT: '5',
       ATTACHMENTS_QUOTA_BYTES: '1000',
-      // Every upload is past its grace at once: the test decides when the sweep runs.
-      ATTACHMENTS_ORPHAN_GRACE_MS: '1',
+      // A grace the starts keep within however slow the machine; the sweep runs on a clock a minute ahead, when the
+      // test decides.
+      ATTACHMENTS_ORPHAN_GRACE_MS: '5000',
     },
     app: { startForwarder: false },
   });
@@ -51,8 +52,9 @@ describe('upload bounds', () => {
   };
   const usage = (clinicId: string) => stack.app.attachments.usage(clinicId);
   const sweep = async () => {
-    await new Promise((r) => setTimeout(r, 20)); // past the 1 ms grace
-    return sweepOrphanUploads(stack.app);
+    const { attachments, journeys, config, audit } = stack.app;
+    // A minute on: past the 5 s grace and its margin.
+    return sweepOrphanUploads({ attachments, journeys, config, audit, now: () => new Date(Date.now() + 60_000) });
   };
   const invited = async (journeyId: string) =>
     (
@@ -158,5 +160,32 @@ describe('upload bounds', () => {
       size: 10,
     });
     expect(JSON.stringify(expired)).not.toContain(FILE_NAME);
+  });
+
+  it('refuses an untaken upload past its grace (the sweep may be deleting it), naming the rule; a taken one is named again', async () => {
+    const late = (await preUpload(10)).json().attachment;
+    const kept = (await preUpload(10)).json().attachment;
+    const first = await startJourney(
+      stack.app,
+      'bounds-in-time',
+      gfeBody({ exams: [102], attachments: [{ examId: 102, attachment: kept }] }),
+    );
+    expect(first.statusCode).toBe(201);
+    await new Promise((r) => setTimeout(r, 5_100)); // past the 5 s grace, not yet past the sweep's margin
+    const refused = await startJourney(
+      stack.app,
+      'bounds-too-late',
+      gfeBody({ exams: [102], attachments: [{ examId: 102, attachment: late }] }),
+    );
+    expectProblem(refused, 400, ['attachments.0.attachment.ref']);
+    expect(refused.json().errors[0].rule).toBe('attachment-in-time');
+    expect(await stack.app.attachments.get(late.ref)).toBeDefined(); // the sweep's, not the start's, to delete
+    // Taken by a journey, it is no orphan: the same patient's next journey names it again.
+    const again = await startJourney(
+      stack.app,
+      'bounds-taken-again',
+      gfeBody({ exams: [102], attachments: [{ examId: 102, attachment: kept }] }),
+    );
+    expect(again.statusCode).toBe(201);
   });
 });

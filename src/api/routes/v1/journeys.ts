@@ -263,10 +263,25 @@ async function checkStart(
       });
     } else if (stored.patient !== undefined && stored.patient !== patient) {
       errors.push(ofAnotherPatient(i));
+    } else if (await pastGrace(ctx, clinic.clinicId, stored.meta)) {
+      errors.push({
+        field: `attachments.${i}.attachment.ref`,
+        message:
+          `uploaded more than ${ctx.config.attachmentOrphanGraceMs / 3_600_000} h ago and taken by no journey: it is ` +
+          'deleted as an orphan; upload it again',
+        rule: 'attachment-in-time',
+      });
     } else attachments.push(stored.meta);
   }
   if (errors.length > 0) throw validationProblem(errors);
   return attachments;
+}
+
+/** An upload no journey took, past the orphan grace: the sweep may be deleting it (it is not taken now). */
+async function pastGrace(ctx: ApiContext, clinicId: string, meta: StoredAttachmentMeta): Promise<boolean> {
+  const grace = ctx.config.attachmentOrphanGraceMs;
+  if (grace <= 0 || ctx.now().getTime() - Date.parse(meta.storedAt) < grace) return false;
+  return (await ctx.attachments.takerOf(clinicId, meta.ref)) === undefined;
 }
 
 const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
@@ -304,6 +319,7 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
           'scenario-fits-exams',
           'attachments-required',
           'attachment-of-clinic',
+          'attachment-in-time',
           'attachment-of-patient',
         ),
       },
