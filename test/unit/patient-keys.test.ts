@@ -223,7 +223,9 @@ describe('per-patient data keys (file store)', () => {
     const value = await keys.sealForPatient(ann, 'journey-input', 1);
     await expect(keys.erase(ann, { erasureId: 'er_cut' })).rejects.toThrow('disk full');
     expect(await keys.openSealed(value, 'journey-input')).toMatchObject({ state: 'erased', erasureId: 'er_cut' });
-    await expect(keys.sealForPatient(ann, 'journey-input', 2)).rejects.toThrow(/erasure of this patient \(er_cut\) is under way/);
+    await expect(keys.sealForPatient(ann, 'journey-input', 2)).rejects.toThrow(
+      /erasure of this patient \(er_cut\) is under way/,
+    );
     await closeAll();
     const { keys: again, reapplied } = await open();
     expect(reapplied.reDestroyed.map((e) => e.erasureId)).toEqual(['er_cut']);
