@@ -142,13 +142,15 @@ const ConfigSchema = z.object({
     bodyLimitBytes: z.number().int().positive(),
     rateLimitPerMinute: z.number().int().positive(),
     /**
-     * Requests from one address refused sign-in (no token, or a wrong one) within a minute before that address is
-     * answered 429 for the rest of the minute, its token not looked at and its body not read.
+     * Requests from one address refused sign-in (no token, or a wrong one) within a minute before that address's
+     * requests without a valid token are answered 429 for the rest of the minute, their body not read (a valid token
+     * is served all the same).
      */
     signInFailuresPerMinute: z.number().int().positive(),
     /**
      * The load balancers whose X-Forwarded-For names the caller (addresses or CIDR ranges): the source the limits
-     * count by. Empty: the connection's own address.
+     * count by. Exactly the balancer in front, which replaces the header: anyone else trusted could name any source.
+     * Empty: the connection's own address.
      */
     trustedProxies: z.array(z.string().min(1)),
     /** Callback bodies up to this size are read and kept (a callback over 1 MiB becomes a dead letter). */

@@ -20,7 +20,7 @@ export async function buildApp(deps: ApiDeps): Promise<ApiApp> {
     logger: deps.logger ?? false,
     bodyLimit: config.api.bodyLimitBytes,
     forceCloseConnections: 'idle',
-    // The load balancers' X-Forwarded-For names the caller, so limits per source count the caller, not the balancer.
+    // Only the balancer in front (which replaces X-Forwarded-For) names the caller; anyone else is their own address.
     ...(config.api.trustedProxies.length > 0 ? { trustProxy: config.api.trustedProxies } : {}),
     return503OnClosing: true,
     frameworkErrors: frameworkErrorProblem,

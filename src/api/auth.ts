@@ -50,18 +50,18 @@ const unauthorized = (detail: string) =>
   });
 
 /**
- * onRequest hook of the clinic routes: the token's hash picks the clinic. With a guard, a source past its refused
- * sign-ins is answered 429 before its token is looked at, and each refusal counts for its source.
+ * onRequest hook of the clinic routes: the token's hash picks the clinic. With a guard, a request without a valid
+ * token is answered 429 while its source is past its refused sign-ins, and else counts for its source; a valid token
+ * is never refused for its source's count (a clinic's address is shared by whoever else sends from behind it).
  */
 export function clinicAuth(config: Pick<Config, 'clinics'>, guard?: SourceGuard) {
   const byHash = new Map<string, ClinicConfig>();
   for (const clinic of config.clinics) for (const h of clinic.apiTokenSha256) byHash.set(h, clinic);
   return async (request: FastifyRequest, _reply: FastifyReply) => {
-    guard?.admit(request.ip);
     const token = bearer(request);
     const clinic = token ? byHash.get(sha256Hex(token)) : undefined;
     if (!clinic) {
-      guard?.failed(request.ip);
+      guard?.refused(request.ip);
       throw unauthorized(
         token ? 'the bearer token is not valid' : 'send the clinic API token as "Authorization: Bearer <token>"',
       );
@@ -73,7 +73,8 @@ export function clinicAuth(config: Pick<Config, 'clinics'>, guard?: SourceGuard)
 /**
  * onRequest hook of the operator routes: the identity provider's access token, or the static admin token. They answer
  * 404 when neither is configured. A refusal is audited and logged with its reason, never the token; with a guard, a
- * source past its refused sign-ins is answered 429 first, and its refusals past the first few are audited in aggregate.
+ * refusal from a source past its refused sign-ins is answered 429 instead, and its refusals past the first few are
+ * audited in aggregate. A valid token is never refused for its source's count.
  */
 export function adminAuth(
   config: Pick<Config, 'api'>,
@@ -82,10 +83,9 @@ export function adminAuth(
   const expected = config.api.adminTokenSha256 ? Buffer.from(config.api.adminTokenSha256, 'hex') : undefined;
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     if (!expected && !o.verify) throw new ApiProblem(404, 'not-found', 'there is nothing at this address');
-    o.guard?.admit(request.ip);
     const token = bearer(request);
     const refuse = async (reason: string) => {
-      const alone = o.guard?.failed(request.ip) ?? true;
+      const alone = o.guard?.refused(request.ip) ?? true;
       if (!alone) return unauthorized(refusalDetail(Boolean(o.verify), reason));
       request.log.warn({ reason, route: request.routeOptions.url }, 'operator request refused');
       // A refusal the trail cannot take is a 503, as every record that fails is, not an unhandled 500.

@@ -307,7 +307,7 @@ const OPERATOR_WHY: Record<number, string> = {
   415: 'A body in another media type than application/json (`unsupported-media-type`)',
   429:
     'Too many refused sign-ins from this address within the minute (`too-many-refused-sign-ins`, `Retry-After`), ' +
-    'answered before the token is looked at',
+    'answered to a request without a valid token (a valid one is served all the same)',
   503:
     'The audit trail could not record the request, so nothing was served or done (`audit-unavailable`, ' +
     '`Retry-After`)',

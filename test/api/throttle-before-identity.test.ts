@@ -1,5 +1,5 @@
-// Throttling before identity: requests refused sign-in are counted per source address; past the limit the source is
-// answered 429 with Retry-After before its token is looked at, its refusals go on the audit trail in aggregate, and
+// Throttling before identity: requests refused sign-in are counted per source address; past the limit the source's
+// requests without a valid token are answered 429 with Retry-After, its refusals go on the audit trail in aggregate, and
 // other sources are untouched. A request refused (401, or 429 for a clinic past its rate) never has its body read.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -45,11 +45,13 @@ describe('throttling before identity', () => {
     for (let i = 0; i < 300; i++) answers.push((await from('203.0.113.9', `wrong-${i}`)).statusCode);
     expect(answers.slice(0, LIMIT)).toEqual(Array(LIMIT).fill(401));
     expect(answers.slice(LIMIT)).toEqual(Array(300 - LIMIT).fill(429));
-    const throttled = await from('203.0.113.9', TOKENS.admin);
+    const throttled = await from('203.0.113.9', 'wrong-again');
     expect(throttled.statusCode).toBe(429);
     expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
     expect(Number(throttled.headers['retry-after'])).toBeLessThanOrEqual(60);
     expect(throttled.json()).toMatchObject({ status: 429, detail: expect.stringMatching(/refused sign-in/) });
+    // A valid token from that address is served all the same (test/api/sign-in-sources.test.ts).
+    expect((await from('203.0.113.9', TOKENS.admin)).statusCode).toBe(200);
 
     // Another address, with or without a good token, is answered as ever.
     expect((await from('198.51.100.4', 'wrong')).statusCode).toBe(401);

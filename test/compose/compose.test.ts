@@ -337,8 +337,9 @@ describe('docker-compose.yml', () => {
     // A webhook URL carries the journey's credential: HAProxy logs no request.
     expect(cfg).not.toMatch(/^\s*(log|option httplog)\b/m);
 
-    // Inside the network the load balancer is `api`: the sandbox calls the webhook there.
-    expect(lb.networks).toEqual({ default: { aliases: ['api'] } });
+    // Inside the network the load balancer is `api`: the sandbox calls the webhook there. Its fixed address is the one
+    // the replicas trust (test/deploy/trusted-proxies.test.ts).
+    expect(lb.networks).toEqual({ default: { ipv4_address: env('api-1').API_TRUSTED_PROXIES, aliases: ['api'] } });
     const publicUrl = new URL(env('worker').PUBLIC_BASE_URL!);
     expect([publicUrl.hostname, Number(publicUrl.port)]).toEqual(['api', 3000]);
   });

@@ -221,9 +221,11 @@ export function loadBalancer(dir: string, port: number, replicas: number[]): Par
     // A request that could not be sent (the replica is gone) goes to another one; nothing sent is sent twice.
     '  retries 2',
     '  option redispatch',
+    // X-Forwarded-For holds the one address HAProxy saw: the API trusts it to name who calls (API_TRUSTED_PROXIES).
     '  option forwardfor',
     'frontend api',
     `  bind 127.0.0.1:${port}`,
+    '  http-request del-header X-Forwarded-For',
     '  default_backend replicas',
     'backend replicas',
     '  balance roundrobin',
