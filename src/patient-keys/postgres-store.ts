@@ -217,20 +217,7 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
   async init(): Promise<void> {
     try {
       const present = await this.#present();
-      if (present.some((p) => !p)) {
-        const client = await this.pool.connect();
-        try {
-          await client.query('BEGIN');
-          await client.query('SELECT pg_advisory_xact_lock($1)', [CREATE_LOCK_KEY]);
-          await client.query(PATIENT_KEY_TABLES_SQL);
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          throw err;
-        } finally {
-          client.release();
-        }
-      }
+      if (present.some((p) => !p)) await this.#underCreateLock(PATIENT_KEY_TABLES_SQL);
       await this.#upgrade();
       const { rows } = await this.pool.query<{ t: string; missing: string[] }>(
         `SELECT t, array_remove(ARRAY[
@@ -260,18 +247,25 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
       [PATIENT_JOURNEYS_TABLE],
     );
     if (rows[0]?.n === 2) return;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [CREATE_LOCK_KEY]);
-      await client.query(PATIENT_KEY_TABLES_UPGRADE_SQL);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+    await this.#underCreateLock(PATIENT_KEY_TABLES_UPGRADE_SQL).catch((err: unknown) => {
       throw new PatientKeyStoreError(
         "the patient key tables need upgrading (PATIENT_KEY_TABLES_UPGRADE_SQL) and this role could not: run it as the tables' owner",
         { cause: err },
       );
+    });
+  }
+
+  /** Runs DDL in a transaction holding the tables' creation lock (one process at a time). */
+  async #underCreateLock(sql: string): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [CREATE_LOCK_KEY]);
+      await client.query(sql);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
     } finally {
       client.release();
     }

@@ -44,6 +44,15 @@ describe('the inbox sealed per patient', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
+  /** A callback for a journey that has finished, kept as a dead letter (its body names the patient). */
+  const finishedLetter = (journeyId: string) => ({
+    journeyId,
+    reason: 'journey_finished' as const,
+    detail: 'the journey has finished',
+    receivedAt: new Date().toISOString(),
+    rawBody: JSON.stringify({ event: 1, patient_email: PATIENT.email }),
+  });
+
   const bind = (journeyId: string, email: string) =>
     keys.bindJourney(journeyWorkflowId(journeyId), keys.patientRef('clinic-a', email));
 
@@ -75,13 +84,7 @@ describe('the inbox sealed per patient', () => {
     await bind('j-bob', 'bob@example.org');
     await inbox.append('j-ada', signalFor());
     await inbox.append('j-bob', signalFor());
-    const letter = await inbox.deadLetters.add({
-      journeyId: 'j-ada',
-      reason: 'journey_finished',
-      detail: 'the journey has finished',
-      receivedAt: new Date().toISOString(),
-      rawBody: JSON.stringify({ event: 1, patient_email: PATIENT.email }),
-    });
+    const letter = await inbox.deadLetters.add(finishedLetter('j-ada'));
     expect(letter.rawBody).toContain(PATIENT.email);
     expect(JSON.stringify(await inner.deadLetters.get(letter.id))).not.toContain(PATIENT.email);
 
@@ -101,13 +104,7 @@ describe('the inbox sealed per patient', () => {
     await inbox.append('j-ada', signalFor());
     expect((await inbox.stats()).depth).toBe(0);
     expect(dropped).toEqual(['j-ada', 'j-ada']);
-    const late = await inbox.deadLetters.add({
-      journeyId: 'j-ada',
-      reason: 'journey_finished',
-      detail: 'the journey has finished',
-      receivedAt: new Date().toISOString(),
-      rawBody: JSON.stringify({ event: 1, patient_email: PATIENT.email }),
-    });
+    const late = await inbox.deadLetters.add(finishedLetter('j-ada'));
     expect(JSON.stringify(await inner.deadLetters.get(late.id))).not.toContain(PATIENT.email);
   });
 
@@ -127,13 +124,7 @@ describe('the inbox sealed per patient', () => {
       [],
     );
     // Were it a dead letter, its body would read as erased to operators, not in the clear.
-    const letter = await inbox.deadLetters.add({
-      journeyId: 'j-ada',
-      reason: 'journey_finished',
-      detail: 'the journey has finished',
-      receivedAt: new Date().toISOString(),
-      rawBody: JSON.stringify({ event: 1, patient_email: PATIENT.email }),
-    });
+    const letter = await inbox.deadLetters.add(finishedLetter('j-ada'));
     expect(letter.rawBody).toBe('[erased]');
     expect(JSON.stringify(await inner.deadLetters.get(letter.id))).not.toContain(PATIENT.email);
     expect(JSON.stringify(await inbox.deadLetters.get(letter.id))).not.toContain(PATIENT.email);
