@@ -1140,7 +1140,7 @@ export function renderReport(
       '**What a GFE journey asks of Temporal** (counted from the histories of journeys started through the API): before ' +
         `the rules of 2026-11, 41 events: 6 patch markers, each with the SDK's upsert of TemporalChangeVersion, and ` +
         '6 upserts of its own search attributes (three of them within one workflow task), 2 activities (the exam list ' +
-        "and the invite), 4 workflow tasks. With today's rules (`journey-rules-2026-11`, since `journey-rules-2026-12` and `journey-rules-2027-01`, " +
+        "and the invite), 4 workflow tasks. With today's rules (`journey-rules-2026-11`, since `journey-rules-2026-12`, `journey-rules-2027-01` and `journey-rules-2027-02`, " +
         'src/workflows/journey-rules.ts), 23 events: one patch marker for all the rules, the exam list read by a local ' +
         "activity (from the worker's cache, no activity task and no workflow task of its own), search attributes " +
         'written once per workflow task activation and only those that changed (the start request carries the first ' +
