@@ -237,7 +237,8 @@ function render(
     '',
     'With its key cached, a value sealed for its patient costs what the one-key sealer costs: the same cipher over the ' +
       'same bytes, and an envelope a few bytes longer. A key leaves the cache after 30 s, so a process reads and unwraps ' +
-      "each active patient's key at most about twice a minute; a replay or a decode of many patients' histories pays the " +
+      "each active patient's key at most about twice a minute, and checks the keys it holds against the destroyed ones " +
+      "(one query for all of them) at most once a second; a replay or a decode of many patients' histories pays the " +
       'cold figure once per patient.',
     '',
     ...(o.loadBefore.five >= o.machine.cores * 0.75
