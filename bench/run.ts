@@ -34,6 +34,8 @@
 //          limit, as its container runs it; 0: none, the host's memory)
 //          --out <md>  --svg <svg>  --keep-data
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
+//          BENCH_API_CPU_PROFILE=1 (with --keep-data): the API's CPU profile around each measured level and burst,
+//          kept under <work folder>/profiles for `npm run profile` (docs/cpu-profiles.md)
 //          sustained: --sustained-rates 50,100,150,200,300  --sustained-seconds 180  --sustained-drain-seconds 120
 //          --sustained-svg <svg> (default: sustained-inbox-depth.svg beside --svg, else beside the report)
 //          --forwarder-policies a,b (the API restarted with FORWARDER_POLICY=<each> for the sustained rates)
@@ -54,6 +56,7 @@ import { renderReport, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
 import { BenchStack, benchPorts, DATABASE_SHAPES, type DatabaseShape } from './lib/stack';
+import { profileDir, profilingWanted } from './lib/cpu-profiles';
 import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
 import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { apiAlone } from './api-alone';
@@ -384,7 +387,11 @@ async function main() {
       const extra = (name: string) => JSON.parse(process.env[name] ?? '{}') as Record<string, string>;
       const args = (name: string) => (process.env[name] ? process.env[name].split(' ') : []);
       stack.workerEnv = { WORKFLOW_BUNDLE_PATH: bundleFile, ...extra('BENCH_WORKER_ENV') };
-      stack.apiDevEnv = extra('BENCH_API_ENV');
+      stack.apiDevEnv = {
+        ...extra('BENCH_API_ENV'),
+        // Development: the API's CPU profile around each measured level and burst (bench/lib/cpu-profiles.ts).
+        ...(profilingWanted() ? { API_CPU_PROFILE_DIR: profileDir(workDir) } : {}),
+      };
       stack.apiNodeArgs = args('BENCH_API_NODE_ARGS');
       await Promise.all([
         stack.startWorker({}, 'worker', args('BENCH_WORKER_NODE_ARGS')),

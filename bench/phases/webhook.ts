@@ -34,6 +34,7 @@ import {
   type RawSignalRun,
 } from '../lib/deliveries';
 import { event1Body, pool, startThroughApi, waitForCount, webhookPath } from '../lib/journeys';
+import { profiled } from '../lib/cpu-profiles';
 import { burstSpec, runLoad } from '../lib/load';
 import { durableWriteProbe, type WriteProbe } from '../lib/probe';
 import {
@@ -353,7 +354,7 @@ export async function webhookPhase(ctx: Ctx, hooks: HookState, into: WebhookResu
     );
     const t0 = performance.now();
     const f0 = (await apiFigures(stack.apiUrl)).forwarded;
-    const level = await apiLevel(ctx, hooks, 'up', rate, o.warmupSeconds);
+    const level = await profiled(ctx, `${store}-${rate}`, () => apiLevel(ctx, hooks, 'up', rate, o.warmupSeconds));
     level.bare = bare;
     level.drainSeconds = await waitInboxEmpty(ctx, Math.min(240_000, Math.max(30_000, ctx.remainingMs() - 240_000)));
     const f1 = (await apiFigures(stack.apiUrl)).forwarded;
@@ -427,7 +428,9 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
   const bare = summarize(bareSamples);
   const all0 = await apiFigures(stack.apiUrl);
   for (let b = 0; b < repeats; b++) {
-    const { r, d, latencies, deliveries } = await apiBurst(true);
+    const { r, d, latencies, deliveries } = await profiled(ctx, `${stack.apiStore}-burst-${temporal}-${b + 1}`, () =>
+      apiBurst(true),
+    );
     samples.push(...latencies);
     recorded.push(...deliveries);
     bursts.push({

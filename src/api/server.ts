@@ -1,5 +1,6 @@
 // `npm run api`: the clinic API and the webhook receiver on API_PORT (default 3000). Separate from the worker.
 // SIGINT/SIGTERM: stop accepting, let running requests and the spool forwarder's current item finish, close.
+import { profileOnSignal } from './cpu-profile';
 import { hostname } from 'node:os';
 import { loadConfig, type Config } from '../config';
 import { examServiceClients } from '../exam-service/clinic-clients';
@@ -109,6 +110,8 @@ async function main() {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // Diagnostics only: a CPU profile on SIGUSR2 (src/api/cpu-profile.ts).
+  if (process.env.API_CPU_PROFILE_DIR) profileOnSignal(process.env.API_CPU_PROFILE_DIR, running.app.log);
   asStackPart(STOP_WITHIN_MS, (message) => running.app.log.warn(message));
 }
 
