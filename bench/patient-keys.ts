@@ -12,7 +12,7 @@ import { startPostgres } from '../scripts/lib/postgres-server';
 import { RecordSealer } from '../src/codec/at-rest';
 import type { EncryptionKey } from '../src/encryption-keys';
 import { KeyCache } from '../src/patient-keys/cache';
-import { KeyWrapper, newDataKey, PatientRefs } from '../src/patient-keys/crypto';
+import { cipherKey, KeyWrapper, newDataKey, PatientRefs } from '../src/patient-keys/crypto';
 import {
   FileErasureLog,
   FilePatientKeyStore,
@@ -123,8 +123,11 @@ function cacheBytesPerEntry(ring: EncryptionKey[], entries: number): number {
   };
   const cache = new KeyCache(entries, 3_600_000);
   const before = used();
-  // Each entry as the cache holds it: the patient ref it is filed under, the key's id and its 32 bytes.
-  for (let i = 0; i < entries; i++) cache.set(refs.of('clinic-bench', `mem-${i}@example.com`), newDataKey());
+  // Each entry as the cache holds it: the patient ref it is filed under, the key's id and the key as ciphers take it.
+  for (let i = 0; i < entries; i++) {
+    const { dekId, dek } = newDataKey();
+    cache.set(refs.of('clinic-bench', `mem-${i}@example.com`), { dekId, dek: cipherKey(dek) });
+  }
   const after = used();
   if (cache.size !== entries) throw new Error('the cache did not keep every entry');
   return (after - before) / entries;

@@ -2,7 +2,16 @@
 // with the same key ring as the payloads: AES-256-GCM, the first key seals, every key opens, the key id beside each
 // record. `purpose` is bound into the tag (additional authenticated data), so a record of one kind cannot be passed
 // off as another. Without keys (PAYLOAD_ENCRYPTION_DISABLED, throwaway setups) records are stored as they are.
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  createSecretKey,
+  hkdfSync,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 import type { EncryptionKey } from '../encryption-keys';
 
 const IV_BYTES = 12;
@@ -21,6 +30,7 @@ export interface Sealed {
 
 export class RecordSealer {
   readonly #keys: Map<string, Buffer>;
+  readonly #cipherKeys: Map<string, KeyObject>;
   readonly #active: EncryptionKey | undefined;
 
   /** The first key seals; every key opens. An empty list stores records unsealed. */
@@ -29,6 +39,8 @@ export class RecordSealer {
       if (k.key.length !== 32) throw new Error(`encryption key ${k.id} must be 32 bytes, got ${k.key.length}`);
     }
     this.#keys = new Map(keys.map((k) => [k.id, k.key]));
+    // Made once: a cipher given raw key bytes prepares them anew each time (docs/cpu-profiles.md).
+    this.#cipherKeys = new Map(keys.map((k) => [k.id, createSecretKey(k.key)]));
     this.#active = keys[0];
   }
 
@@ -45,7 +57,7 @@ export class RecordSealer {
     const bytes = typeof plain === 'string' ? Buffer.from(plain, 'utf8') : Buffer.from(plain);
     if (!this.#active) return { keyId: null, data: bytes };
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.#active.key, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.#cipherKeys.get(this.#active.id)!, iv);
     cipher.setAAD(Buffer.from(purpose));
     return {
       keyId: this.#active.id,
@@ -56,7 +68,7 @@ export class RecordSealer {
   /** Throws (naming the key id, never the data) when the key is not configured or the record was altered. */
   open(sealed: Sealed, purpose: SealPurpose): Buffer {
     if (sealed.keyId === null) return sealed.data;
-    const key = this.#keys.get(sealed.keyId);
+    const key = this.#cipherKeys.get(sealed.keyId);
     if (!key) throw new Error(`record sealed under unknown key id "${sealed.keyId}": configure that key to read it`);
     const { data } = sealed;
     if (data.length < IV_BYTES + TAG_BYTES) throw new Error('sealed record is truncated');

@@ -1,7 +1,7 @@
 // Encrypts every Temporal payload with AES-256-GCM so that PHI never reaches the server in the clear. The key id
 // travels in the payload's metadata: after a rotation, payloads written under an older key still decrypt as long
 // as that key stays configured.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { EncryptionKey } from '../encryption-keys';
@@ -17,7 +17,8 @@ const utf8 = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : undefined);
 
 export class EncryptionCodec implements PayloadCodec {
-  readonly #keys: Map<string, Buffer>;
+  /** As ciphers take them, made once (raw key bytes are prepared anew for every cipher: docs/cpu-profiles.md). */
+  readonly #keys: Map<string, KeyObject>;
   readonly #active: EncryptionKey;
 
   /** The first key encrypts; every key decrypts. */
@@ -26,7 +27,7 @@ export class EncryptionCodec implements PayloadCodec {
     for (const k of keys) {
       if (k.key.length !== 32) throw new Error(`encryption key ${k.id} must be 32 bytes, got ${k.key.length}`);
     }
-    this.#keys = new Map(keys.map((k) => [k.id, k.key]));
+    this.#keys = new Map(keys.map((k) => [k.id, createSecretKey(k.key)]));
     this.#active = keys[0]!;
   }
 
@@ -41,7 +42,7 @@ export class EncryptionCodec implements PayloadCodec {
         payloads.map((payload) => {
           const plain = temporal.api.common.v1.Payload.encode(payload).finish();
           const iv = randomBytes(IV_BYTES);
-          const cipher = createCipheriv('aes-256-gcm', this.#active.key, iv);
+          const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#active.id)!, iv);
           const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
           return {
             metadata: {

@@ -1,13 +1,16 @@
+import type { KeyObject } from 'node:crypto';
+
 // Unwrapped data keys held in memory, bounded in number and in time: the least recently used goes first once the
-// cache is full, and an entry older than its time is unwrapped again. Each entry also says when the store last
-// showed its key alive (`checkedAt`): its reader checks the keys it holds against the store's tombstones before it
-// uses one checked too long ago, so a key another process destroyed is out of use here within that check's time. A key dropped from the cache is not zeroed: a seal may still hold it between an await
-// and its use, and a zeroed key would seal under a key everyone knows. The collector frees it.
+// cache is full, and an entry older than its time is unwrapped again. Each entry also says when the store last showed
+// its key alive (`checkedAt`): its reader checks the keys it holds against the store's tombstones before it uses one
+// checked too long ago, so a key another process destroyed is out of use here within that check's time. A key is held
+// as a KeyObject, which cannot be zeroed: one dropped from the cache is freed by the collector (a seal may still hold
+// it between an await and its use).
 
 export interface CachedKey {
   dekId: string;
-  /** The data key, in a buffer of its own. */
-  dek: Buffer;
+  /** The data key, as ciphers take it (its unwrapped bytes zeroed once it is made). */
+  dek: KeyObject;
 }
 
 export interface CachedEntry extends CachedKey {

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../audit/types';
 import type { EncryptionKey } from '../encryption-keys';
 import { KeyCache, type CachedKey } from './cache';
-import { KeyWrapper, newDataKey, openValue, PatientRefs, sealValue } from './crypto';
+import { cipherKey, KeyWrapper, newDataKey, openValue, PatientRefs, sealValue } from './crypto';
 import {
   isDataKeyId,
   isPatientRef,
@@ -513,7 +513,8 @@ export class PatientKeys {
         err instanceof Error ? err.message : `data key ${held.dekId} could not be unwrapped`,
       );
     }
-    const key = { dekId: held.dekId, dek };
+    const key = { dekId: held.dekId, dek: cipherKey(dek) };
+    dek.fill(0);
     // A key erased while it was being read is not kept (and not used: the caller checks again).
     if (this.#erased.has(held.dekId)) return create ? this.#load(patientRef, create) : undefined;
     this.#cache.set(patientRef, key, readAt);

@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { AuditEvent } from '../../src/audit/types';
 import type { EncryptionKey } from '../../src/encryption-keys';
 import { KeyCache } from '../../src/patient-keys/cache';
+import { cipherKey } from '../../src/patient-keys/crypto';
 import {
   FileErasureLog,
   FilePatientKeyStore,
@@ -299,7 +300,7 @@ describe('per-patient data keys (file store)', () => {
 });
 
 describe('the key cache', () => {
-  const entry = (id: string) => ({ dekId: id, dek: Buffer.alloc(32) });
+  const entry = (id: string) => ({ dekId: id, dek: cipherKey(Buffer.alloc(32)) });
 
   it('keeps at most its number of keys, dropping the least recently used', () => {
     const cache = new KeyCache(2, 60_000);
