@@ -164,14 +164,6 @@ export class PatientKeys {
     return this.reapplyErasures();
   }
 
-  /**
-   * Since when every journey the API starts is bound to its patient (an ISO time; undefined before any writer
-   * started). Journeys started before may be bound to none: an erasure looks for those among the clinic's journeys.
-   */
-  keysSince(): Promise<string | undefined> {
-    return this.#o.store.setting(KEYS_SINCE_SETTING);
-  }
-
   /** The patient of a clinic, by e-mail (trimmed, lower-cased), as a keyed hash. */
   patientRef(clinicId: string, email: string): PatientRef {
     if (!this.#refs) throw new Error('patient keys are not ready (init; a reader needs its writer to have started)');
