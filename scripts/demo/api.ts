@@ -59,10 +59,12 @@ export class ApiClient {
 
   /**
    * Runs one call of the generated client (given the request's signal); 429 is retried after Retry-After (a few
-   * times), another non-2xx answer throws HttpError, no answer at all UnreachableError.
+   * times), and a call sent with an Idempotency-Key (`idempotent`) also on 500, 502, 503 and 504 (the same request
+   * again is safe: a failover's minute, with backoff and jitter); another non-2xx answer throws HttpError, no answer at
+   * all UnreachableError.
    */
   async call<T>(
-    what: { method: 'GET' | 'POST'; route: string },
+    what: { method: 'GET' | 'POST'; route: string; idempotent?: boolean },
     send: (signal: AbortSignal) => Promise<Answer<T>>,
     timeoutMs = 20_000,
   ): Promise<{ status: number; body: T }> {
@@ -83,6 +85,10 @@ export class ApiClient {
         await sleep(Math.min(retryAfterMs(response) ?? 1_000, 10_000));
         continue;
       }
+      if (what.idempotent && retriable(response.status, attempt)) {
+        await sleep(backoffMs(attempt, retryAfterMs(response)));
+        continue;
+      }
       if (!response.ok || answer.data === undefined) {
         const problem =
           typeof answer.error === 'object' && answer.error !== null ? (answer.error as Problem) : undefined;
@@ -95,7 +101,8 @@ export class ApiClient {
 
   /**
    * A JSON request by path, for the tools that call other routes with this client (npm run journeys:park, the
-   * deployment drill); 429 is retried after Retry-After (a few times), other non-2xx answers throw HttpError.
+   * deployment drill); 429 is retried after Retry-After (a few times), and one with an Idempotency-Key header also as
+   * `call` retries it; other non-2xx answers throw HttpError.
    */
   async request<T>(
     method: 'GET' | 'POST',
@@ -111,6 +118,11 @@ export class ApiClient {
       });
       if (res.status === 429 && attempt < 5) {
         await sleep(Math.min(res.retryAfterMs ?? 1_000, 10_000));
+        continue;
+      }
+      const idempotent = Object.keys(options.headers ?? {}).some((h) => h.toLowerCase() === 'idempotency-key');
+      if (idempotent && retriable(res.status, attempt)) {
+        await sleep(backoffMs(attempt, res.retryAfterMs));
         continue;
       }
       if (!res.ok) throw new HttpError(method, route.split('?')[0]!, res.status, res.problem, res.text);
@@ -157,3 +169,13 @@ export interface JourneyView extends Pick<
     events?: ReceivedEvent[];
   };
 }
+
+/** Answers a request with an Idempotency-Key is sent again on: the server (or what is behind it) failing for now. */
+const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
+const IDEMPOTENT_ATTEMPTS = 10;
+
+const retriable = (status: number, attempt: number) => RETRIED_STATUSES.has(status) && attempt < IDEMPOTENT_ATTEMPTS;
+
+/** 0.5 s doubling to 8 s (about a minute over the attempts), or Retry-After; with jitter so clients do not align. */
+const backoffMs = (attempt: number, retryAfter?: number) =>
+  (retryAfter ?? Math.min(500 * 2 ** (attempt - 1), 8_000)) * (0.75 + Math.random() * 0.5);

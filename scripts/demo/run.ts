@@ -65,7 +65,7 @@ async function startJourney(client: ApiClient, s: DemoScenario, runId: string, c
   const headers = { 'idempotency-key': key };
   const startedMs = Date.now();
   const start = () =>
-    client.call({ method: 'POST', route: '/v1/journeys' }, (signal) =>
+    client.call({ method: 'POST', route: '/v1/journeys', idempotent: true }, (signal) =>
       client.api.POST('/v1/journeys', { body, params: { header: headers }, signal }),
     );
   const first = await start();
