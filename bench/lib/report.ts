@@ -22,6 +22,7 @@ import type { loadAverage, Machine } from './machine';
 import type { InboxStore } from './stack';
 import { fmtBytes, fmtMs } from './stats';
 import { CPU_CEILING, sustainedSection, sustainedSvg } from './sustained-report';
+import { compareWithCommitted, comparisonMarkdown, type Comparison } from './regression';
 import { cpuWeights } from './sections';
 import { lineChartSvg, type Series } from './svg';
 
@@ -1036,11 +1037,12 @@ function outageSection(r: Results, L: string[]): void {
 
 /**
  * The whole report, the webhook latency plot, and (after a sustained run) the plot of inbox depth over time, which the
- * report links as `sustainedSvgLink` (relative to the report's folder).
+ * report links as `sustainedSvgLink` (relative to the report's folder). `against`: this run's targets against the
+ * last committed report's (bench/lib/regression.ts; read from git when not given).
  */
 export function renderReport(
   r: Results,
-  o2: { sustainedSvgLink?: string } = {},
+  o2: { sustainedSvgLink?: string; against?: Comparison } = {},
 ): { markdown: string; svg: string; sustainedSvg?: string } {
   const m = r.machine;
   const o = r.options;
@@ -1094,6 +1096,8 @@ export function renderReport(
   }
   const why = analysis(r);
   if (why.length) L.push('### What stands in the way', '', ...why, '');
+  // Against the last committed report (bench/lib/regression.ts), when there is one.
+  L.push(...comparisonMarkdown(o2.against ?? compareWithCommitted(t.rows, r)));
 
   // ---- webhook, bursts, the API alone, the outage ----
   webhookSection(r, L);
