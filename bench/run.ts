@@ -23,6 +23,11 @@
 // outage = the levels with Temporal stopped, its restart, the forwarder's drain, Temporal's raw signal rate. After
 // them, every parked journey's snapshot: ack -> applied per level, and each acknowledged callback applied once.
 //
+// At the end it prints each target against the last committed report's (docs/performance.md at HEAD; of an earlier
+// run when HEAD's is this run's own), the report gets the same as a section after its Targets, and the last line names
+// every regression: a target met then and missed now, or worse by more than 25 % and a margin (bench/lib/regression.ts).
+// Targets a partial run did not reach are "not measured in this run", never regressions.
+//
 // Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
 //          --stores files,postgres  --postgres synchronous|single (the postgres inbox's PostgreSQL: a primary with a
 //          synchronous standby under Patroni, through HAProxy, as npm run start:production runs it; or one server)
@@ -52,7 +57,8 @@ import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib
 import { benchClient, benchConfig, closeBenchClient } from './lib/journeys';
 import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
 import { backgroundCpuGroup, liveProcesses, memoryLimitGroup, ROOT } from '../scripts/lib/processes';
-import { renderReport, type Results } from './lib/report';
+import { compareWithCommitted, comparisonText } from './lib/regression';
+import { renderReport, targets, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
 import { BenchStack, benchPorts, DATABASE_SHAPES, type DatabaseShape } from './lib/stack';
@@ -284,8 +290,11 @@ async function main() {
       await writeFile(json, JSON.stringify(results, null, 2));
       const report = o.out ?? path.join(workDir, 'performance.md');
       const depthSvg = sustainedSvgPath(o, report);
+      // This run's targets against the last committed report's (git): a section of the report and the log's last lines.
+      const against = compareWithCommitted(targets(results).rows, results);
       const { markdown, svg, sustainedSvg } = renderReport(results, {
         sustainedSvgLink: path.relative(path.dirname(report), depthSvg),
+        against,
       });
       // The sustained phase alone replaces only its own section (and plot): the rest of the report stays as it was.
       const sustainedOnly = o.phases.has('sustained') && [...o.phases].every((p) => p === 'sustained');
@@ -303,6 +312,7 @@ async function main() {
       log(
         `done in ${(results.durationSeconds / 60).toFixed(1)} min${results.errors.length ? ` with ${results.errors.length} error(s)` : ''}`,
       );
+      for (const line of comparisonText(against)) log(line);
       if (!o.keepData) await rm(path.join(workDir, 'data'), { recursive: true, force: true }).catch(() => undefined);
       process.exit(code);
     })();

@@ -276,11 +276,16 @@ export function compareWithCommitted(
   };
 }
 
-/** A side's figure in short: its headline and met/missed (the whole cell when it has no headline). */
-function side(r: TargetRow | undefined): string {
+/**
+ * A side's figure in short: its headline and met/missed; without a headline the whole cell (`brief`: met/missed
+ * alone, when it says which).
+ */
+function side(r: TargetRow | undefined, brief = false): string {
   if (!r) return '–';
-  const figure = r.value !== undefined && r.unit ? fmt(r.value, r.unit) : r.figure;
-  return r.met === undefined ? figure : `${figure} (${r.met ? 'met' : 'missed'})`;
+  const verdict = r.met === undefined ? undefined : r.met ? 'met' : 'missed';
+  if (r.value === undefined || !r.unit)
+    return brief && verdict ? verdict : `${r.figure}${verdict ? ` (${verdict})` : ''}`;
+  return `${fmt(r.value, r.unit)}${verdict ? ` (${verdict})` : ''}`;
 }
 
 const regressions = (c: Comparison) => (c.available ? c.rows.filter((r) => r.verdict === 'regression') : []);
@@ -316,13 +321,20 @@ export function comparisonMarkdown(c: Comparison): string[] {
 /** The comparison for the console: each of this run's targets (and the report's it lacks), then the verdict line. */
 export function comparisonText(c: Comparison): string[] {
   if (!c.available) {
-    return [...c.now.map((r) => `target: ${r.target}: ${side(r)}`), regressionLine(c)];
+    return [...c.now.map((r) => `target: ${r.target}: ${side(r, true)}`), regressionLine(c)];
   }
-  const width = Math.max(...c.rows.map((r) => r.verdict.length));
+  const unmeasured = c.rows.filter((r) => r.verdict === 'not measured in this run');
+  const shown = c.rows.filter((r) => r.verdict !== 'not measured in this run');
+  const width = Math.max(0, ...shown.map((r) => r.verdict.length));
   const L = [`against the report committed last (${c.commit}, measured on ${c.date} UTC):`];
-  for (const r of c.rows) {
+  for (const r of shown) {
     const label = r.verdict === 'regression' ? 'REGRESSION' : r.verdict;
-    L.push(`  ${label.padEnd(width)}  ${r.target}: ${side(r.before)} -> ${side(r.now)}${r.why ? ` (${r.why})` : ''}`);
+    L.push(
+      `  ${label.padEnd(width)}  ${r.target}: ${side(r.before, true)} -> ${side(r.now, true)}${r.why ? ` (${r.why})` : ''}`,
+    );
+  }
+  if (unmeasured.length) {
+    L.push(`  ${unmeasured.length} of the report's targets not measured in this run (a partial run)`);
   }
   L.push(regressionLine(c));
   return L;
