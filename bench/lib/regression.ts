@@ -44,7 +44,7 @@ export interface ComparedTarget {
   before?: TargetRow;
   now?: TargetRow;
   verdict: Verdict;
-  /** What decided the verdict, e.g. "met -> missed" or "+42 %, +5.9 ms". */
+  /** What decided the verdict, e.g. "met -> missed" or "+5.9 ms, +42 %". */
   why?: string;
 }
 
