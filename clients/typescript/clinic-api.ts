@@ -72,7 +72,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -172,7 +172,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -368,7 +368,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -509,7 +509,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -615,7 +615,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -624,7 +624,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -746,7 +746,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -755,7 +755,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -846,7 +846,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -855,7 +855,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -1016,7 +1016,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -1025,7 +1025,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -1178,7 +1178,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -1187,7 +1187,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -1359,7 +1359,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -1368,7 +1368,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -1556,7 +1556,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after `Retry-After` */
+        /** @description The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the same Idempotency-Key) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -1565,7 +1565,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect */
+        /** @description Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have taken effect */
         504: {
           headers: {
             [name: string]: unknown;
@@ -1811,7 +1811,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The request could not be recorded (the key store or the audit trail is unavailable); nothing was done (`Retry-After`) */
+        /** @description The request could not be recorded: the patient key store or the audit trail could not be reached or may not write now (`store-unavailable`, `detail` names the store, `Retry-After`); send it again with the same Idempotency-Key, which names the same erasure */
         503: {
           headers: {
             [name: string]: unknown;
@@ -1902,7 +1902,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description The key store is unavailable (`Retry-After`) */
+        /** @description The patient key store is unavailable (`store-unavailable`, `Retry-After`) */
         503: {
           headers: {
             [name: string]: unknown;

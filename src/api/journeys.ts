@@ -8,6 +8,8 @@ import {
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
   WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  isGrpcCancelledError,
   isGrpcDeadlineError,
   isGrpcServiceError,
   type Client,
@@ -72,10 +74,28 @@ const temporalUnavailable = (what: string) =>
     headers: { 'retry-after': '5' },
   });
 
-/** Errors of Temporal calls that say nothing about the request: the service is slow or down. */
+/** Seconds a client waits before it sends a request Temporal did not answer in time again. */
+const TEMPORAL_TIMEOUT_RETRY_AFTER_S = 2;
+
+/**
+ * Errors of Temporal calls that say nothing about the request: the service is slow or down. An update whose call ran
+ * out of time or was cancelled (the SDK's WorkflowUpdateRPCTimeoutOrCancelledError, around DEADLINE_EXCEEDED or
+ * CANCELLED: the API cancels none of its calls, so either is the server or the connection giving up) did not answer in
+ * time: a 504, not an unknown error.
+ */
 function unavailable(err: unknown, what: string): ApiProblem | undefined {
-  if (isGrpcDeadlineError(err)) {
-    return new ApiProblem(504, 'temporal-timeout', `${what}: the workflow service did not answer in time`);
+  if (
+    isGrpcDeadlineError(err) ||
+    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+    isGrpcCancelledError(err)
+  ) {
+    return new ApiProblem(
+      504,
+      'temporal-timeout',
+      `${what}: the workflow service did not answer in time (the request may have taken effect); try again after ` +
+        'Retry-After',
+      { headers: { 'retry-after': String(TEMPORAL_TIMEOUT_RETRY_AFTER_S) } },
+    );
   }
   const grpc = isGrpcServiceError(err)
     ? err

@@ -3,6 +3,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { isUnavailable, STORE_TITLES, unavailableStoreOf } from '../audit/store-unavailable';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 // A URN rather than a web address we would have to own and serve: stable, and never dereferenced by clients.
@@ -180,6 +181,27 @@ function fromFastifyError(err: FastifyError): Problem | undefined {
 
 const isGrpc = (err: unknown) => typeof (err as { code?: unknown }).code === 'number';
 
+/** Seconds a client waits before it sends a request again that a store could not take (a failover takes a few). */
+export const STORE_RETRY_AFTER_S = 2;
+
+/**
+ * A store the request writes to (or reads) that could not be reached or may not write now, after its own retries (a
+ * failover: audit/store-unavailable.ts): 503 `store-unavailable` with Retry-After, naming the store and nothing else
+ * (no host, no SQL, no patient data). Undefined for any other error.
+ */
+export function storeUnavailableProblem(err: unknown): ApiProblem | undefined {
+  const store = unavailableStoreOf(err);
+  if (!store && !isUnavailable(err)) return undefined;
+  const title = store ? STORE_TITLES[store] : 'a store this request needs';
+  return new ApiProblem(
+    503,
+    'store-unavailable',
+    `${title} is unavailable (it could not be reached or may not write now, as during a database failover): send the ` +
+      'request again after Retry-After (a start or an erasure with the same Idempotency-Key: it does not act twice)',
+    { headers: { 'retry-after': String(STORE_RETRY_AFTER_S) } },
+  );
+}
+
 export function registerProblemHandlers(app: FastifyInstance) {
   const served = servedMethods(app);
   app.setErrorHandler((err: FastifyError | ApiProblem, request: FastifyRequest, reply: FastifyReply) => {
@@ -193,6 +215,11 @@ export function registerProblemHandlers(app: FastifyInstance) {
     // Rate limit errors and other plugin errors with a client status keep it.
     if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 && !isGrpc(err)) {
       return sendProblem(reply, problemBody(err.statusCode, 'client-error', err.message));
+    }
+    const away = storeUnavailableProblem(err);
+    if (away) {
+      request.log.warn({ err, problem: away.slug }, 'a store was unavailable');
+      return sendProblem(reply, problemBody(503, away.slug, away.message), away.headers);
     }
     request.log.error({ err }, 'unhandled error');
     return sendProblem(reply, problemBody(500, 'internal', 'an unexpected error occurred; it has been logged'));
@@ -283,9 +310,13 @@ const WHY: Record<number, string> = {
     'The exam service refused the clinic’s key (`exam-service-unauthorized`), asks for account setup ' +
     '(`exam-service-account-setup`) or answered outside its contract (`exam-service-bad-response`)',
   503:
-    'The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer; retry after ' +
-    '`Retry-After`',
-  504: 'Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect',
+    'The exam service (`exam-service-unavailable`) or Temporal (`temporal-unavailable`) did not answer, or a store the ' +
+    'request needs (the patient key store, the audit trail) could not be reached or may not write now, as during a ' +
+    'database failover (`store-unavailable`, `detail` names the store); retry after `Retry-After` (a start with the ' +
+    'same Idempotency-Key)',
+  504:
+    'Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have ' +
+    'taken effect',
 };
 
 /** What each error status means on the operator routes (/admin), signed in with the admin token or an access token. */
@@ -310,8 +341,11 @@ const OPERATOR_WHY: Record<number, string> = {
     'answered to a request without a valid token (a valid one is served all the same)',
   503:
     'The audit trail could not record the request, so nothing was served or done (`audit-unavailable`, ' +
-    '`Retry-After`)',
-  504: 'Temporal did not answer within the API’s deadline (`temporal-timeout`); the request may have taken effect',
+    '`Retry-After`); or a store the request needs could not be reached or may not write now (`store-unavailable`, ' +
+    '`Retry-After`, `detail` names the store)',
+  504:
+    'Temporal did not answer within the API’s deadline (`temporal-timeout`, `Retry-After`); the request may have ' +
+    'taken effect',
 };
 
 /**

@@ -12,6 +12,7 @@ export * from './types';
 export * from './chain';
 export { FileAuditLog, AuditTrailInUseError } from './file';
 export * from './checkpoints';
+export * from './store-unavailable';
 export {
   AUDIT_TABLE,
   AuditStoreError,

@@ -9,6 +9,7 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { Checkpoint } from './checkpoints';
+import { isUnavailable, retryWhileUnavailable, StoreUnavailableError, type RetryPolicy } from './store-unavailable';
 import { ChainVerifier, type ChainCheck } from './chain';
 import {
   chainRecord,
@@ -216,6 +217,12 @@ export interface PostgresAuditLogOptions {
   now?: () => Date;
   /** Shown in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * How an append that finds the database unavailable (a failover) is tried again before it is refused as
+   * StoreUnavailableError: 4 tries within 2 s by default. An append whose COMMIT went out unanswered is not tried
+   * again (it may be in the table): it is refused at once, and the request that asked for it with it.
+   */
+  retry?: RetryPolicy;
 }
 
 interface Pending {
@@ -226,8 +233,23 @@ interface Pending {
 
 const failed = (what: string, err: unknown) => {
   const code = (err as { code?: string } | undefined)?.code;
-  return new AuditStoreError(`${what}: PostgreSQL did not take it${code ? ` (${code})` : ''}`, { cause: err });
+  const message = `${what}: PostgreSQL did not take it${code ? ` (${code})` : ''}`;
+  if (err instanceof StoreUnavailableError) return err;
+  if (isUnavailable(err))
+    return new StoreUnavailableError('audit-trail', `the audit trail is unavailable: ${message}`, { cause: err });
+  return new AuditStoreError(message, { cause: err });
 };
+
+/**
+ * A COMMIT sent and not answered: the records may be in the table, so the append is not tried again (the driver's
+ * error is kept aside, not as the cause, so that the retry does not read it as unavailability to try again).
+ */
+class CommitInDoubt extends Error {
+  override name = 'CommitInDoubt';
+  constructor(readonly driverError: unknown) {
+    super('the commit of audit records went unanswered');
+  }
+}
 
 export class PostgresAuditLog implements AuditTrail {
   readonly kind = 'postgres' as const;
@@ -304,10 +326,12 @@ export class PostgresAuditLog implements AuditTrail {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, MAX_BATCH);
         try {
-          const records = await this.#write(batch.map((p) => p.event));
+          const events = batch.map((p) => p.event);
+          const records = await retryWhileUnavailable(() => this.#write(events), this.#o.retry);
           batch.forEach((p, i) => p.resolve(records[i]!));
         } catch (err) {
-          const error = err instanceof AuditStoreError ? err : failed('an audit record', err);
+          const cause = err instanceof CommitInDoubt ? err.driverError : err;
+          const error = cause instanceof AuditStoreError ? cause : failed('an audit record', cause);
           for (const p of batch) p.reject(error);
         }
       }
@@ -352,7 +376,13 @@ export class PostgresAuditLog implements AuditTrail {
           records.map((r) => JSON.stringify(r)),
         ],
       );
-      await client.query('COMMIT');
+      try {
+        await client.query('COMMIT');
+      } catch (err) {
+        // Refused by the server (it answered): nothing was written. Unanswered: it may have been.
+        if (isUnavailable(err)) throw new CommitInDoubt(err);
+        throw err;
+      }
       return records;
     } catch (err) {
       await client.query('ROLLBACK').catch((e: unknown) => {

@@ -5,9 +5,11 @@
 // Every key created, destroyed, destroyed again after a restore, and rewrapped is on the audit trail before it happens
 // (a trail that cannot be written stops the act): patient refs and key ids only, never a patient's data.
 import { randomUUID } from 'node:crypto';
+import { isUnavailable, StoreUnavailableError, type RetryPolicy } from '../audit/store-unavailable';
 import type { AuditEvent } from '../audit/types';
 import type { EncryptionKey } from '../encryption-keys';
 import { KeyCache, type CachedKey } from './cache';
+import { retryingStore } from './retrying-store';
 import { cipherKey, KeyWrapper, newDataKey, openValue, PatientRefs, sealValue } from './crypto';
 import {
   isDataKeyId,
@@ -56,6 +58,11 @@ export interface PatientKeysOptions {
    * the log, so what it names reads as erased here too).
    */
   readOnly?: boolean;
+  /**
+   * How a read or write of the store that finds it unavailable (a failover) is tried again before it is refused as
+   * StoreUnavailableError (retrying-store.ts): 4 tries within 2 s by default.
+   */
+  retry?: RetryPolicy;
   /** Who the records of the engine's own acts name (creation, re-destruction, rewrap): `patient-keys`. */
   subject?: string;
   now?: () => Date;
@@ -91,6 +98,8 @@ export interface JourneyKey {
 
 export class PatientKeys {
   readonly #o: PatientKeysOptions;
+  /** The store, each operation tried again while it is unavailable. */
+  readonly #store: PatientKeyStore;
   readonly #wrapper: KeyWrapper;
   readonly #cache: KeyCache;
   /** Loads under way, one per patient, shared by the seals and opens that wait for it. */
@@ -107,12 +116,28 @@ export class PatientKeys {
 
   constructor(options: PatientKeysOptions) {
     this.#o = options;
+    this.#store = retryingStore(options.store, options.retry);
     this.#wrapper = new KeyWrapper(options.ring);
     this.#cache = new KeyCache(options.cache?.maxEntries ?? 10_000, options.cache?.ttlMs ?? KEY_CACHE_TTL_MS);
   }
 
   get #subject(): string {
     return this.#o.subject ?? 'patient-keys';
+  }
+
+  /**
+   * On the record first. A trail that cannot be reached (it retried on its own) stops the act as unavailable, naming
+   * the trail; any other failure as it came.
+   */
+  async #audit(event: AuditEvent): Promise<void> {
+    try {
+      await this.#o.audit(event);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError || !isUnavailable(err)) throw err;
+      throw new StoreUnavailableError('audit-trail', 'the audit trail is unavailable: nothing was done', {
+        cause: err,
+      });
+    }
   }
 
   #now(): string {
@@ -141,11 +166,11 @@ export class PatientKeys {
    * first start; it must stay in the ring), and re-applies the erasure log.
    */
   async init(): Promise<ErasureReapplied> {
-    await this.#o.store.init();
+    await this.#store.init();
     await this.#o.erasureLog.init();
     const refKeyId = this.#o.readOnly
-      ? await this.#o.store.setting(REF_KEY_SETTING)
-      : await this.#o.store.settleSetting(REF_KEY_SETTING, this.#o.ring[0]!.id);
+      ? await this.#store.setting(REF_KEY_SETTING)
+      : await this.#store.settleSetting(REF_KEY_SETTING, this.#o.ring[0]!.id);
     if (refKeyId !== undefined) {
       const refKey = this.#o.ring.find((k) => k.id === refKeyId);
       if (!refKey) {
@@ -156,7 +181,7 @@ export class PatientKeys {
       }
       this.#refs = new PatientRefs(refKey);
     }
-    if (!this.#o.readOnly) await this.#o.store.settleSetting(KEYS_SINCE_SETTING, this.#now());
+    if (!this.#o.readOnly) await this.#store.settleSetting(KEYS_SINCE_SETTING, this.#now());
     if (this.#o.readOnly) {
       for (const e of await this.#o.erasureLog.list()) this.#remember(e);
       return { reDestroyed: [], tombstonesRestored: 0 };
@@ -185,7 +210,7 @@ export class PatientKeys {
     for (let attempt = 0; attempt < 5; attempt++) {
       const key = await this.#keyFor(patientRef, true);
       if (!key) break;
-      const r = await this.#o.store.bind({
+      const r = await this.#store.bind({
         workflowId,
         patientRef,
         dekId: key.dekId,
@@ -206,7 +231,7 @@ export class PatientKeys {
 
   /** The start that bound a journey has answered: an erasure no longer waits for it. */
   settleStart(workflowId: string): Promise<void> {
-    return this.#o.store.settleStart(workflowId);
+    return this.#store.settleStart(workflowId);
   }
 
   /** The patient a journey's payloads are sealed for; undefined for a journey bound to none (one from before). */
@@ -223,7 +248,7 @@ export class PatientKeys {
     if (known) return known;
     const unbound = this.#unbound.get(workflowId);
     if (unbound !== undefined && unbound > Date.now()) return undefined;
-    const bound = await this.#o.store.bindingOf(workflowId);
+    const bound = await this.#store.bindingOf(workflowId);
     if (bound) {
       const key = { patientRef: bound.patientRef, ...(bound.dekId ? { dekId: bound.dekId } : {}) };
       // A binding from before bindings named their key, whose patient has no key yet, is not remembered: its key
@@ -242,12 +267,12 @@ export class PatientKeys {
 
   /** The journeys bound to a patient, oldest first. */
   journeysOf(patientRef: PatientRef) {
-    return this.#o.store.journeysOf(patientRef);
+    return this.#store.journeysOf(patientRef);
   }
 
   /** Which of these workflow ids are bound to a patient. */
   boundAmong(workflowIds: readonly string[]): Promise<Set<string>> {
-    return this.#o.store.boundAmong(workflowIds);
+    return this.#store.boundAmong(workflowIds);
   }
 
   /**
@@ -273,32 +298,32 @@ export class PatientKeys {
       status: 'pending',
       journeys: [],
     };
-    const held = (await this.#o.store.pendingErasureRequests()).find(
+    const held = (await this.#store.pendingErasureRequests()).find(
       (r) => r.clinicId === o.clinicId && r.requestKey === requestKey,
     );
     if (held) return { request: held, created: false };
-    await this.#o.audit({
+    await this.#audit({
       action: 'patient-erasure.request',
       subject: o.actor.subject,
       roles: [...o.actor.roles],
       outcome: 'ok',
       details: { clinicId: o.clinicId, patientRef: o.patientRef, erasureId: request.erasureId },
     });
-    const kept = await this.#o.store.addErasureRequest(request);
+    const kept = await this.#store.addErasureRequest(request);
     return { request: kept, created: kept.erasureId === request.erasureId };
   }
 
   erasureRequest(erasureId: string): Promise<ErasureRequest | undefined> {
-    return this.#o.store.erasureRequest(erasureId);
+    return this.#store.erasureRequest(erasureId);
   }
 
   pendingErasureRequests(): Promise<ErasureRequest[]> {
-    return this.#o.store.pendingErasureRequests();
+    return this.#store.pendingErasureRequests();
   }
 
   /** Marks an erasure done, on the record with the journeys it covered (ids only). */
   async completeErasureRequest(r: ErasureRequest, journeys: string[]): Promise<void> {
-    await this.#o.audit({
+    await this.#audit({
       action: 'patient-erasure.done',
       subject: r.requestedBy,
       roles: [...r.requestedRoles],
@@ -312,7 +337,7 @@ export class PatientKeys {
         journeyCount: journeys.length,
       },
     });
-    await this.#o.store.completeErasureRequest(r.erasureId, journeys, this.#now());
+    await this.#store.completeErasureRequest(r.erasureId, journeys, this.#now());
   }
 
   #rememberJourney(workflowId: string, key: JourneyKey): void {
@@ -376,7 +401,7 @@ export class PatientKeys {
       key = await this.#keyFor(p, false);
     }
     if (key?.dekId !== k) {
-      const tomb = this.#erased.get(k) ?? (await this.#o.store.erased(k));
+      const tomb = this.#erased.get(k) ?? (await this.#store.erased(k));
       if (tomb) {
         this.#remember(tomb);
         return erasedOf(tomb);
@@ -460,7 +485,7 @@ export class PatientKeys {
     this.#checking ??= (async () => {
       const at = Date.now();
       const held = this.#cache.keys();
-      const tombs = await this.#o.store.erasedAmong(held.map((k) => k.dekId));
+      const tombs = await this.#store.erasedAmong(held.map((k) => k.dekId));
       const destroyed = new Set<string>();
       for (const t of tombs) {
         destroyed.add(t.dekId);
@@ -487,7 +512,7 @@ export class PatientKeys {
 
   async #load(patientRef: PatientRef, create: boolean): Promise<CachedKey | undefined> {
     const readAt = Date.now();
-    let held = await this.#o.store.get(patientRef);
+    let held = await this.#store.get(patientRef);
     if (!held && create) held = await this.#create(patientRef);
     if (!held) return undefined;
     if (this.#erased.has(held.dekId)) {
@@ -523,10 +548,10 @@ export class PatientKeys {
       outcome,
       details: { patientRef, dekId, wrapKeyId },
     });
-    await this.#o.audit(event('ok'));
-    const held = await this.#o.store.insert({ patientRef, dekId, wrapKeyId, wrapped, createdAt: this.#now() });
+    await this.#audit(event('ok'));
+    const held = await this.#store.insert({ patientRef, dekId, wrapKeyId, wrapped, createdAt: this.#now() });
     // Another process made the patient's key first: its key is the patient's, and the trail says this one is not.
-    if (held.dekId !== dekId) await this.#o.audit(event('superseded')).catch(() => undefined);
+    if (held.dekId !== dekId) await this.#audit(event('superseded')).catch(() => undefined);
     return held;
   }
 
@@ -537,7 +562,7 @@ export class PatientKeys {
    */
   async erase(patientRef: PatientRef, o: { erasureId?: string; actor?: Actor } = {}): Promise<EraseResult> {
     if (!isPatientRef(patientRef)) throw new TypeError('not a patient ref');
-    const held = await this.#o.store.get(patientRef);
+    const held = await this.#store.get(patientRef);
     this.#cache.delete(patientRef);
     if (!held) return { state: 'no-key', patientRef };
     const erasure: ErasedKey = {
@@ -546,7 +571,7 @@ export class PatientKeys {
       erasureId: o.erasureId ?? `er_${randomUUID()}`,
       erasedAt: this.#now(),
     };
-    await this.#o.audit({
+    await this.#audit({
       action: 'patient-key.erase',
       subject: o.actor?.subject ?? this.#subject,
       roles: [...(o.actor?.roles ?? [])],
@@ -556,7 +581,7 @@ export class PatientKeys {
     await this.#o.erasureLog.append(erasure);
     this.#remember(erasure);
     this.#cache.delete(patientRef);
-    await this.#o.store.destroy(erasure);
+    await this.#store.destroy(erasure);
     this.#cache.delete(patientRef);
     return { state: 'erased', erasure };
   }
@@ -572,9 +597,9 @@ export class PatientKeys {
       if (seen.has(e.dekId)) continue;
       seen.add(e.dekId);
       this.#remember(e);
-      const held = await this.#o.store.get(e.patientRef);
+      const held = await this.#store.get(e.patientRef);
       if (held?.dekId === e.dekId) {
-        await this.#o.audit({
+        await this.#audit({
           action: 'patient-key.re-destroy',
           subject: this.#subject,
           roles: [],
@@ -582,10 +607,10 @@ export class PatientKeys {
           details: { patientRef: e.patientRef, dekId: e.dekId, erasureId: e.erasureId, erasedAt: e.erasedAt },
         });
         this.#cache.delete(e.patientRef);
-        await this.#o.store.destroy(e);
+        await this.#store.destroy(e);
         out.reDestroyed.push(e);
-      } else if (!(await this.#o.store.erased(e.dekId))) {
-        await this.#o.store.destroy(e);
+      } else if (!(await this.#store.erased(e.dekId))) {
+        await this.#store.destroy(e);
         out.tombstonesRestored++;
       }
     }
@@ -603,7 +628,7 @@ export class PatientKeys {
     let unreadable = 0;
     let after: string | undefined;
     for (;;) {
-      const page = await this.#o.store.wrappedByOther(to, o.batch ?? 100, after);
+      const page = await this.#store.wrappedByOther(to, o.batch ?? 100, after);
       if (page.length === 0) return { rewrapped, unreadable };
       for (const k of page) {
         after = k.dekId;
@@ -613,14 +638,14 @@ export class PatientKeys {
         }
         const dek = this.#wrapper.unwrap(k.patientRef, k.dekId, k.wrapKeyId, k.wrapped);
         const next = this.#wrapper.wrap(k.patientRef, k.dekId, dek);
-        await this.#o.audit({
+        await this.#audit({
           action: 'patient-key.rewrap',
           subject: this.#subject,
           roles: [],
           outcome: 'ok',
           details: { patientRef: k.patientRef, dekId: k.dekId, from: k.wrapKeyId, to },
         });
-        if (await this.#o.store.rewrap(k.dekId, k.wrapKeyId, next)) rewrapped++;
+        if (await this.#store.rewrap(k.dekId, k.wrapKeyId, next)) rewrapped++;
       }
     }
   }
@@ -634,7 +659,7 @@ export class PatientKeys {
   /** Drops the cached keys and closes the store. */
   async close(): Promise<void> {
     this.#cache.clear();
-    await this.#o.store.close();
+    await this.#store.close();
   }
 }
 

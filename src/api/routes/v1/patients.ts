@@ -33,7 +33,10 @@ const patients: FastifyPluginCallbackZod = (app, _options, done) => {
           202: PatientErasureView.describe('The erasure, accepted: `pending` until it is done'),
           ...problemResponses([400, 401, 409, 413, 415, 429, 503], {
             409: 'This deployment keeps no per-patient keys (`PATIENT_KEY_STORE=off`): its journeys cannot be erased (`erasure-unavailable`)',
-            503: 'The request could not be recorded (the key store or the audit trail is unavailable); nothing was done (`Retry-After`)',
+            503:
+              'The request could not be recorded: the patient key store or the audit trail could not be reached or ' +
+              'may not write now (`store-unavailable`, `detail` names the store, `Retry-After`); send it again with ' +
+              'the same Idempotency-Key, which names the same erasure',
           }),
         },
       },
@@ -63,7 +66,7 @@ const patients: FastifyPluginCallbackZod = (app, _options, done) => {
           ...problemResponses([400, 401, 404, 409, 429, 503], {
             404: "No erasure of this clinic's with this id (`not-found`)",
             409: 'This deployment keeps no per-patient keys (`PATIENT_KEY_STORE=off`; `erasure-unavailable`)',
-            503: 'The key store is unavailable (`Retry-After`)',
+            503: 'The patient key store is unavailable (`store-unavailable`, `Retry-After`)',
           }),
         },
       },
