@@ -17,7 +17,16 @@ import type { AuditEvent } from '../../src/audit/types';
 import { journeyWorkflowId } from '../../src/contract/definitions';
 import type { JourneyInput } from '../../src/contract/journey-request';
 import { FileErasureLog, FilePatientKeyStore, PatientKeys, type PatientKeyStore } from '../../src/patient-keys';
-import { fakeExamService, gfeBody, startJourney, tempDataDir, testConfig, unreachableTemporal } from '../api/support';
+import {
+  auth,
+  fakeExamService,
+  gfeBody,
+  startJourney,
+  tempDataDir,
+  testConfig,
+  TOKENS,
+  unreachableTemporal,
+} from '../api/support';
 
 const ring = [{ id: 'k1', key: randomBytes(32) }];
 const PATIENT_EMAIL = 'ada.failover.7731@example.test';
@@ -235,6 +244,26 @@ describe('a start while the patient key store or the audit trail is away', () =>
     expect(res.statusCode).toBe(201);
     expect(faults.calls.get('bind')).toBe(2);
     expect(starts).toHaveLength(1);
+  });
+
+  it('an erasure request while the key store is away: 503 naming it; sent again once it is back, one erasure', async () => {
+    const erase = (key: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/patients/erasure',
+        headers: { ...auth(TOKENS.a), 'idempotency-key': key },
+        payload: { email: 'erase.me.4410@example.test' },
+      });
+    faults.fail('addErasureRequest', Infinity, 'shutdown');
+    expectUnavailable(await erase('erase-after-503'), /patient key store/);
+    expect(faults.calls.get('addErasureRequest')).toBe(4);
+    faults.heal();
+    faults.fail('addErasureRequest', 1, 'readOnly');
+    const accepted = await erase('erase-after-503');
+    expect(accepted.statusCode).toBe(202);
+    const again = await erase('erase-after-503');
+    expect(again.statusCode).toBe(200);
+    expect(again.json<{ erasureId: string }>().erasureId).toBe(accepted.json<{ erasureId: string }>().erasureId);
   });
 });
 
