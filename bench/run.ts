@@ -9,8 +9,8 @@
 //   npm run bench -- --quick                        small sizes, about 10-12 minutes (development); its inbox part
 //                                                   (--quick --only webhook,burst,outage) about 6-7 minutes
 //   npm run bench -- --only webhook,burst,outage    some phases (the report then goes to the work folder):
-//                                                   cold, tests, alone, webhook, burst, outage, throughput, tuning,
-//                                                   waiting
+//                                                   cold, tests, alone, layers, webhook, burst, outage,
+//                                                   throughput, tuning, waiting
 //   npm run bench -- --only tests --npm-test full   a whole `npm test`, kept in bench/npm-test-full.json
 //   npm run bench -- --only sustained --out docs/performance.md
 //                                                   the sustained load (opt-in, never in a run without --only):
@@ -18,6 +18,8 @@
 //                                                   defaults; only its section of the report (and
 //                                                   sustained-inbox-depth.svg beside it) is replaced
 //
+// layers = the acknowledgement's layers, each left out in turn (bench/ack-layers.ts: the API alone as deployed, a fake
+// Temporal), for each store, before the stack starts: the report's per-layer table and its cost target.
 // webhook, burst and outage run for each inbox store in turn (--stores), the API restarted on it: webhook = the
 // levels with Temporal up beside the bare route; burst = 200 simultaneous callbacks, Temporal up and stopped;
 // outage = the levels with Temporal stopped, its restart, the forwarder's drain, Temporal's raw signal rate. After
@@ -61,11 +63,12 @@ import { compareWithCommitted, comparisonText } from './lib/regression';
 import { renderReport, targets, type Results } from './lib/report';
 import { keepSections, spliceSustainedSection } from './lib/sections';
 import { kneeLine, knees } from './lib/sustained-report';
-import { BenchStack, benchPorts, DATABASE_SHAPES, type DatabaseShape } from './lib/stack';
+import { BenchStack, benchPorts, DATABASE_SHAPES, startBenchDatabase, type DatabaseShape } from './lib/stack';
 import { profileDir, profilingWanted } from './lib/cpu-profiles';
 import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
 import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { apiAlone } from './api-alone';
+import { ackLayers } from './ack-layers';
 import { sustainedPhase } from './phases/sustained';
 import { throughputPhase } from './phases/throughput';
 import { tuningPhase } from './phases/tuning';
@@ -353,7 +356,7 @@ async function main() {
   // Every phase on the parked journeys and the callback inbox (the sustained load among them).
   const inboxPhases = webhookPhases || has('sustained');
   // The PostgreSQL of the postgres inbox: for the API alone (a database of its own) and the inbox phases.
-  if (o.stores.includes('postgres') && (has('alone') || inboxPhases)) {
+  if (o.stores.includes('postgres') && (has('alone') || has('layers') || inboxPhases)) {
     await phase('postgres start', async () => {
       await mkdir(path.join(workDir, 'data'), { recursive: true });
       const ms = await stack.startPostgres();
@@ -377,6 +380,35 @@ async function main() {
         log,
       }),
     );
+  }
+
+  if (has('layers')) {
+    log('the acknowledgement layer by layer (each left out in turn, fake Temporal), before the stack starts...');
+    const pg = stack.postgres;
+    results.layers = await phase('ack layers', async () => {
+      // A lone server beside the cluster, for the row without the synchronous standby.
+      const single = pg
+        ? await startBenchDatabase({
+            shape: 'single',
+            dir: path.join(workDir, 'data', 'postgres-single'),
+            port: ports.postgres + 37,
+            database: 'journeys_layers',
+            log: () => undefined,
+          })
+        : undefined;
+      try {
+        return await ackLayers({
+          stores: o.stores.filter((st) => st === 'files' || pg),
+          seconds: o.quickSizes ? 3 : 6,
+          bursts: o.burstRepeats,
+          logDir,
+          ...(pg ? { postgres: { synchronous: pg.url, ...(single ? { single: single.url } : {}) } } : {}),
+          log,
+        });
+      } finally {
+        await single?.stop();
+      }
+    });
   }
 
   const needsStack = inboxPhases || ['throughput', 'tuning', 'waiting'].some((p) => has(p as Phase));

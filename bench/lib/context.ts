@@ -4,11 +4,22 @@ import type { Config } from '../../src/config';
 import type { BenchStack } from './stack';
 
 export type Phase =
-  'cold' | 'tests' | 'alone' | 'webhook' | 'burst' | 'outage' | 'sustained' | 'throughput' | 'tuning' | 'waiting';
+  | 'cold'
+  | 'tests'
+  | 'alone'
+  | 'layers'
+  | 'webhook'
+  | 'burst'
+  | 'outage'
+  | 'sustained'
+  | 'throughput'
+  | 'tuning'
+  | 'waiting';
 export const PHASES: Phase[] = [
   'cold',
   'tests',
   'alone',
+  'layers',
   'webhook',
   'burst',
   'outage',

@@ -1,5 +1,7 @@
 // docs/performance.md and docs/webhook-latency.svg from one run's results.
 import type { AloneRun } from '../api-alone';
+import type { LayerRun } from '../ack-layers';
+import { LAYER_SHARE_LIMIT, layerCosts, layersOverLimit, layersSection } from './layers-report';
 import { GENERATOR_WARM_BURSTS } from './load';
 import type { ColdStartResults, NpmTestResults } from '../phases/cold';
 import type { SustainedResults } from '../phases/sustained';
@@ -46,6 +48,8 @@ export interface Results {
   workerBundle?: { bytes: number; ms: number };
   postgresStartSeconds?: number;
   alone?: AloneRun[];
+  /** Each layer of the acknowledgement left out in turn (bench/ack-layers.ts). */
+  layers?: LayerRun[];
   cold?: ColdStartResults;
   npmTest?: NpmTestResults;
   npmTestFull?: NpmTestResults;
@@ -163,6 +167,32 @@ export function targets(r: Results): Targets {
             : `${met(false)}: ${v < 100 ? `${b.sent - b.ok} not 200` : by(v, 100)}`,
       });
     }
+  }
+  for (const store of STORES) {
+    const n = burstOf(r, store, 'up')?.newConnections;
+    if (!n || n.bursts === undefined) continue;
+    const v = n.api.p99;
+    const notOk = (n.sent ?? 0) - (n.ok ?? 0);
+    rows.push({
+      target: `Burst of 200 callbacks on new connections: ack p99 < 100 ms (Temporal up, ${store})`,
+      figure: `${ms(v)} (${n.bursts} bursts, max ${ms(n.api.max)}; the bare route's ${ms(n.bare.p99)})`,
+      verdict: v < 100 && notOk === 0 ? met(true) : `${met(false)}: ${v < 100 ? `${notOk} not 200` : by(v, 100)}`,
+    });
+  }
+  if (r.layers?.length) {
+    const over = layersOverLimit(r.layers);
+    const stores = layerCosts(r.layers);
+    const worst = stores.flatMap((s) => s.costs.filter((c) => !c.floor)).sort((a, b) => b.share - a.share)[0];
+    rows.push({
+      target: `Every layer of the acknowledgement under ${LAYER_SHARE_LIMIT * 100} % of its time at 500/s (the durable write aside; ${stores.map((s) => s.store).join(', ')})`,
+      figure: worst
+        ? `the costliest: ${worst.layer} on ${worst.store}, ${worst.cpuUs.toFixed(0)} µs = ${(worst.share * 100).toFixed(1)} %`
+        : '–',
+      verdict:
+        over.length === 0
+          ? met(true)
+          : `${met(false)}: ${over.map((c) => `${c.layer} (${c.store}) ${(c.share * 100).toFixed(1)} %`).join(', ')}`,
+    });
   }
   const d = r.delivery;
   if (d) {
@@ -1101,6 +1131,10 @@ export function renderReport(
 
   // ---- webhook, bursts, the API alone, the outage ----
   webhookSection(r, L);
+  if (r.layers?.length) {
+    L.push('');
+    L.push(...layersSection(r.layers));
+  }
 
   // ---- throughput ----
   if (r.throughput) {

@@ -6,6 +6,7 @@ import type { AttachmentStore } from '../attachments/types';
 import type { TokenVerifier } from '../auth/tokens';
 import type { Config } from '../config';
 import type { CallbackInbox, InboxForwarderOptions } from '../inbox';
+import type { AckLayer } from '../inbox/callback-path';
 import type { ExamServiceFor } from './exam-service';
 import type { PatientKeysWhenReady } from '../codec/patient-codec';
 import type { PatientKeys } from '../patient-keys/patient-keys';
@@ -34,4 +35,6 @@ export interface ApiDeps {
   patientKeysReady?: PatientKeysWhenReady;
   /** How operators' access tokens are checked; by default against OIDC_ISSUER when it is set. */
   verifyOperator?: TokenVerifier;
+  /** Layers of the webhook's acknowledgement left out, to measure each one's cost (bench/ack-layers.ts only). */
+  measureWithout?: ReadonlySet<AckLayer>;
 }

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { PatientSealedInbox, type InboxPatientKeys } from './patient-sealing';
 import type { AuditEvent } from '../audit/types';
-import type { RecordSealer } from '../codec/at-rest';
+import { RecordSealer } from '../codec/at-rest';
 import type { Config } from '../config';
 import { isUnread } from '../workflows/journey-state';
 import { AckPressure } from './ack-pressure';
@@ -43,7 +43,20 @@ export interface CallbackPathOptions {
    * reaches it (patient-sealing.ts). Around the injected inbox too.
    */
   patientKeys?: InboxPatientKeys;
+  /**
+   * Layers of the acknowledgement left out, to measure what each costs (bench/ack-layers.ts); never set by a
+   * deployment (server.ts does not pass it, and no setting reaches it).
+   */
+  measureWithout?: ReadonlySet<AckLayer>;
 }
+
+/**
+ * The acknowledgement's layers that only a measurement leaves out (the others are settings): the token check, reading
+ * the body into the interface's event (left out: each distinct body read once), sealing the inbox's entries under
+ * the payload keys (which the patient keys need, so no setting leaves it out alone), the acknowledgement-pressure
+ * bookkeeping, and the answer's serialization by its response schema.
+ */
+export type AckLayer = 'token' | 'reading' | 'payload-sealing' | 'pressure' | 'response-schema';
 
 /** Why a body was kept as a dead letter instead of going to its journey. */
 export type Refusal =
@@ -89,15 +102,19 @@ export class CallbackPath {
   readonly callbackMaxBytes: number;
   readonly keptMaxBytes: number;
   #retentionTimer: NodeJS.Timeout | undefined;
+  /** The layers left out for a measurement (empty in a deployment). */
+  readonly measureWithout: ReadonlySet<AckLayer>;
+  readonly #readOnce = new Map<string, ReturnType<typeof readCallback>>();
 
   constructor(o: CallbackPathOptions) {
     this.#o = o;
+    this.measureWithout = o.measureWithout ?? new Set();
     const { config, metrics } = o;
     this.callbackMaxBytes = Math.min(config.api.bodyLimitBytes, CALLBACK_MAX_BYTES);
     this.keptMaxBytes = Math.max(config.api.webhookMaxBodyBytes, this.callbackMaxBytes);
     const store =
       o.inbox ??
-      createInbox(config, o.sealer, {
+      createInbox(config, this.measureWithout.has('payload-sealing') ? RecordSealer.plain() : o.sealer, {
         onBatch: (size, seconds) => {
           metrics.inboxAppendBatch.observe(size);
           metrics.inboxWriteSeconds.observe(seconds);
@@ -191,7 +208,7 @@ export class CallbackPath {
     if (bodyBytes > this.callbackMaxBytes) {
       return keep('too-large', `the body is ${bodyBytes} bytes, over the ${this.callbackMaxBytes} a callback may be`);
     }
-    const parsed = readCallback(rawBody);
+    const parsed = this.measureWithout.has('reading') ? this.#readMemo(rawBody) : readCallback(rawBody);
     if (!parsed.ok) {
       await keep('unreadable', 'the body is not JSON, or JSON without an event number', parsed.issues);
       return {
@@ -216,12 +233,23 @@ export class CallbackPath {
     return { ok: true, deliveryId: signal.deliveryId, event: parsed.event, held };
   }
 
+  /** A measurement without the reading's cost: each distinct body read once (a few hundred at most). */
+  #readMemo(rawBody: string): ReturnType<typeof readCallback> {
+    let parsed = this.#readOnce.get(rawBody);
+    if (!parsed) {
+      parsed = readCallback(rawBody);
+      if (this.#readOnce.size < 1_000) this.#readOnce.set(rawBody, parsed);
+    }
+    return parsed;
+  }
+
   /**
    * The answer to a callback the webhook took (its 200) and how long it took, less its durable write: the
    * acknowledgement figures and pressure. Never a refusal's: a wrong address is anyone's to send, however slowly.
    */
   answered(elapsedMs: number, storeWaitMs: number): void {
     this.#o.metrics.ackSeconds.observe(elapsedMs / 1000);
+    if (this.measureWithout.has('pressure')) return;
     // The webhook's own time: a durable write the storage was slow with (a disk's flush stall) is not something
     // holding the journeys' signals back could make faster.
     this.pressure.record(Math.max(0, elapsedMs - storeWaitMs));

@@ -248,7 +248,7 @@ describe('compareTargets', () => {
 });
 
 describe('isPartial', () => {
-  const all = ['cold', 'tests', 'alone', 'webhook', 'burst', 'outage', 'throughput', 'tuning', 'waiting'];
+  const all = ['cold', 'tests', 'alone', 'layers', 'webhook', 'burst', 'outage', 'throughput', 'tuning', 'waiting'];
   const run = (phases: string[], more: { quickSizes?: boolean; stores?: string[] } = {}) => ({
     startedAt: '2026-01-02T03:04:05.000Z',
     options: { phases, stores: ['files', 'postgres'], ...more },

@@ -19,6 +19,7 @@ export default fp<ApiDeps>(
       ...(deps.forwarderMinBackoffMs !== undefined ? { forwarderMinBackoffMs: deps.forwarderMinBackoffMs } : {}),
       ...(app.audit ? { audit: app.audit } : {}),
       ...(app.patientKeys ? { patientKeys: app.patientKeys } : {}),
+      ...(deps.measureWithout ? { measureWithout: deps.measureWithout } : {}),
     });
     await callbacks.init();
     app.decorate('callbacks', callbacks);

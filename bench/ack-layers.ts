@@ -1,0 +1,344 @@
+// What each layer of the webhook's acknowledgement costs, measured by leaving it out. The API (buildApp, as server.ts
+// builds it for a deployment: its request log at LOG_LEVEL info, the payload keys, each callback sealed for its
+// journey's patient, the audit trail, the forwarder beside the webhook) runs in a process of its own with a fake
+// Temporal client whose signals take 5 ms, nothing else competing for the machine; for each layer in turn it is
+// started again without that layer, and the same load is sent: 500 callbacks a second (open loop) and bursts of 200
+// on new connections. The API with every layer (`all`) runs first and last, so the table shows the run-to-run noise
+// beside each difference.
+//
+//   node --import tsx bench/ack-layers.ts                   files and postgres (its own PostgreSQL: a primary with a
+//                                                           synchronous standby, and a lone server for `standby`)
+//   STORES=files LEVEL_SECONDS=6 BURSTS=3 LAYERS=all,token,reading node --import tsx bench/ack-layers.ts
+//
+// `npm run bench` runs it as phase `layers` before its own stack starts; the report's table is layersSection
+// (bench/lib/layers-report.ts). Left out in turn (a setting where one exists; else CallbackPath's measureWithout, which
+// no deployment sets):
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client as PgClient } from 'pg';
+import { API_NODE_FLAGS } from '../src/api/node-flags';
+import { buildApp } from '../src/api/app';
+import { apiLoggerOptions } from '../src/api/server';
+import { loadConfig } from '../src/config';
+import { journeyWorkflowId, type CallbackSignal } from '../src/contract/definitions';
+import type { AckLayer } from '../src/inbox/callback-path';
+import type { CallbackInbox, DeadLetter, DeadLetterStore, InboxClaim, InboxEntry } from '../src/inbox/types';
+import type { PatientRef } from '../src/patient-keys/envelope';
+import { httpProbe, startProcess, threadCpuSeconds, tsx } from '../scripts/lib/processes';
+import { apiFigures } from './lib/api-metrics';
+import { event1Body, webhookPath } from './lib/journeys';
+import { burstSpec, runLoad } from './lib/load';
+import { startBenchDatabase, type BenchDatabase, type InboxStore } from './lib/stack';
+import { summarize, type Summary } from './lib/stats';
+
+/** Each layer a callback passes on its way to its 200, and how it is left out. */
+export const ACK_LAYERS = {
+  all: 'nothing left out: the API as deployed',
+  token: "the URL token's check (an HMAC of the journey id compared in constant time)",
+  reading:
+    "reading the body into the interface's event (nesting scan, JSON parse, the layouts' schemas): each distinct body read once",
+  'patient-sealing': "each callback sealed under its journey's patient's data key (PATIENT_KEY_STORE=off)",
+  'payload-sealing': "the inbox's entries sealed under the payload keys (the inbox given a sealer without keys)",
+  audit: 'the audit trail (no AUDIT_FILE): the webhook writes no audit record, so this should cost nothing',
+  'request-log': "Fastify's request lines at LOG_LEVEL info, two JSON lines per callback (LOG_LEVEL=warn)",
+  pressure: "the acknowledgement-pressure bookkeeping after each 200 (the answer's time recorded)",
+  'response-schema': 'the answer serialized by its response schema (a string written by hand instead)',
+  'store-write': 'the durable write (an inbox in memory: nothing stored, the floor of the path without storage)',
+  forwarder: 'the forwarder beside the webhook (not started: the callbacks stay in the inbox)',
+  standby: 'the synchronous standby (postgres only: a lone server, a commit waits for its own flush only)',
+} as const;
+export type LayerName = keyof typeof ACK_LAYERS;
+const MEASURE_WITHOUT: Partial<Record<LayerName, AckLayer>> = {
+  token: 'token',
+  reading: 'reading',
+  'payload-sealing': 'payload-sealing',
+  pressure: 'pressure',
+  'response-schema': 'response-schema',
+};
+
+const SECRET = 'ack-layers-bench-secret-0123456789';
+const PORT = 22_295;
+const DATABASE = 'journeys_ack_layers';
+const JOURNEYS = 100;
+const RATE = 500;
+
+export interface LayerRun {
+  store: InboxStore;
+  /** Left out in this run (`all`: nothing). */
+  layer: LayerName;
+  /** Which pass: `all` runs first (0) and last (1). */
+  pass: number;
+  rate: number;
+  latencyMs: Summary;
+  /** CPU of the API process per callback at the rate (µs): its main thread, and every thread. */
+  cpuUsPerCallback: { main: number; total: number };
+  /** Bursts of 200 on connections the burst opens, pooled. */
+  burstMs: Summary;
+  /** Callbacks answered 200 over the run, of those sent. */
+  accepted: number;
+  sent: number;
+}
+
+/** Nothing stored: the inbox of the `store-write` run (appends kept in memory, each claim taking what waits). */
+class MemoryInbox implements CallbackInbox {
+  readonly kind = 'files' as const;
+  #entries: InboxEntry[] = [];
+  #next = 0;
+  readonly #listeners = new Set<() => void>();
+  readonly deadLetters: DeadLetterStore = {
+    add: (input, now = new Date()) =>
+      Promise.resolve({ ...input, id: `dl_${++this.#next}`, deadLetteredAt: now.toISOString(), replays: 0 }),
+    list: () => Promise.resolve({ letters: [] }),
+    get: () => Promise.resolve(undefined as DeadLetter | undefined),
+    update: () => Promise.resolve(),
+    remove: () => Promise.resolve(false),
+    count: () => Promise.resolve(0),
+  };
+  init = () => Promise.resolve();
+  close = () => Promise.resolve();
+  append(journeyId: string, signal: CallbackSignal): Promise<void> {
+    this.#entries.push({ id: String(++this.#next), journeyId, signal });
+    for (const l of this.#listeners) l();
+    return Promise.resolve();
+  }
+  claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
+    const taken = this.#entries.splice(0, maxJourneys * maxPerJourney);
+    if (taken.length === 0) return Promise.resolve(undefined);
+    return Promise.resolve({ entries: taken, settle: () => Promise.resolve() });
+  }
+  stats = () => Promise.resolve({ depth: this.#entries.length, deadLetters: 0 });
+  onAppend(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}
+
+/** The child: the API as deployed, less the layer LAYER names, with a fake Temporal client. */
+async function serve() {
+  const layer = (process.env.LAYER ?? 'all') as LayerName;
+  const store = (process.env.INBOX_STORE ?? 'files') as InboxStore;
+  const dataDir = process.env.DATA_DIR!;
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    WEBHOOK_SECRET: SECRET,
+    CLINICS_JSON: '[]',
+    PAYLOAD_ENCRYPTION_KEYS: `layers-1:${randomBytes(32).toString('base64')}`,
+    PATIENT_KEY_STORE: layer === 'patient-sealing' ? 'off' : 'file',
+    ...(layer === 'audit' ? {} : { AUDIT_FILE: path.join(dataDir, 'audit.jsonl') }),
+    INBOX_STORE: store,
+    INBOX_DATABASE_URL: process.env.INBOX_DATABASE_URL,
+    API_PORT: String(PORT),
+    LOG_LEVEL: layer === 'request-log' ? 'warn' : 'info',
+    LOG_FORMAT: 'json',
+  });
+  const temporal = {
+    workflow: { getHandle: () => ({ signal: () => new Promise((r) => setTimeout(r, 5)) }) },
+    connection: { withDeadline: (_deadline: number, fn: () => Promise<unknown>) => fn() },
+    workflowService: { getSystemInfo: () => Promise.resolve({}) },
+  };
+  const without = MEASURE_WITHOUT[layer];
+  const app = await buildApp({
+    config,
+    temporal: temporal as never,
+    examServiceFor: () => undefined as never,
+    logger: apiLoggerOptions(config),
+    ...(layer === 'store-write' ? { inbox: new MemoryInbox() } : {}),
+    ...(layer === 'forwarder' ? { startForwarder: false } : {}),
+    ...(without ? { measureWithout: new Set([without]) } : {}),
+  });
+  await app.ready();
+  // Each journey bound to a patient of its own, as a start binds it: its callbacks are sealed under that key.
+  for (let i = 0; i < JOURNEYS; i++) {
+    const ref: PatientRef = `pt_${randomBytes(16).toString('base64url')}`;
+    await app.patientKeys?.bindJourney(journeyWorkflowId(`j${i}`), ref);
+  }
+  await app.listen({ host: '127.0.0.1', port: PORT });
+  console.error(`API for layer ${layer} on ${PORT}, ${config.inbox.store} inbox`);
+  process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));
+}
+
+/** A database of its own on the given server (the URL of the server's default database), empty. */
+async function freshDatabase(url: string, name: string): Promise<string> {
+  const client = new PgClient({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function waitInboxEmpty(origin: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if ((await apiFigures(origin)).inboxDepth === 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const cpuSum = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0);
+
+/** The layers in turn, for each store: `all` first and last. */
+export async function ackLayers(o: {
+  stores: InboxStore[];
+  layers?: LayerName[];
+  seconds: number;
+  bursts: number;
+  logDir: string;
+  /** For the postgres store: the synchronous cluster's superuser URL, and a lone server's for `standby`. */
+  postgres?: { synchronous: string; single?: string };
+  log?: (m: string) => void;
+}): Promise<LayerRun[]> {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'ack-layers-'));
+  const targets = Array.from({ length: JOURNEYS }, (_, i) => ({
+    path: webhookPath(`j${i}`, SECRET),
+    body: event1Body(7_000_000 + i),
+  }));
+  const burstTargets = Array.from({ length: 200 }, (_, i) => targets[i % targets.length]!);
+  const wanted = (o.layers ?? (Object.keys(ACK_LAYERS) as LayerName[])).filter((l) => l !== 'all');
+  const out: LayerRun[] = [];
+  let n = 0;
+  try {
+    for (const store of o.stores) {
+      if (store === 'postgres' && !o.postgres) throw new Error('the postgres store needs a PostgreSQL');
+      const layers = wanted.filter((l) => l !== 'standby' || (store === 'postgres' && o.postgres?.single));
+      const order: LayerName[] = ['all', ...layers, 'all'];
+      for (const [i, layer] of order.entries()) {
+        const env: Record<string, string> = {
+          LAYER: layer,
+          INBOX_STORE: store,
+          DATA_DIR: path.join(work, `data-${++n}`),
+        };
+        if (store === 'postgres') {
+          const server = layer === 'standby' ? o.postgres!.single! : o.postgres!.synchronous;
+          env.INBOX_DATABASE_URL = await freshDatabase(server, DATABASE);
+        }
+        const origin = `http://127.0.0.1:${PORT}`;
+        const api = startProcess({
+          name: `ack-layer-${store}-${layer}-${n}`,
+          ...tsx('bench/ack-layers.ts', ['--serve'], API_NODE_FLAGS),
+          logDir: o.logDir,
+          env,
+          ready: httpProbe(`${origin}/healthz`),
+          readyTimeoutMs: 60_000,
+        });
+        try {
+          await api.ready();
+          const f0 = await apiFigures(origin);
+          const cpu0 = await threadCpuSeconds(api.pid);
+          const runs = await runLoad(
+            {
+              origin,
+              targets,
+              levels: [
+                { name: 'warm-up', rate: RATE, durationMs: 2_000, record: false },
+                { name: `${RATE}/s`, rate: RATE, durationMs: o.seconds * 1000, record: true },
+              ],
+              connections: 128,
+              timeoutMs: 15_000,
+              keepAlive: true,
+            },
+            work,
+            o.logDir,
+            120_000,
+          );
+          const cpu1 = await threadCpuSeconds(api.pid);
+          const f1 = await apiFigures(origin);
+          const sent = RATE * (2 + o.seconds);
+          const perCallback = (s: number) => (s * 1e6) / Math.max(1, f1.accepted - f0.accepted);
+          const cpuUsPerCallback = {
+            main: perCallback((cpu1.main ?? 0) - (cpu0.main ?? 0)),
+            total: perCallback(cpuSum(cpu1) - cpuSum(cpu0)),
+          };
+          if (layer !== 'forwarder') await waitInboxEmpty(origin, 60_000);
+          const samples: number[] = [];
+          for (let b = 0; b < o.bursts; b++) {
+            const burst = await runLoad(burstSpec(origin, burstTargets, false, false), work, o.logDir, 60_000);
+            samples.push(...(burst[0]?.latencySamples ?? []));
+            if (layer !== 'forwarder') await waitInboxEmpty(origin, 30_000);
+            await new Promise((r) => setTimeout(r, 300));
+          }
+          const latencyMs = runs.find((x) => x.record)!.latencyMs;
+          const burstMs = summarize(samples);
+          const run: LayerRun = {
+            store,
+            layer,
+            pass: layer === 'all' ? (i === 0 ? 0 : 1) : 0,
+            rate: RATE,
+            latencyMs,
+            cpuUsPerCallback,
+            burstMs,
+            accepted: f1.accepted - f0.accepted,
+            sent,
+          };
+          out.push(run);
+          o.log?.(
+            `layers, ${store}, without ${layer}: ${RATE}/s p50 ${latencyMs.p50.toFixed(2)} p99 ${latencyMs.p99.toFixed(1)} max ${latencyMs.max.toFixed(1)} ms, ` +
+              `CPU ${cpuUsPerCallback.main.toFixed(0)} µs main / ${cpuUsPerCallback.total.toFixed(0)} µs all threads per callback; ` +
+              `bursts of 200 (new connections) p99 ${burstMs.p99.toFixed(1)} ms`,
+          );
+        } finally {
+          await api.stop();
+        }
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return out;
+}
+
+async function run() {
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'ack-layers-logs-'));
+  const stores = (process.env.STORES ?? 'files,postgres').split(',') as InboxStore[];
+  const dbs: BenchDatabase[] = [];
+  try {
+    let postgres: { synchronous: string; single?: string } | undefined;
+    if (stores.includes('postgres')) {
+      const sync = await startBenchDatabase({
+        shape: 'synchronous',
+        dir: path.join(logDir, 'pg-sync'),
+        port: 22_296,
+        database: 'journeys_layers',
+        log: console.log,
+      });
+      dbs.push(sync);
+      const single = await startBenchDatabase({
+        shape: 'single',
+        dir: path.join(logDir, 'pg-single'),
+        port: 22_340,
+        database: 'journeys_layers',
+        log: console.log,
+      });
+      dbs.push(single);
+      postgres = { synchronous: sync.url, single: single.url };
+    }
+    const runs = await ackLayers({
+      stores,
+      ...(process.env.LAYERS ? { layers: process.env.LAYERS.split(',') as LayerName[] } : {}),
+      seconds: Number(process.env.LEVEL_SECONDS ?? 6),
+      bursts: Number(process.env.BURSTS ?? 3),
+      logDir,
+      ...(postgres ? { postgres } : {}),
+      log: console.log,
+    });
+    const { layersSection } = await import('./lib/layers-report');
+    console.log(layersSection(runs).join('\n'));
+  } finally {
+    for (const db of dbs) await db.stop();
+    rmSync(logDir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  (process.argv.includes('--serve') ? serve() : run()).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
