@@ -20,6 +20,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { buildApp } from '../src/api/app';
+import { profileOnSignal } from '../src/api/cpu-profile';
 import { apiLoggerOptions } from '../src/api/server';
 import { loadConfig } from '../src/config';
 import { journeyWorkflowId, type CallbackSignal } from '../src/contract/definitions';
@@ -36,6 +37,8 @@ import { summarize, type Summary } from './lib/stats';
 /** Each layer a callback passes on its way to its 200, and how it is left out. */
 export const ACK_LAYERS = {
   all: 'nothing left out: the API as deployed',
+  'bare-route':
+    'everything: the bare route (bench/bare-server.ts, the same Fastify route shape answering at once, nothing stored), the floor of this machine and its Node.js',
   token: "the URL token's check (an HMAC of the journey id compared in constant time)",
   reading:
     "reading the body into the interface's event (nesting scan, JSON parse, the layouts' schemas): each distinct body read once",
@@ -79,6 +82,8 @@ export interface LayerRun {
   /** Callbacks answered 200 over the run, of those sent. */
   accepted: number;
   sent: number;
+  /** The event loop's longest delay during the rate (monitorEventLoopDelay, through prom-client); not for the bare route. */
+  loopDelayMaxMs?: number;
 }
 
 /** Nothing stored: the inbox of the `store-write` run (appends kept in memory, each claim taking what waits). */
@@ -155,6 +160,8 @@ async function serve() {
     await app.patientKeys?.bindJourney(journeyWorkflowId(`j${i}`), ref);
   }
   await app.listen({ host: '127.0.0.1', port: PORT });
+  // As server.ts: a CPU profile between two SIGUSR2s when API_CPU_PROFILE_DIR is set (docs/cpu-profiles.md).
+  if (process.env.API_CPU_PROFILE_DIR) profileOnSignal(process.env.API_CPU_PROFILE_DIR, app.log);
   console.error(`API for layer ${layer} on ${PORT}, ${config.inbox.store} inbox`);
   process.once('SIGTERM', () => void app.close().then(() => process.exit(0)));
 }
@@ -207,7 +214,11 @@ export async function ackLayers(o: {
   try {
     for (const store of o.stores) {
       if (store === 'postgres' && !o.postgres) throw new Error('the postgres store needs a PostgreSQL');
-      const layers = wanted.filter((l) => l !== 'standby' || (store === 'postgres' && o.postgres?.single));
+      const layers = wanted.filter(
+        (l) =>
+          (l !== 'standby' || (store === 'postgres' && o.postgres?.single)) &&
+          (l !== 'bare-route' || store === o.stores[0]),
+      );
       const order: LayerName[] = ['all', ...layers, 'all'];
       for (const [i, layer] of order.entries()) {
         const env: Record<string, string> = {
@@ -220,17 +231,21 @@ export async function ackLayers(o: {
           env.INBOX_DATABASE_URL = await freshDatabase(server, DATABASE);
         }
         const origin = `http://127.0.0.1:${PORT}`;
+        const bare = layer === 'bare-route';
         const api = startProcess({
           name: `ack-layer-${store}-${layer}-${n}`,
-          ...tsx('bench/ack-layers.ts', ['--serve'], API_NODE_FLAGS),
+          ...(bare
+            ? tsx('bench/bare-server.ts', [], API_NODE_FLAGS)
+            : tsx('bench/ack-layers.ts', ['--serve'], API_NODE_FLAGS)),
           logDir: o.logDir,
-          env,
+          env: bare ? { BARE_PORT: String(PORT) } : env,
           ready: httpProbe(`${origin}/healthz`),
           readyTimeoutMs: 60_000,
         });
         try {
           await api.ready();
-          const f0 = await apiFigures(origin);
+          const figures = () => (bare ? Promise.resolve(undefined) : apiFigures(origin));
+          const f0 = await figures();
           const cpu0 = await threadCpuSeconds(api.pid);
           const runs = await runLoad(
             {
@@ -249,19 +264,21 @@ export async function ackLayers(o: {
             120_000,
           );
           const cpu1 = await threadCpuSeconds(api.pid);
-          const f1 = await apiFigures(origin);
+          const f1 = await figures();
           const sent = RATE * (2 + o.seconds);
-          const perCallback = (s: number) => (s * 1e6) / Math.max(1, f1.accepted - f0.accepted);
+          const accepted = runs.reduce((a, r) => a + r.ok, 0);
+          const perCallback = (s: number) => (s * 1e6) / Math.max(1, accepted);
           const cpuUsPerCallback = {
             main: perCallback((cpu1.main ?? 0) - (cpu0.main ?? 0)),
             total: perCallback(cpuSum(cpu1) - cpuSum(cpu0)),
           };
-          if (layer !== 'forwarder') await waitInboxEmpty(origin, 60_000);
+          const drains = layer !== 'forwarder' && !bare;
+          if (drains) await waitInboxEmpty(origin, 60_000);
           const samples: number[] = [];
           for (let b = 0; b < o.bursts; b++) {
             const burst = await runLoad(burstSpec(origin, burstTargets, false, false), work, o.logDir, 60_000);
             samples.push(...(burst[0]?.latencySamples ?? []));
-            if (layer !== 'forwarder') await waitInboxEmpty(origin, 30_000);
+            if (drains) await waitInboxEmpty(origin, 30_000);
             await new Promise((r) => setTimeout(r, 300));
           }
           const latencyMs = runs.find((x) => x.record)!.latencyMs;
@@ -274,14 +291,16 @@ export async function ackLayers(o: {
             latencyMs,
             cpuUsPerCallback,
             burstMs,
-            accepted: f1.accepted - f0.accepted,
+            accepted,
             sent,
+            ...(f1 && f0 ? { loopDelayMaxMs: f1.loopDelayMax * 1000 } : {}),
           };
           out.push(run);
           o.log?.(
             `layers, ${store}, without ${layer}: ${RATE}/s p50 ${latencyMs.p50.toFixed(2)} p99 ${latencyMs.p99.toFixed(1)} max ${latencyMs.max.toFixed(1)} ms, ` +
               `CPU ${cpuUsPerCallback.main.toFixed(0)} µs main / ${cpuUsPerCallback.total.toFixed(0)} µs all threads per callback; ` +
-              `bursts of 200 (new connections) p99 ${burstMs.p99.toFixed(1)} ms`,
+              `bursts of 200 (new connections) p99 ${burstMs.p99.toFixed(1)} ms` +
+              (run.loopDelayMaxMs !== undefined ? `; event loop delay max ${run.loopDelayMaxMs.toFixed(1)} ms` : ''),
           );
         } finally {
           await api.stop();

@@ -58,7 +58,7 @@ export function layerCosts(runs: LayerRun[]): StoreLayers[] {
       burstP99: spread((r) => r.burstMs.p99),
     };
     const costs = mine
-      .filter((r) => r.layer !== 'all')
+      .filter((r) => r.layer !== 'all' && r.layer !== 'bare-route')
       .map((r) => {
         const cpuUs = all.cpuMain - r.cpuUsPerCallback.main;
         return {
@@ -103,12 +103,32 @@ export function layersSection(runs: LayerRun[]): string[] {
       `path: the webhook writes no audit record, and the throttles are the clinic and operator routes' (a wrong ` +
       `token is a 404 before its body is read); the audit row measures that.`,
   );
+  const bare = runs.find((r) => r.layer === 'bare-route');
+  if (bare) {
+    L.push('');
+    L.push(
+      `**The floor: the bare route** (bench/bare-server.ts, the same load): 500/s p50 ${bare.latencyMs.p50.toFixed(2)} ` +
+        `ms, p99 ${f1(bare.latencyMs.p99)} ms, max ${f1(bare.latencyMs.max)} ms; bursts of 200 p99 ` +
+        `${f1(bare.burstMs.p99)} ms; CPU per request ${us(bare.cpuUsPerCallback.main)} µs on the main thread ` +
+        `(${us(bare.cpuUsPerCallback.total)} µs on all threads): reading a request and writing an answer on this ` +
+        `machine, before any of the engine's work.`,
+    );
+  }
   for (const s of stores) {
+    const loop = runs
+      .filter((r) => r.store === s.store && r.layer === 'all' && r.loopDelayMaxMs !== undefined)
+      .map((r) => r.loopDelayMaxMs!);
     L.push('');
     L.push(
       `**${s.store} inbox.** Every layer on: 500/s p50 ${s.all.p50.toFixed(2)} ms, p99 ${f1(s.all.p99)} ms, max ` +
         `${f1(s.all.max)} ms; bursts of 200 p99 ${f1(s.all.burstP99)} ms; CPU per callback ${us(s.all.cpuMain)} µs ` +
-        `on the main thread, ${us(s.all.cpuTotal)} µs on all threads. The two runs with every layer on differ by ` +
+        `on the main thread, ${us(s.all.cpuTotal)} µs on all threads` +
+        (bare
+          ? ` (${(s.all.cpuMain / Math.max(1, bare.cpuUsPerCallback.main)).toFixed(1)}x the bare route's, ` +
+            `p99 ${(s.all.p99 / Math.max(0.001, bare.latencyMs.p99)).toFixed(1)}x)`
+          : '') +
+        (loop.length ? `; the event loop's longest delay at 500/s ${loop.map(f1).join(' and ')} ms` : '') +
+        `. The two runs with every layer on differ by ` +
         `${us(s.noise.cpuMain)} µs of CPU, ${f1(s.noise.p99)} ms at p99 and ${f1(s.noise.burstP99)} ms on bursts.`,
     );
     L.push('');

@@ -789,7 +789,10 @@ function latencyRow(l: WebhookLevel, which: 'api' | 'bare'): string {
     which === 'bare'
       ? `bare Fastify (beside ${l.store})`
       : `API, ${l.store} inbox, Temporal ${l.temporal === 'up' ? 'up' : '**stopped**'}`;
-  return `| ${label} | ${l.rate}/s | ${ms(x.latencyMs.p50)} | ${ms(x.latencyMs.p99)} | ${ms(x.latencyMs.p999)} | ${ms(x.latencyMs.max)} | ${x.ok}/${x.scheduled} |`;
+  // The API's event loop: its longest delay over the level (monitorEventLoopDelay through prom-client, reset at each
+  // scrape: the scrape before the level and the one after it bound it).
+  const loop = which === 'api' && Number.isFinite(l.figures.loopDelayMax) ? ms(l.figures.loopDelayMax * 1000) : '–';
+  return `| ${label} | ${l.rate}/s | ${ms(x.latencyMs.p50)} | ${ms(x.latencyMs.p99)} | ${ms(x.latencyMs.p999)} | ${ms(x.latencyMs.max)} | ${x.ok}/${x.scheduled} | ${loop} |`;
 }
 
 function webhookSection(r: Results, L: string[]): void {
@@ -841,13 +844,20 @@ function webhookSection(r: Results, L: string[]): void {
   }
   L.push('![Webhook latency against load](webhook-latency.svg)', '');
   if (all.length) {
-    L.push('| Target | Rate | p50 | p99 | p99.9 | max | 200s |', '|---|---|---|---|---|---|---|');
+    L.push(
+      '| Target | Rate | p50 | p99 | p99.9 | max | 200s | Event loop delay max |',
+      '|---|---|---|---|---|---|---|---|',
+    );
     for (const l of w?.levels ?? []) {
       if (l.bare) L.push(latencyRow(l, 'bare'));
       L.push(latencyRow(l, 'api'));
     }
     for (const l of down) L.push(latencyRow(l, 'api'));
     L.push(
+      '',
+      "*Event loop delay max*: the API's event loop's longest delay over the level, warm-up included (Node.js's " +
+        '`monitorEventLoopDelay`, `nodejs_eventloop_lag_max_seconds`): a long synchronous task, or the loop waiting ' +
+        'for a CPU.',
       '',
       "**The inbox and the forwarder at each level** (the API's own `/metrics`, over the warm-up and the measured " +
         'run): *writes*: inbox writes (group commits) and callbacks per write (`journey_api_inbox_append_batch_size`, ' +
