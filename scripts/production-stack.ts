@@ -2,7 +2,8 @@
 // scripts/lib/production-stack.ts): PostgreSQL, the Temporal server and its Web UI, MinIO, the codec server, the
 // sandbox, two workers, two API replicas and HAProxy in front of them. The first run installs what is missing
 // (scripts/install-production.sh). Ctrl-C stops the parts in the reverse order; started again on the same DATA_DIR,
-// it picks up the journeys, the inbox and the attachments it left.
+// it picks up the journeys, the inbox and the attachments it left. Killed without stopping them, its guardian stops
+// them (scripts/lib/stack-guardian.ts).
 //
 // Honours the ports of `npm start` (API_PORT is the load balancer's; TEMPORAL_PORT, TEMPORAL_UI_PORT, SANDBOX_PORT,
 // CODEC_PORT) and DATA_DIR (default .data/production), plus POSTGRES_PORT (5433), OBJECT_STORE_PORT (9000),
@@ -112,7 +113,7 @@ try {
       failed: 'installing the production parts failed',
     },
     stopping:
-      'stopping (load balancer, API replicas, workers, sandbox, UI, codec, object store, Temporal, PostgreSQL)...',
+      'stopping (load balancer, API replicas, workers, sandbox, UI, codec, object store, Temporal, PostgreSQL, its backup store)...',
     make: (onFatal) => new ProductionStack({ ...o, echo: log, supervise: true, log: say, onFatal }),
     up,
   });

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { onKillAll } from './processes';
+import { recordPart } from './stack-guardian';
 
 const execFileAsync = promisify(execFile);
 
@@ -330,6 +331,7 @@ class PostgresProcess implements PostgresServer {
       await logFd.close();
     }
     this.#child = child;
+    recordPart(child.pid, 'postgres');
     // Not one of processes.ts's own: if this process exits without stopping it, an immediate shutdown by pid.
     const forget = onKillAll(() => child.kill('SIGQUIT'));
     this.#exited = new Promise<void>((resolve) => {

@@ -25,6 +25,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { partCommand } from './stack-guard';
+import { recordPart } from './stack-guardian';
 import type { StackLog } from './stack-log';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -155,6 +156,8 @@ export class ManagedProcess {
       child.once('close', () => file?.end());
     } else if (fd !== undefined) closeSync(fd);
     this.#child = child;
+    // A stack run from the command line notes it, for its guardian (stack-guardian.ts).
+    recordPart(child.pid, this.name);
     live.add(this);
     killAtExit();
     // Each start and exit noted in the log, so a log that spans restarts reads as such.

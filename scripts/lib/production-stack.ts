@@ -845,17 +845,17 @@ export class ProductionStack {
       backup_store_root_user: secrets.backupStoreAccessKey!,
       backup_store_root_password: secrets.backupStoreSecretKey!,
     });
-    const store = this.#stack.add(
-      await startObjectStore({
-        dataDir: path.join(dataDir, 'backup-store', 'data'),
-        port: ports.backupStore,
-        consolePort: ports.backupStoreConsole,
-        accessKeyId: secrets.backupStoreAccessKey!,
-        secretAccessKey: secrets.backupStoreSecretKey!,
-        credentialFiles: { user: keys.backup_store_root_user, password: keys.backup_store_root_password },
-        certsDir,
-      }),
-    );
+    // Added first, so stopped last: the cluster archives into it until its last segment at its shutdown.
+    const store = await startObjectStore({
+      dataDir: path.join(dataDir, 'backup-store', 'data'),
+      port: ports.backupStore,
+      consolePort: ports.backupStoreConsole,
+      accessKeyId: secrets.backupStoreAccessKey!,
+      secretAccessKey: secrets.backupStoreSecretKey!,
+      credentialFiles: { user: keys.backup_store_root_user, password: keys.backup_store_root_password },
+      certsDir,
+    });
+    this.#stack.add({ name: 'backup store', stop: () => store.stop() });
     this.backupStore = store;
     const backups = new PostgresBackups({
       dir: path.join(dataDir, 'postgres-backups'),

@@ -1,10 +1,22 @@
 // What keeps a stack's parts from outliving it, and a second stack from starting on top of the first: each part is
-// started under `setpriv --pdeathsig` (the kernel signals it when the stack's process dies, even by SIGKILL), and a
-// start first checks its ports and data folder, naming whoever holds them and how to stop it.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+// started under `setpriv --pdeathsig` (the kernel signals it when the stack's process dies, even by SIGKILL), a
+// guardian stops what still runs once the stack's process is gone (stack-guardian.ts: the postmasters Patroni starts in
+// sessions of their own, an archive push), and a start first stops what a previous run on its data folder left, then
+// checks its ports and data folder, naming whoever holds them and how to stop it.
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { reapPreviousRun, startRun } from './stack-guardian';
 
 const ROOT = path.resolve(__dirname, '../..');
 const STACK_SCRIPTS = ['scripts/local-stack.ts', 'scripts/production-stack.ts'];
@@ -61,14 +73,17 @@ export async function startBlocker(dataDir: string, ports: StackPort[]): Promise
 }
 
 /**
- * Before a stack starts anything: refuses (exit 1, saying who holds what) when its data folder or a port is taken,
- * then marks the data folder as this stack's until the process exits.
+ * Before a stack starts anything: with no stack running on its data folder, stops what a previous run on it left
+ * running (stack-guardian.ts); then refuses (exit 1, saying who holds what) when its data folder or a port is taken;
+ * then marks the data folder as this stack's until the process exits and starts the run's guardian, which stops every
+ * part of it should this process die without stopping them.
  */
 export async function claimStack(
   dataDir: string,
   ports: StackPort[],
-  say: (message: string, level: 'error') => void,
+  say: (message: string, level: 'info' | 'error') => void,
 ): Promise<void> {
+  if (stackOnDataFolder(dataDir) === undefined) await reapPreviousRun(dataDir, (line) => say(line, 'info'));
   const blocked = await startBlocker(dataDir, ports);
   if (blocked) {
     say(`cannot start: ${blocked}`, 'error');
@@ -76,6 +91,23 @@ export async function claimStack(
   }
   mkdirSync(dataDir, { recursive: true });
   process.on('exit', claimDataFolder(dataDir));
+  startRun(dataDir, spawnGuardian);
+}
+
+/** The guardian (stack-guardian.ts), run by node itself in a session of its own, its output appended to `log`. */
+function spawnGuardian(args: string[], log: string): number | undefined {
+  const fd = openSync(log, 'a');
+  try {
+    const child = spawn(process.execPath, ['--no-warnings', path.join(__dirname, 'stack-guardian.ts'), ...args], {
+      cwd: '/',
+      stdio: ['ignore', fd, fd],
+      detached: true,
+    });
+    child.unref();
+    return child.pid;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Marks the data folder as this stack's while it runs; the returned function unmarks it. */

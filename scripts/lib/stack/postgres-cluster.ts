@@ -69,6 +69,12 @@ export interface PostgresClusterOptions {
   settings?: Record<string, string>;
 }
 
+/**
+ * How long one WAL segment's push to the backup store may take, seconds: a push takes well under a second to a store
+ * that answers, even on a loaded machine.
+ */
+export const ARCHIVE_PUSH_TIMEOUT_S = 20;
+
 /** Defaults for a shared 2-core machine: a lapsed lease after 15 s, looked at every 2 s (loopWait + 2 retryTimeout ≤ ttl). */
 export const DEFAULT_TIMING = { ttl: 15, loopWait: 2, retryTimeout: 5 };
 
@@ -541,9 +547,16 @@ export class PostgresCluster {
         { archive_mode: 'on', archive_timeout: '60s' }
       : { archive_mode: 'off' };
     // The node's own: its archive_command names its pgBackRest configuration (pg1-path its data folder), so it
-    // lives in the node's local parameters, which win over the cluster's.
+    // lives in the node's local parameters, which win over the cluster's. Each push is bounded (ARCHIVE_PUSH_TIMEOUT_S,
+    // then SIGKILL 5 s on): pgBackRest retries a backup store that is gone for minutes, and a shutting-down server
+    // waits for its archiver, which tries each segment three times. A push cut short fails; the segment stays
+    // `.ready` and is pushed again later (or at the next start), nothing is lost.
     const archiveCommand = archiveConfig
-      ? { archive_command: `pgbackrest --config=${archiveConfig} --stanza=${this.o.archive!.stanza} archive-push %p` }
+      ? {
+          archive_command:
+            `timeout -k 5 ${ARCHIVE_PUSH_TIMEOUT_S} pgbackrest --config=${archiveConfig} ` +
+            `--stanza=${this.o.archive!.stanza} archive-push %p`,
+        }
       : {};
     return {
       scope: SCOPE,
