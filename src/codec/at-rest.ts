@@ -9,12 +9,11 @@ import {
   createHmac,
   createSecretKey,
   hkdfSync,
-  randomBytes,
   type KeyObject,
 } from 'node:crypto';
 import type { EncryptionKey } from '../encryption-keys';
+import { freshIv, IV_BYTES } from '../nonces';
 
-const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 export type SealPurpose = 'callback-inbox' | 'dead-letter' | 'attachment' | 'attachment-meta' | 'attachment-owner';
@@ -56,7 +55,7 @@ export class RecordSealer {
   seal(plain: Uint8Array | string, purpose: SealPurpose): Sealed {
     const bytes = typeof plain === 'string' ? Buffer.from(plain, 'utf8') : Buffer.from(plain);
     if (!this.#active) return { keyId: null, data: bytes };
-    const iv = randomBytes(IV_BYTES);
+    const iv = freshIv();
     const cipher = createCipheriv('aes-256-gcm', this.#cipherKeys.get(this.#active.id)!, iv);
     cipher.setAAD(Buffer.from(purpose));
     return {

@@ -1,7 +1,8 @@
 // Encrypts every Temporal payload with AES-256-GCM so that PHI never reaches the server in the clear. The key id
 // travels in the payload's metadata: after a rotation, payloads written under an older key still decrypt as long
 // as that key stays configured.
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject } from 'node:crypto';
+import { freshIv, IV_BYTES } from '../nonces';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { EncryptionKey } from '../encryption-keys';
@@ -10,7 +11,6 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
 export const METADATA_KEY_ID = 'encryption-key-id';
 export const METADATA_CIPHER = 'encryption-cipher';
 const CIPHER = 'AES-256-GCM';
-const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -41,7 +41,7 @@ export class EncryptionCodec implements PayloadCodec {
       resolve(
         payloads.map((payload) => {
           const plain = temporal.api.common.v1.Payload.encode(payload).finish();
-          const iv = randomBytes(IV_BYTES);
+          const iv = freshIv();
           const cipher = createCipheriv('aes-256-gcm', this.#keys.get(this.#active.id)!, iv);
           const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
           return {

@@ -11,10 +11,10 @@ import {
   randomFillSync,
   type KeyObject,
 } from 'node:crypto';
+import { freshIv, IV_BYTES } from '../nonces';
 import type { EncryptionKey } from '../encryption-keys';
 import type { PatientRef } from './envelope';
 
-const IV_BYTES = 12;
 const TAG_BYTES = 16;
 export const DATA_KEY_BYTES = 32;
 
@@ -62,7 +62,7 @@ export class PatientRefs {
 const wrapAad = (patientRef: string, dekId: string) => Buffer.from(`patient-data-key\n${patientRef}\n${dekId}`);
 
 function encrypt(key: KeyObject, plain: Buffer, aad: Buffer): Buffer {
-  const iv = randomBytes(IV_BYTES);
+  const iv = freshIv();
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad);
   return Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
