@@ -24,6 +24,7 @@ import {
   type InboxEntry,
   type InboxStats,
 } from './types';
+import { eachYielding } from './yielding';
 
 /** Batch files of the previous version (one sealed file per group commit): imported into the log at start. */
 const BATCH_FILE = /^b_[0-9]{15}_[0-9]{6}\.json$/;
@@ -199,24 +200,34 @@ export class FileInbox implements CallbackInbox {
     return this.#commit.add({ kind: 'append', journeyId, receivedAt: signal.receivedAt, json });
   }
 
-  claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
+  async claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
     const chosen = new Map<string, number>();
-    const entries: InboxEntry[] = [];
+    const held: Held[] = [];
     for (const { entry } of this.#entries.values()) {
       const count = chosen.get(entry.journeyId);
       if (count === undefined) {
         if (this.#claimed.has(entry.journeyId) || chosen.size >= maxJourneys) continue;
         chosen.set(entry.journeyId, 1);
-        entries.push(claimed(entry));
+        held.push(entry);
       } else if (count < maxPerJourney) {
         chosen.set(entry.journeyId, count + 1);
-        entries.push(claimed(entry));
+        held.push(entry);
       }
     }
-    if (entries.length === 0) return Promise.resolve(undefined);
+    if (held.length === 0) return undefined;
     for (const journeyId of chosen.keys()) this.#claimed.add(journeyId);
+    // Read a slice at a time: the webhook's acknowledgements are answered between slices (yielding.ts).
+    const entries: InboxEntry[] = [];
+    try {
+      await eachYielding(held, (entry) => {
+        entries.push(claimed(entry));
+      });
+    } catch (err) {
+      for (const journeyId of chosen.keys()) this.#claimed.delete(journeyId);
+      throw err;
+    }
     let settled = false;
-    return Promise.resolve({
+    return {
       entries,
       settle: async (done, deadLetters) => {
         if (settled) throw new Error('an inbox claim is settled once');
@@ -227,7 +238,7 @@ export class FileInbox implements CallbackInbox {
           for (const journeyId of chosen.keys()) this.#claimed.delete(journeyId);
         }
       },
-    });
+    };
   }
 
   stats(): Promise<InboxStats> {

@@ -22,6 +22,7 @@ import type {
   InboxEntry,
   InboxStats,
 } from './types';
+import { eachYielding } from './yielding';
 
 /** The patient keys the inbox uses. */
 export type InboxPatientKeys = Pick<PatientKeys, 'journeyKey' | 'sealForPatient' | 'openSealed'>;
@@ -93,11 +94,12 @@ export class PatientSealedInbox implements CallbackInbox {
     if (!claim) return undefined;
     const entries: InboxEntry[] = [];
     const erased: string[] = [];
-    for (const entry of claim.entries) {
+    // Opened a slice at a time: the webhook's acknowledgements are answered between slices (yielding.ts).
+    await eachYielding(claim.entries, async (entry) => {
       const stored: unknown = entry.signal;
       if (!isSealedSignal(stored)) {
         entries.push(entry);
-        continue;
+        return;
       }
       const opened = await this.keys.openSealed<CallbackSignal>(stored.sealed, ENTRY_PURPOSE);
       if (opened.state === 'open') entries.push({ ...entry, signal: opened.value });
@@ -106,7 +108,7 @@ export class PatientSealedInbox implements CallbackInbox {
         erased.push(entry.id);
         this.events.droppedErased?.(entry.journeyId, opened.erasureId);
       }
-    }
+    });
     const deadLetters = this.deadLetters;
     return {
       entries,

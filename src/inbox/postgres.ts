@@ -21,6 +21,7 @@ import {
   type InboxEntry,
   type InboxStats,
 } from './types';
+import { eachYielding } from './yielding';
 
 const CHANNEL = 'callback_inbox';
 
@@ -216,7 +217,8 @@ export class PostgresInbox implements CallbackInbox {
       );
       const entries: InboxEntry[] = [];
       const corrupt: DeadLetterSettlement[] = [];
-      for (const row of rows.rows) {
+      // Opened a slice at a time: the webhook's acknowledgements are answered between slices (yielding.ts).
+      await eachYielding(rows.rows, (row) => {
         try {
           const signal = JSON.parse(
             this.#o.sealer.openText({ keyId: row.key_id, data: row.body }, 'callback-inbox'),
@@ -237,7 +239,7 @@ export class PostgresInbox implements CallbackInbox {
             },
           });
         }
-      }
+      });
       let settled = false;
       const claim: InboxClaim = {
         entries,
