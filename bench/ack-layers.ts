@@ -18,6 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
+import pino from 'pino';
 import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { buildApp } from '../src/api/app';
 import { profileOnSignal } from '../src/api/cpu-profile';
@@ -63,6 +64,8 @@ const MEASURE_WITHOUT: Partial<Record<LayerName, AckLayer>> = {
 
 const SECRET = 'ack-layers-bench-secret-0123456789';
 const PORT = 22_295;
+/** A bare route the generator warms itself on before each burst (its own code compiled, as the bench's bursts do). */
+const WARM_PORT = 22_297;
 const DATABASE = 'journeys_ack_layers';
 const JOURNEYS = 100;
 const RATE = 500;
@@ -84,6 +87,146 @@ export interface LayerRun {
   sent: number;
   /** The event loop's longest delay during the rate (monitorEventLoopDelay, through prom-client); not for the bare route. */
   loopDelayMaxMs?: number;
+}
+
+/** The whole phase: the load runs (A/B across processes) and the CPU each layer costs measured in one process. */
+export interface AckLayerResults {
+  runs: LayerRun[];
+  cpu: LayerCpu[];
+}
+
+/**
+ * A layer's CPU on the webhook's event loop per callback, measured in one process: the API with every layer and the
+ * API without this one, both built in the same process, take the same callbacks (Fastify's inject: the route, its
+ * hooks, the inbox's durable write; no socket), in alternating rounds; the cost is the median over the rounds of the
+ * main thread's CPU per callback with every layer less without it. Far steadier than across processes, where the
+ * run-to-run noise is larger than most layers.
+ */
+export interface LayerCpu {
+  store: InboxStore;
+  layer: LayerName;
+  /** Median over the rounds, µs per callback. */
+  usPerCallback: number;
+  /** Every layer on, µs per callback (median over the rounds). */
+  allUs: number;
+  /** The rounds' differences, lowest and highest (µs). */
+  spread: [number, number];
+  rounds: number;
+  perRound: number;
+}
+
+/** The layers the in-process measure takes: those the webhook runs for each callback before its 200. */
+export const IN_PROCESS_LAYERS: LayerName[] = [
+  'token',
+  'reading',
+  'patient-sealing',
+  'payload-sealing',
+  'audit',
+  'request-log',
+  'pressure',
+  'response-schema',
+  'store-write',
+];
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** Each in-process layer's CPU per callback (LayerCpu), for each store. */
+export async function layerCpuInProcess(o: {
+  stores: InboxStore[];
+  layers?: LayerName[];
+  rounds: number;
+  perRound: number;
+  /** For the postgres store: the inbox's database (the synchronous cluster's superuser URL). */
+  postgres?: string;
+  log?: (m: string) => void;
+}): Promise<LayerCpu[]> {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'ack-layers-cpu-'));
+  const logTo = pino.destination({ dest: path.join(work, 'api.log'), sync: true });
+  const wanted = (o.layers ?? IN_PROCESS_LAYERS).filter((l) => IN_PROCESS_LAYERS.includes(l));
+  const bodies = Array.from({ length: JOURNEYS }, (_, i) => ({
+    url: webhookPath(`j${i}`, SECRET),
+    payload: event1Body(8_000_000 + i),
+  }));
+  let n = 0;
+  const build = async (layer: LayerName, store: InboxStore) => {
+    const inboxUrl = store === 'postgres' ? await freshDatabase(o.postgres!, `${DATABASE}_${++n}`) : undefined;
+    const { app } = await layerApp({
+      layer,
+      store,
+      dataDir: path.join(work, `data-${++n}`),
+      ...(inboxUrl ? { inboxUrl } : {}),
+      startForwarder: false,
+      logTo,
+    });
+    return app;
+  };
+  type App = Awaited<ReturnType<typeof build>>;
+  let next = 0;
+  const round = async (app: App) => {
+    const t0 = process.threadCpuUsage();
+    for (let i = 0; i < o.perRound; i++) {
+      const b = bodies[next++ % bodies.length]!;
+      const res = await app.inject({
+        method: 'POST',
+        url: b.url,
+        payload: b.payload,
+        headers: { 'content-type': 'application/json' },
+      });
+      if (res.statusCode !== 200) throw new Error(`the webhook answered ${res.statusCode} in the CPU measure`);
+    }
+    const t = process.threadCpuUsage(t0);
+    return (t.user + t.system) / o.perRound;
+  };
+  const out: LayerCpu[] = [];
+  try {
+    for (const store of o.stores) {
+      if (store === 'postgres' && !o.postgres) throw new Error('the postgres store needs a PostgreSQL');
+      const all = await build('all', store);
+      try {
+        await round(all); // warm: JIT, caches, the first segment
+        for (const layer of wanted) {
+          const without = await build(layer, store);
+          try {
+            await round(without);
+            const diffs: number[] = [];
+            const alls: number[] = [];
+            for (let r = 0; r < o.rounds; r++) {
+              const a = await round(all);
+              const w = await round(without);
+              alls.push(a);
+              diffs.push(a - w);
+            }
+            const cost: LayerCpu = {
+              store,
+              layer,
+              usPerCallback: median(diffs),
+              allUs: median(alls),
+              spread: [Math.min(...diffs), Math.max(...diffs)],
+              rounds: o.rounds,
+              perRound: o.perRound,
+            };
+            out.push(cost);
+            o.log?.(
+              `layers in process, ${store}, ${layer}: ${cost.usPerCallback.toFixed(1)} µs per callback ` +
+                `(rounds ${cost.spread[0].toFixed(1)} to ${cost.spread[1].toFixed(1)}; every layer ${cost.allUs.toFixed(0)} µs)`,
+            );
+          } finally {
+            await without.close();
+          }
+        }
+      } finally {
+        await all.close();
+      }
+    }
+  } finally {
+    logTo.flushSync();
+    logTo.end();
+    rmSync(work, { recursive: true, force: true });
+  }
+  return out;
 }
 
 /** Nothing stored: the inbox of the `store-write` run (appends kept in memory, each claim taking what waits). */
@@ -120,11 +263,19 @@ class MemoryInbox implements CallbackInbox {
   }
 }
 
-/** The child: the API as deployed, less the layer LAYER names, with a fake Temporal client. */
-async function serve() {
-  const layer = (process.env.LAYER ?? 'all') as LayerName;
-  const store = (process.env.INBOX_STORE ?? 'files') as InboxStore;
-  const dataDir = process.env.DATA_DIR!;
+/**
+ * The API as deployed, less `layer`, with a fake Temporal client, its journeys bound to patients, ready (not
+ * listening). `logTo`: where its log lines go (by default stdout, as a deployment's).
+ */
+async function layerApp(o: {
+  layer: LayerName;
+  store: InboxStore;
+  dataDir: string;
+  inboxUrl?: string;
+  startForwarder?: boolean;
+  logTo?: { write(line: string): unknown };
+}) {
+  const { layer, store, dataDir } = o;
   const config = loadConfig({
     DATA_DIR: dataDir,
     WEBHOOK_SECRET: SECRET,
@@ -133,7 +284,7 @@ async function serve() {
     PATIENT_KEY_STORE: layer === 'patient-sealing' ? 'off' : 'file',
     ...(layer === 'audit' ? {} : { AUDIT_FILE: path.join(dataDir, 'audit.jsonl') }),
     INBOX_STORE: store,
-    INBOX_DATABASE_URL: process.env.INBOX_DATABASE_URL,
+    INBOX_DATABASE_URL: o.inboxUrl,
     API_PORT: String(PORT),
     LOG_LEVEL: layer === 'request-log' ? 'warn' : 'info',
     LOG_FORMAT: 'json',
@@ -148,9 +299,9 @@ async function serve() {
     config,
     temporal: temporal as never,
     examServiceFor: () => undefined as never,
-    logger: apiLoggerOptions(config),
+    logger: { ...apiLoggerOptions(config), ...(o.logTo ? { stream: o.logTo } : {}) },
     ...(layer === 'store-write' ? { inbox: new MemoryInbox() } : {}),
-    ...(layer === 'forwarder' ? { startForwarder: false } : {}),
+    ...(layer === 'forwarder' || o.startForwarder === false ? { startForwarder: false } : {}),
     ...(without ? { measureWithout: new Set([without]) } : {}),
   });
   await app.ready();
@@ -159,6 +310,18 @@ async function serve() {
     const ref: PatientRef = `pt_${randomBytes(16).toString('base64url')}`;
     await app.patientKeys?.bindJourney(journeyWorkflowId(`j${i}`), ref);
   }
+  return { app, config };
+}
+
+/** The child: the API as deployed, less the layer LAYER names, listening. */
+async function serve() {
+  const layer = (process.env.LAYER ?? 'all') as LayerName;
+  const { app, config } = await layerApp({
+    layer,
+    store: (process.env.INBOX_STORE ?? 'files') as InboxStore,
+    dataDir: process.env.DATA_DIR!,
+    ...(process.env.INBOX_DATABASE_URL ? { inboxUrl: process.env.INBOX_DATABASE_URL } : {}),
+  });
   await app.listen({ host: '127.0.0.1', port: PORT });
   // As server.ts: a CPU profile between two SIGUSR2s when API_CPU_PROFILE_DIR is set (docs/cpu-profiles.md).
   if (process.env.API_CPU_PROFILE_DIR) profileOnSignal(process.env.API_CPU_PROFILE_DIR, app.log);
@@ -211,7 +374,17 @@ export async function ackLayers(o: {
   const wanted = (o.layers ?? (Object.keys(ACK_LAYERS) as LayerName[])).filter((l) => l !== 'all');
   const out: LayerRun[] = [];
   let n = 0;
+  const warmOrigin = `http://127.0.0.1:${WARM_PORT}`;
+  const warm = startProcess({
+    name: 'ack-layers-warm-route',
+    ...tsx('bench/bare-server.ts', [], API_NODE_FLAGS),
+    logDir: o.logDir,
+    env: { BARE_PORT: String(WARM_PORT) },
+    ready: httpProbe(`${warmOrigin}/healthz`),
+    readyTimeoutMs: 60_000,
+  });
   try {
+    await warm.ready();
     for (const store of o.stores) {
       if (store === 'postgres' && !o.postgres) throw new Error('the postgres store needs a PostgreSQL');
       const layers = wanted.filter(
@@ -276,7 +449,12 @@ export async function ackLayers(o: {
           if (drains) await waitInboxEmpty(origin, 60_000);
           const samples: number[] = [];
           for (let b = 0; b < o.bursts; b++) {
-            const burst = await runLoad(burstSpec(origin, burstTargets, false, false), work, o.logDir, 60_000);
+            const burst = await runLoad(
+              burstSpec(origin, burstTargets, false, false, warmOrigin),
+              work,
+              o.logDir,
+              60_000,
+            );
             samples.push(...(burst[0]?.latencySamples ?? []));
             if (drains) await waitInboxEmpty(origin, 30_000);
             await new Promise((r) => setTimeout(r, 300));
@@ -308,6 +486,7 @@ export async function ackLayers(o: {
       }
     }
   } finally {
+    await warm.stop();
     rmSync(work, { recursive: true, force: true });
   }
   return out;
@@ -338,9 +517,18 @@ async function run() {
       dbs.push(single);
       postgres = { synchronous: sync.url, single: single.url };
     }
+    const layers = process.env.LAYERS ? (process.env.LAYERS.split(',') as LayerName[]) : undefined;
+    const cpu = await layerCpuInProcess({
+      stores,
+      ...(layers ? { layers } : {}),
+      rounds: Number(process.env.ROUNDS ?? 7),
+      perRound: Number(process.env.PER_ROUND ?? 600),
+      ...(postgres ? { postgres: postgres.synchronous } : {}),
+      log: console.log,
+    });
     const runs = await ackLayers({
       stores,
-      ...(process.env.LAYERS ? { layers: process.env.LAYERS.split(',') as LayerName[] } : {}),
+      ...(layers ? { layers } : {}),
       seconds: Number(process.env.LEVEL_SECONDS ?? 6),
       bursts: Number(process.env.BURSTS ?? 3),
       logDir,
@@ -348,7 +536,7 @@ async function run() {
       log: console.log,
     });
     const { layersSection } = await import('./lib/layers-report');
-    console.log(layersSection(runs).join('\n'));
+    console.log(layersSection({ runs, cpu }).join('\n'));
   } finally {
     for (const db of dbs) await db.stop();
     rmSync(logDir, { recursive: true, force: true });

@@ -68,7 +68,7 @@ import { profileDir, profilingWanted } from './lib/cpu-profiles';
 import { coldStartPhase, npmTestPhase, readFullNpmTest, saveFullNpmTest } from './phases/cold';
 import { buildWorkflowBundle } from '../src/workflow-bundle';
 import { apiAlone } from './api-alone';
-import { ackLayers } from './ack-layers';
+import { ackLayers, layerCpuInProcess } from './ack-layers';
 import { sustainedPhase } from './phases/sustained';
 import { throughputPhase } from './phases/throughput';
 import { tuningPhase } from './phases/tuning';
@@ -397,14 +397,24 @@ async function main() {
           })
         : undefined;
       try {
-        return await ackLayers({
-          stores: o.stores.filter((st) => st === 'files' || pg),
+        const stores = o.stores.filter((st) => st === 'files' || pg);
+        // The cost first, in one process (the machine idle), then the effect of each under load.
+        const cpu = await layerCpuInProcess({
+          stores,
+          rounds: o.quickSizes ? 3 : 7,
+          perRound: o.quickSizes ? 300 : 600,
+          ...(pg ? { postgres: pg.url } : {}),
+          log,
+        });
+        const runs = await ackLayers({
+          stores,
           seconds: o.quickSizes ? 3 : 6,
           bursts: o.burstRepeats,
           logDir,
           ...(pg ? { postgres: { synchronous: pg.url, ...(single ? { single: single.url } : {}) } } : {}),
           log,
         });
+        return { runs, cpu };
       } finally {
         await single?.stop();
       }

@@ -1,6 +1,6 @@
 // docs/performance.md and docs/webhook-latency.svg from one run's results.
 import type { AloneRun } from '../api-alone';
-import type { LayerRun } from '../ack-layers';
+import type { AckLayerResults } from '../ack-layers';
 import { LAYER_SHARE_LIMIT, layerCosts, layersOverLimit, layersSection } from './layers-report';
 import { GENERATOR_WARM_BURSTS } from './load';
 import type { ColdStartResults, NpmTestResults } from '../phases/cold';
@@ -49,7 +49,7 @@ export interface Results {
   postgresStartSeconds?: number;
   alone?: AloneRun[];
   /** Each layer of the acknowledgement left out in turn (bench/ack-layers.ts). */
-  layers?: LayerRun[];
+  layers?: AckLayerResults;
   cold?: ColdStartResults;
   npmTest?: NpmTestResults;
   npmTestFull?: NpmTestResults;
@@ -179,14 +179,14 @@ export function targets(r: Results): Targets {
       verdict: v < 100 && notOk === 0 ? met(true) : `${met(false)}: ${v < 100 ? `${notOk} not 200` : by(v, 100)}`,
     });
   }
-  if (r.layers?.length) {
+  if (r.layers?.runs.length) {
     const over = layersOverLimit(r.layers);
     const stores = layerCosts(r.layers);
     const worst = stores.flatMap((s) => s.costs.filter((c) => !c.floor)).sort((a, b) => b.share - a.share)[0];
     rows.push({
       target: `Every layer of the acknowledgement under ${LAYER_SHARE_LIMIT * 100} % of its time at 500/s (the durable write aside; ${stores.map((s) => s.store).join(', ')})`,
       figure: worst
-        ? `the costliest: ${worst.layer} on ${worst.store}, ${worst.cpuUs.toFixed(0)} µs = ${(worst.share * 100).toFixed(1)} %`
+        ? `the costliest: ${worst.layer} on ${worst.store}, ${(worst.inProcessUs ?? worst.abUs ?? 0).toFixed(0)} µs = ${(worst.share * 100).toFixed(1)} %`
         : '–',
       verdict:
         over.length === 0
@@ -1141,7 +1141,7 @@ export function renderReport(
 
   // ---- webhook, bursts, the API alone, the outage ----
   webhookSection(r, L);
-  if (r.layers?.length) {
+  if (r.layers?.runs.length) {
     L.push('');
     L.push(...layersSection(r.layers));
   }
