@@ -46,7 +46,8 @@
 //          sustained: --sustained-rates 50,100,150,200,300  --sustained-seconds 180  --sustained-drain-seconds 120
 //          --sustained-svg <svg> (default: sustained-inbox-depth.svg beside --svg, else beside the report)
 //          --forwarder-policies a,b (the API restarted with FORWARDER_POLICY=<each> for the sustained rates)
-//          The hard limit grows by the sustained phase's own budget when it runs (unless --timeout-minutes).
+//          The hard limit grows by the sustained phase's own budget when it runs, and by 10 minutes (quick: 6) for the
+//          layers phase (unless --timeout-minutes).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -195,7 +196,7 @@ function parseOptions(argv: string[]): Options {
     timeoutMs:
       v['timeout-minutes'] !== undefined
         ? num(v['timeout-minutes'], 30) * 60_000
-        : (quick ? 15 : 30) * 60_000 + sustainedMs,
+        : (quick ? 15 : 30) * 60_000 + sustainedMs + (phases.has('layers') ? (quick ? 6 : 10) * 60_000 : 0),
     // A partial run does not overwrite the committed report.
     out: v.out ?? (partial ? undefined : path.join(ROOT, 'docs', 'performance.md')),
     svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),
