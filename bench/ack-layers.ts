@@ -33,27 +33,11 @@ import { apiFigures } from './lib/api-metrics';
 import { event1Body, webhookPath } from './lib/journeys';
 import { burstSpec, runLoad } from './lib/load';
 import { startBenchDatabase, type BenchDatabase, type InboxStore } from './lib/stack';
-import { summarize, type Summary } from './lib/stats';
+import { ACK_LAYERS, type AckLayerResults, type LayerCpu, type LayerName, type LayerRun } from './lib/ack-layer-names';
 
-/** Each layer a callback passes on its way to its 200, and how it is left out. */
-export const ACK_LAYERS = {
-  all: 'nothing left out: the API as deployed',
-  'bare-route':
-    'everything: the bare route (bench/bare-server.ts, the same Fastify route shape answering at once, nothing stored), the floor of this machine and its Node.js',
-  token: "the URL token's check (an HMAC of the journey id compared in constant time)",
-  reading:
-    "reading the body into the interface's event (nesting scan, JSON parse, the layouts' schemas): each distinct body read once",
-  'patient-sealing': "each callback sealed under its journey's patient's data key (PATIENT_KEY_STORE=off)",
-  'payload-sealing': "the inbox's entries sealed under the payload keys (the inbox given a sealer without keys)",
-  audit: 'the audit trail (no AUDIT_FILE): the webhook writes no audit record, so this should cost nothing',
-  'request-log': "Fastify's request lines at LOG_LEVEL info, two JSON lines per callback (LOG_LEVEL=warn)",
-  pressure: "the acknowledgement-pressure bookkeeping after each 200 (the answer's time recorded)",
-  'response-schema': 'the answer serialized by its response schema (a string written by hand instead)',
-  'store-write': 'the durable write (an inbox in memory: nothing stored, the floor of the path without storage)',
-  forwarder: 'the forwarder beside the webhook (not started: the callbacks stay in the inbox)',
-  standby: 'the synchronous standby (postgres only: a lone server, a commit waits for its own flush only)',
-} as const;
-export type LayerName = keyof typeof ACK_LAYERS;
+export { ACK_LAYERS, type AckLayerResults, type LayerCpu, type LayerName, type LayerRun };
+import { summarize } from './lib/stats';
+
 const MEASURE_WITHOUT: Partial<Record<LayerName, AckLayer>> = {
   token: 'token',
   reading: 'reading',
@@ -69,51 +53,6 @@ const WARM_PORT = 22_297;
 const DATABASE = 'journeys_ack_layers';
 const JOURNEYS = 100;
 const RATE = 500;
-
-export interface LayerRun {
-  store: InboxStore;
-  /** Left out in this run (`all`: nothing). */
-  layer: LayerName;
-  /** Which pass: `all` runs first (0) and last (1). */
-  pass: number;
-  rate: number;
-  latencyMs: Summary;
-  /** CPU of the API process per callback at the rate (µs): its main thread, and every thread. */
-  cpuUsPerCallback: { main: number; total: number };
-  /** Bursts of 200 on connections the burst opens, pooled. */
-  burstMs: Summary;
-  /** Callbacks answered 200 over the run, of those sent. */
-  accepted: number;
-  sent: number;
-  /** The event loop's longest delay during the rate (monitorEventLoopDelay, through prom-client); not for the bare route. */
-  loopDelayMaxMs?: number;
-}
-
-/** The whole phase: the load runs (A/B across processes) and the CPU each layer costs measured in one process. */
-export interface AckLayerResults {
-  runs: LayerRun[];
-  cpu: LayerCpu[];
-}
-
-/**
- * A layer's CPU on the webhook's event loop per callback, measured in one process: the API with every layer and the
- * API without this one, both built in the same process, take the same callbacks (Fastify's inject: the route, its
- * hooks, the inbox's durable write; no socket), in alternating rounds; the cost is the median over the rounds of the
- * main thread's CPU per callback with every layer less without it. Far steadier than across processes, where the
- * run-to-run noise is larger than most layers.
- */
-export interface LayerCpu {
-  store: InboxStore;
-  layer: LayerName;
-  /** Median over the rounds, µs per callback. */
-  usPerCallback: number;
-  /** Every layer on, µs per callback (median over the rounds). */
-  allUs: number;
-  /** The rounds' differences, lowest and highest (µs). */
-  spread: [number, number];
-  rounds: number;
-  perRound: number;
-}
 
 /** The layers the in-process measure takes: those the webhook runs for each callback before its 200. */
 export const IN_PROCESS_LAYERS: LayerName[] = [

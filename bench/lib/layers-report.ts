@@ -1,6 +1,6 @@
 // The report's table of the acknowledgement's layers (bench/ack-layers.ts): what each costs per callback, in CPU and
 // in latency, measured by leaving it out, against the acknowledgement's own time at 500/s.
-import { ACK_LAYERS, type AckLayerResults, type LayerName, type LayerRun } from '../ack-layers';
+import { ACK_LAYERS, type AckLayerResults, type LayerName, type LayerRun } from './ack-layer-names';
 import type { InboxStore } from './stack';
 
 /** Layers that are the acknowledgement's floor (the durable write the interface's 200 means), not a cost on top. */
@@ -176,5 +176,6 @@ export function layersSection(results: AckLayerResults): string[] {
           .map((c) => `${c.layer} on ${c.store} (${(c.share * 100).toFixed(1)} %)`)
           .join('; ')}.`,
   );
+  L.push('');
   return L;
 }

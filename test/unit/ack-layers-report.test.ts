@@ -1,4 +1,4 @@
-import type { LayerCpu, LayerName, LayerRun } from '../../bench/ack-layers';
+import type { LayerCpu, LayerName, LayerRun } from '../../bench/lib/ack-layer-names';
 import { layerCosts, layersOverLimit, layersSection } from '../../bench/lib/layers-report';
 import type { Summary } from '../../bench/lib/stats';
 
