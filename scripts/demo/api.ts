@@ -82,10 +82,12 @@ export class ApiClient {
       }
       const { response } = answer;
       if (response.status === 429 && attempt < 5) {
+        this.#retried(429);
         await sleep(Math.min(retryAfterMs(response) ?? 1_000, 10_000));
         continue;
       }
       if (what.idempotent && retriable(response.status, attempt)) {
+        this.#retried(response.status);
         await sleep(backoffMs(attempt, retryAfterMs(response)));
         continue;
       }
@@ -117,17 +119,33 @@ export class ApiClient {
         timeoutMs: options.timeoutMs ?? 20_000,
       });
       if (res.status === 429 && attempt < 5) {
+        this.#retried(429);
         await sleep(Math.min(res.retryAfterMs ?? 1_000, 10_000));
         continue;
       }
       const idempotent = Object.keys(options.headers ?? {}).some((h) => h.toLowerCase() === 'idempotency-key');
       if (idempotent && retriable(res.status, attempt)) {
+        this.#retried(res.status);
         await sleep(backoffMs(attempt, res.retryAfterMs));
         continue;
       }
       if (!res.ok) throw new HttpError(method, route.split('?')[0]!, res.status, res.problem, res.text);
       return { status: res.status, body: res.body as T };
     }
+  }
+
+  /** How many answers of each status were sent again (429 after Retry-After; 5xx with the same Idempotency-Key). */
+  readonly retriedAnswers = new Map<number, number>();
+
+  #retried(status: number): void {
+    this.retriedAnswers.set(status, (this.retriedAnswers.get(status) ?? 0) + 1);
+  }
+
+  /** A line saying what was sent again, by status, or that nothing was. */
+  retriedSummary(): string {
+    if (this.retriedAnswers.size === 0) return 'No request had to be sent again.';
+    const counts = [...this.retriedAnswers.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s} x${n}`);
+    return `Requests sent again after answers: ${counts.join(', ')} (5xx with the same Idempotency-Key).`;
   }
 
   /** GET /readyz: resolves when the API is ready, throws HttpError (503 while not) or UnreachableError. */

@@ -143,5 +143,6 @@ export async function runDemo(opts: Options, client: ApiClient, gone: () => stri
       ? green(`\nAll ${runs.length} journeys ended as expected in ${total}.`)
       : red(`\n${failed.length} of ${runs.length} journeys did not end as expected (${total}).`),
   );
+  say(client.retriedSummary());
   return failed.length === 0;
 }
