@@ -31,7 +31,7 @@ import type { PatientRef } from '../src/patient-keys/envelope';
 import { httpProbe, startProcess, threadCpuSeconds, tsx } from '../scripts/lib/processes';
 import { apiFigures } from './lib/api-metrics';
 import { event1Body, webhookPath } from './lib/journeys';
-import { burstSpec, runLoad } from './lib/load';
+import { burstSpec, rateSpec, runLoad } from './lib/load';
 import { startBenchDatabase, type BenchDatabase, type InboxStore } from './lib/stack';
 import { ACK_LAYERS, type AckLayerResults, type LayerCpu, type LayerName, type LayerRun } from './lib/ack-layer-names';
 
@@ -360,17 +360,7 @@ export async function ackLayers(o: {
           const f0 = await figures();
           const cpu0 = await threadCpuSeconds(api.pid);
           const runs = await runLoad(
-            {
-              origin,
-              targets,
-              levels: [
-                { name: 'warm-up', rate: RATE, durationMs: 2_000, record: false },
-                { name: `${RATE}/s`, rate: RATE, durationMs: o.seconds * 1000, record: true },
-              ],
-              connections: 128,
-              timeoutMs: 15_000,
-              keepAlive: true,
-            },
+            rateSpec(origin, targets, RATE, { warmupMs: 2_000, seconds: o.seconds }),
             work,
             o.logDir,
             120_000,

@@ -18,7 +18,7 @@ import { API_NODE_FLAGS } from '../src/api/node-flags';
 import { buildApp } from '../src/api/app';
 import { loadConfig } from '../src/config';
 import { event1Body, webhookPath } from './lib/journeys';
-import { burstSpec, runLoad } from './lib/load';
+import { burstSpec, rateSpec, runLoad } from './lib/load';
 import { httpProbe, startProcess, threadCpuSeconds, tsx } from '../scripts/lib/processes';
 import {
   DATABASE_SHAPES,
@@ -132,17 +132,7 @@ export async function apiAlone(o: {
           const f0 = await apiFigures(origin);
           const t0 = performance.now();
           const runs = await runLoad(
-            {
-              origin,
-              targets,
-              levels: [
-                { name: 'warm-up', rate, durationMs: 1_000, record: false },
-                { name: `${rate}/s`, rate, durationMs: o.seconds * 1000, record: true },
-              ],
-              connections: 128,
-              timeoutMs: 15_000,
-              keepAlive: true,
-            },
+            rateSpec(origin, targets, rate, { warmupMs: 1_000, seconds: o.seconds }),
             work,
             o.logDir,
             120_000,

@@ -24,6 +24,26 @@ export async function runLoad(
   return JSON.parse(await readFile(resultFile, 'utf8')) as LevelResult[];
 }
 
+/** One rate held open-loop over 128 keep-alive connections: an unrecorded warm-up, then `seconds` measured. */
+export function rateSpec(
+  origin: string,
+  targets: LoadSpec['targets'],
+  rate: number,
+  o: { warmupMs: number; seconds: number },
+): LoadSpec {
+  return {
+    origin,
+    targets,
+    levels: [
+      { name: 'warm-up', rate, durationMs: o.warmupMs, record: false },
+      { name: `${rate}/s`, rate, durationMs: o.seconds * 1000, record: true },
+    ],
+    connections: 128,
+    timeoutMs: 15_000,
+    keepAlive: true,
+  };
+}
+
 /** Bursts a generator sends the bare route before it is measured (LoadSpec.warmBursts). */
 export const GENERATOR_WARM_BURSTS = 5;
 
