@@ -12,7 +12,15 @@ import path from 'node:path';
 import { freeProductionPorts, productionStackPorts } from '../../scripts/lib/production-stack';
 import { listenerPid } from '../../scripts/lib/stack-guard';
 import { freePort } from '../support/dev-server-process';
-import { descendants, killGroup, runStack, stat, type Stack, untilUp } from '../support/stack-processes';
+import {
+  descendants,
+  killGroup,
+  productionPortsEnv,
+  runStack,
+  stat,
+  type Stack,
+  untilUp,
+} from '../support/stack-processes';
 
 jest.setTimeout(900_000);
 
@@ -31,21 +39,7 @@ beforeAll(async () => {
   const workerMetrics = [await freePort(), await freePort()];
   env = {
     DATA_DIR: dataDir,
-    API_PORT: String(p.api),
-    API_REPLICA_PORTS: p.apiReplicas.join(','),
-    TEMPORAL_PORT: String(p.temporal),
-    TEMPORAL_HTTP_PORT: String(p.temporalHttp),
-    TEMPORAL_HISTORY_PORT: String(p.temporalHistory),
-    TEMPORAL_MATCHING_PORT: String(p.temporalMatching),
-    TEMPORAL_WORKER_PORT: String(p.temporalWorker),
-    TEMPORAL_MEMBERSHIP_PORT: String(p.temporalMembership),
-    TEMPORAL_METRICS_PORT: String(p.temporalMetrics),
-    TEMPORAL_UI_PORT: String(p.ui),
-    CODEC_PORT: String(p.codec),
-    SANDBOX_PORT: String(p.sandbox),
-    POSTGRES_PORT: String(p.postgres),
-    OBJECT_STORE_PORT: String(p.objectStore),
-    OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
+    ...productionPortsEnv(p),
     BACKUP_STORE_PORT: String(p.backupStore),
     BACKUP_STORE_CONSOLE_PORT: String(p.backupStoreConsole),
     WORKER_METRICS_PORTS: workerMetrics.join(','),

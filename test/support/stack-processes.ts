@@ -7,6 +7,7 @@ import path from 'node:path';
 import { listenerPid } from '../../scripts/lib/stack-guard';
 import { until } from './until';
 import { pickProductionPorts } from '../faults/harness/production';
+import type { ProductionPorts } from '../../scripts/lib/production-stack';
 import { freePort } from './dev-server-process';
 import { localStackPorts } from './local-stack-ports';
 
@@ -196,11 +197,9 @@ async function localEnv(base: number, dataDir: string) {
   };
 }
 
-async function productionEnv(base: number, dataDir: string) {
-  const p = await pickProductionPorts(base);
-  const workerMetrics = [await freePort(), await freePort()];
-  const env = {
-    DATA_DIR: dataDir,
+/** The settings that put the production stack's parts on `p`'s ports (those every shape has). */
+export function productionPortsEnv(p: ProductionPorts): Record<string, string> {
+  return {
     API_PORT: String(p.api),
     API_REPLICA_PORTS: p.apiReplicas.join(','),
     TEMPORAL_PORT: String(p.temporal),
@@ -216,6 +215,15 @@ async function productionEnv(base: number, dataDir: string) {
     POSTGRES_PORT: String(p.postgres),
     OBJECT_STORE_PORT: String(p.objectStore),
     OBJECT_STORE_CONSOLE_PORT: String(p.objectStoreConsole),
+  };
+}
+
+async function productionEnv(base: number, dataDir: string) {
+  const p = await pickProductionPorts(base);
+  const workerMetrics = [await freePort(), await freePort()];
+  const env = {
+    DATA_DIR: dataDir,
+    ...productionPortsEnv(p),
     WORKER_METRICS_PORTS: workerMetrics.join(','),
     IDENTITY: 'off',
     // One PostgreSQL server: these tests hold the stack's start and stop (every part gone within 15 s). The cluster
