@@ -358,7 +358,7 @@ function developmentTuning(r: Results): string[] {
     '| Change | Before | After |',
     '|---|---|---|',
     '| **Callbacks are acknowledged from a durable inbox, not from a signal** (src/inbox/, ' +
-      'src/api/routes/webhooks.ts). Before, the webhook signalled the journey and waited up to a signal budget ' +
+      'src/api/routes/webhooks/exam-service.ts). Before, the webhook signalled the journey and waited up to a signal budget ' +
       '(`WEBHOOK_SIGNAL_BUDGET_MS`, 50 ms) before it spooled the callback to a file of its own; now every callback ' +
       'is appended to the callback inbox (files or PostgreSQL, group-committed) and answered, and the forwarder ' +
       'signals in the background. | The signal budget and spool (the full run of 2026-11-21 08:14 UTC, load ' +
@@ -366,7 +366,7 @@ function developmentTuning(r: Results): string[] {
       '1000/s max 52.5 ms; the spooled backlog drained at 251/s after the restart | ' +
       `${inboxAfter(r)} |`,
     '| **The forwarder sends no new signal while the webhook is slow** (src/inbox/forwarder.ts, ' +
-      'src/api/ack-pressure.ts; 2026-11-24). Before, pressure (one answer over 5 ms in the last 250 ms) only cut the ' +
+      'src/inbox/ack-pressure.ts; 2026-11-24). Before, pressure (one answer over 5 ms in the last 250 ms) only cut the ' +
       'signals to one in flight every 20 ms: about 50 a second, each costing the Temporal server and the worker ' +
       'several milliseconds of CPU beside the load. Now three slow answers within a second hold every fresh ' +
       'callback in the inbox until the surge has passed (at most `FORWARDER_MAX_DEFER_MS`, 10 s); the signal thread ' +
@@ -378,7 +378,7 @@ function developmentTuning(r: Results): string[] {
       'The full run of 2026-11-24 03:04 UTC: 500/s p99 files 12.2 ms, PostgreSQL 19.7 ms; bursts of 200 met in ' +
       'all four conditions (p99 67.7 to 83.4 ms) |',
     '| **A surge holds the forwarder until it has passed, and the API runs with one V8 background thread** ' +
-      '(src/api/ack-pressure.ts, src/api/node-flags.ts; 2026-11-24). Per-request traces of the load generator beside ' +
+      '(src/inbox/ack-pressure.ts, src/api/node-flags.ts; 2026-11-24). Per-request traces of the load generator beside ' +
       "the API's threads (schedstat) and its inbox writes showed the stalls at 500/s coming every 1.1 s: the " +
       'pressure ended at the first second without three slow answers (quiet because the forwarder had stopped), ' +
       'the forwarder sent 10 to 60 signals, the Temporal server and the worker took both cores for 100-300 ms, and ' +
