@@ -80,9 +80,9 @@ provider approves, rejects or answers N/A and calls back on its own, to the API'
 - no process crashes except the ones the suite causes.
 
 **The operator's part.** After the run, each journey parked as \`invite_ambiguous\` is decided the way the runbook
-(README, "Operating journeys") says: the suite looks at the service (the sandbox) for an invite of that journey; one
-there, \`abandon\`; none there, \`retry\` (the journey invites again and must then complete like the others). Rounds
-repeat while retried journeys park again (the service keeps failing).
+(docs/operations.md, "Operating journeys") says: the suite looks at the service (the sandbox) for an invite of that
+journey; one there, \`abandon\`; none there, \`retry\` (the journey invites again and must then complete like the
+others). Rounds repeat while retried journeys park again (the service keeps failing).
 
 ## Last full run
 

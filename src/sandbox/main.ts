@@ -1,4 +1,4 @@
-/** `npm run sandbox`: the exam-service sandbox as a standalone server (SANDBOX_* variables, see README.md). */
+/** `npm run sandbox`: the exam-service sandbox as a standalone server (SANDBOX_* variables, see src/sandbox/README.md). */
 import { asStackPart } from '../part-lifecycle';
 import { sandboxConfigFromEnv } from './config';
 import { DEMO_API_KEY } from './seed';

@@ -1,7 +1,7 @@
 /**
  * The sandbox's seeded world: clinics (one per onboarding situation), the exam catalog, questions, partner pharmacies
  * with their treatment packages, retail pharmacies for the custom pharmacy search, and what providers prescribe.
- * Documented in ./README.md; tests import these constants instead of repeating literals.
+ * Documented in src/sandbox/README.md and docs/local-stack.md; tests import these constants instead of repeating literals.
  */
 import type { Exam, PartnerPharmacy } from '../exam-service/schemas';
 
@@ -137,7 +137,7 @@ export const SEED_EXAMS: readonly Exam[] = [
   },
 ];
 
-/** How the sandbox reads a prescription exam's title when the invite does not say (see README). */
+/** How the sandbox reads a prescription exam's title when the invite does not say (see src/sandbox/README.md). */
 export function titleKind(title: string): 'urgent_care' | 'own_pharmacy' | 'partner' | 'other' {
   const t = title.toLowerCase();
   if (t.includes('urgent care')) return 'urgent_care';

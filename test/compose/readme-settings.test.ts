@@ -1,16 +1,16 @@
-// The README's settings table (Configuration) and CONFIG_ENV_VARS name the same variables: a setting the
+// The settings table of docs/configuration.md and CONFIG_ENV_VARS name the same variables: a setting the
 // configuration reads is documented there, and the table names nothing the configuration does not read.
 import { CONFIG_ENV_VARS } from '../../src/config';
 import { read } from './compose-file';
 
 /**
- * Variables the configuration reads that the README's table leaves to another page, each with the page that documents
+ * Variables the configuration reads that the settings table leaves to another page (or to another cell), each with the page that documents
  * it (the test checks that page names it).
  */
 const DOCUMENTED_ELSEWHERE: Record<string, string> = {
   // Where the Temporal CLI looks for temporal.toml when TEMPORAL_CONFIG_FILE is unset: the default of that row.
-  XDG_CONFIG_HOME: 'README.md',
-  HOME: 'README.md',
+  XDG_CONFIG_HOME: 'docs/configuration.md',
+  HOME: 'docs/configuration.md',
   // Earlier names, still read.
   TEMPORAL_TLS_CERT: 'docs/design-notes.md',
   TEMPORAL_TLS_KEY: 'docs/design-notes.md',
@@ -26,10 +26,9 @@ const READ_ELSEWHERE: Record<string, string> = {
   OTEL_TRACES_EXPORTER: 'src/observability/tracing.ts',
 };
 
-/** The rows of the first table under `## Configuration` whose header is `| Variable | Default | Meaning |`. */
-export function settingsRows(readme: string): string[] {
-  const section = readme.split(/^## Configuration$/m)[1]?.split(/^## /m)[0] ?? '';
-  const lines = section.split('\n');
+/** The rows of the page's first table whose header is `| Variable | Default | Meaning |`. */
+export function settingsRows(page: string): string[] {
+  const lines = page.split('\n');
   const start = lines.findIndex((l) => /^\| Variable \| Default \| Meaning \|$/.test(l));
   if (start < 0) return [];
   const rows: string[] = [];
@@ -46,20 +45,20 @@ export function namesOfRow(row: string): string[] {
   return [...cell.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!);
 }
 
-/** The secrets the README says may come from files (`NAME_FILE`). */
-function secretsFromFiles(readme: string): string[] {
-  const sentence = /Secrets may also come from files[^:]*:([^.]*)\./.exec(readme)?.[1] ?? '';
+/** The secrets the page says may come from files (`NAME_FILE`). */
+function secretsFromFiles(page: string): string[] {
+  const sentence = /Secrets may also come from files[^:]*:([^.]*)\./.exec(page)?.[1] ?? '';
   return [...sentence.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!);
 }
 
-const readme = read('README.md');
+const page = read('docs/configuration.md');
 const source = read('src/config.ts');
-const table = new Set(settingsRows(readme).flatMap(namesOfRow));
+const table = new Set(settingsRows(page).flatMap(namesOfRow));
 const secrets = [...source.matchAll(/\bsecret\(env, '([A-Z][A-Z0-9_]*)'\)/g)].map((m) => m[1]!);
 
-describe("the README's settings table", () => {
+describe('the settings table of docs/configuration.md', () => {
   test('is found, and its first cells name variables', () => {
-    expect(settingsRows(readme).length).toBeGreaterThan(30);
+    expect(settingsRows(page).length).toBeGreaterThan(30);
     expect(table.size).toBeGreaterThan(60);
   });
 
@@ -82,7 +81,7 @@ describe("the README's settings table", () => {
   });
 
   test('says which secrets may come from files: every one the configuration reads so', () => {
-    expect(secretsFromFiles(readme).sort()).toEqual([...new Set(secrets)].sort());
+    expect(secretsFromFiles(page).sort()).toEqual([...new Set(secrets)].sort());
   });
 
   test.each(Object.entries(DOCUMENTED_ELSEWHERE))('%s is read, and documented in %s', (name, page) => {

@@ -17,8 +17,9 @@ import { scanText, type AllowList, type Finding } from './secret-scan';
 const ROOT = path.resolve(__dirname, '../..');
 
 const ALLOW: AllowList = {
-  // Documented in README.md and src/sandbox/README.md: the local stack's demo clinic and operator tokens and the
-  // sandbox's seeded api_keys (one per onboarding situation). They open nothing outside a developer's machine.
+  // Documented in docs/local-stack.md, docs/operations.md and src/sandbox/README.md: the local stack's demo clinic and
+  // operator tokens and the sandbox's seeded api_keys (one per onboarding situation). They open nothing outside a
+  // developer's machine.
   values: new Set([
     'demo-clinic-token',
     'local-admin-token',

@@ -1,7 +1,7 @@
 // `npm start` (scripts/local-stack.ts): its Temporal Web UI and its codec server answer to the stack's own address
 // only. A request naming another host (a page whose name was made to resolve to 127.0.0.1: DNS rebinding) gets 421 on
 // both; one naming 127.0.0.1 or localhost gets the UI, and the codec decodes for it, with no token: whoever can reach
-// the codec's port on this host decodes, as the README says.
+// the codec's port on this host decodes, as docs/local-stack.md says.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 // `npm test` installs what its tests need on a fresh machine, as CI does: package.json's pretest reaches every installer
-// .ci/run runs (the sign-in test's browser included), and the README's set-up section names each part it installs.
+// .ci/run runs (the sign-in test's browser included), and the set-up page (docs/setup.md) names each part it installs.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -27,7 +27,7 @@ function reached(installers: string[]): Set<string> {
   return seen;
 }
 
-/** What the README calls the part each installer puts on the machine (none for the ones that only run others). */
+/** What docs/setup.md calls the part each installer puts on the machine (none for the ones that only run others). */
 const PARTS: Record<string, string[]> = {
   'install-test-tools.sh': [],
   'install-production.sh': [],
@@ -47,8 +47,8 @@ const PARTS: Record<string, string[]> = {
 
 const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
 const pretest = reached(installersRun(pkg.scripts.pretest ?? ''));
-const readme = read('README.md');
-const setUp = readme.slice(readme.indexOf('## Set up'), readme.indexOf('\n## ', readme.indexOf('## Set up') + 1));
+const setUp = read('docs/setup.md');
+const deploy = read('docs/deploy.md');
 
 describe("npm test's pretest", () => {
   it('installs the browser of the sign-in test', () => {
@@ -62,8 +62,8 @@ describe("npm test's pretest", () => {
     expect([...ci].filter((script) => !pretest.has(script))).toEqual([]);
   });
 
-  it("is what the README's set-up section says npm test installs, with apt-get as a prerequisite", () => {
-    expect(setUp).toContain('## Set up');
+  it('is what docs/setup.md says npm test installs, with apt-get as a prerequisite', () => {
+    expect(setUp).toMatch(/^# Set up/);
     for (const script of pretest) {
       expect({ script, known: PARTS[script] !== undefined }).toEqual({ script, known: true });
       for (const part of PARTS[script] ?? [])
@@ -133,8 +133,8 @@ describe('the Temporal server the production shape installs', () => {
     expect(tools).not.toMatch(/go install "github\.com\/temporalio\/cli/);
   });
 
-  it("is the version the README's production shape names", () => {
-    const shape = readme.slice(readme.indexOf('**The production shape, natively.**'));
+  it("is the version docs/deploy.md's production shape names", () => {
+    const shape = deploy.slice(deploy.indexOf('## The production shape, natively'));
     expect(shape.slice(0, 1200)).toContain(`v${version}`);
   });
 });
