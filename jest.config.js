@@ -3,7 +3,7 @@
  * where a folder mixes tiers; test/unit/test-tiers.test.ts keeps every test file in exactly one tier):
  *
  * - unit: starts nothing. In-process only: fastify's inject, in-process HTTP on loopback, no Temporal server, no child
- *   process but git. `npm run test:unit`.
+ *   process but git and the installers' prerequisites check (sh on stand-in commands). `npm run test:unit`.
  * - integration: the Temporal dev server or time-skipping test server, real HTTP between our own processes, the local
  *   stack, the project's scripts and tools run as child processes. `npm run test:integration`.
  * - topology: PostgreSQL, Keycloak, Chromium, MinIO, HAProxy, the Temporal server, the production-shaped stacks,

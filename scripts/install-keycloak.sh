@@ -19,8 +19,8 @@ if [ -x "$dir/bin/kc.sh" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   say "$version present"
   exit 0
 fi
-command -v java >/dev/null || { echo "java (17+) is required to run Keycloak (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
-command -v mvn >/dev/null || { echo "mvn is required to fetch Keycloak (apt-get install maven)" >&2; exit 1; }
+# shellcheck source=scripts/check-prerequisites.sh
+. "$root/scripts/check-prerequisites.sh" java maven
 start=$SECONDS
 say "fetching keycloak-quarkus-dist $version with Maven (about 160 MB)..."
 download="$(mktemp -d)"

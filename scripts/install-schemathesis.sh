@@ -17,23 +17,12 @@ if [ -x "$bin" ] && installed; then
   exit 0
 fi
 
-python="$(command -v python3 || true)"
-if [ -z "$python" ] || ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
-  echo "[schemathesis] Python 3.10 or newer (python3) is needed to install Schemathesis" >&2
-  exit 1
-fi
-
+# shellcheck source=scripts/check-prerequisites.sh
+. "$root/scripts/check-prerequisites.sh" python venv
 start=$SECONDS
-rm -rf "$dir"
-if ! "$python" -m venv "$dir" 2>/dev/null; then
-  # Debian's python3 keeps venv (and ensurepip) in a package of its own.
-  say "installing python3-venv (Debian's package) for Python's venv module"
-  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get -q update >/dev/null
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get -q install -y python3-venv >/dev/null
-  rm -rf "$dir"
-  "$python" -m venv "$dir"
-fi
+# shellcheck source=scripts/lib/python-venv.sh
+source "$root/scripts/lib/python-venv.sh"
+make_venv "$dir" schemathesis
 "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "schemathesis==$version"
 installed || {
   echo "[schemathesis] $bin does not run after the install" >&2

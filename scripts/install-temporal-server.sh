@@ -9,7 +9,8 @@
 # proxy serves no 1.29 release past 1.29.2. So the newest of the 1.30 line that `go install` builds with Go 1.26.8
 # (1.30.9 asks for Go 1.26.10): one minor after 1.29, as Temporal upgrades a cluster, whose schema the stack's next
 # start brings up with the schema tool of the same version (update-schema). Docker images: temporalio/server and
-# temporalio/admin-tools of the same version. A no-op when present.
+# temporalio/admin-tools of the same version. The Go it is built with is the one scripts/lib/go-tool.sh chooses. A
+# no-op when present.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,11 @@ if [ -x "$dir/bin/temporal-server" ] && [ -x "$dir/bin/temporal-sql-tool" ] && [
   exit 0
 fi
 
-command -v go >/dev/null || { echo "go is required to build the Temporal server" >&2; exit 1; }
+# shellcheck source=scripts/check-prerequisites.sh
+. "$root/scripts/check-prerequisites.sh" go
+# shellcheck source=scripts/lib/go-tool.sh
+source "$root/scripts/lib/go-tool.sh"
+use_go
 say "building the Temporal server ${version} and its schema tool with go install (about 2-4 minutes on a cold machine)..."
 start=$SECONDS
 build="$(mktemp -d)"

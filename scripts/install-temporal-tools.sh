@@ -2,13 +2,16 @@
 # Installs the Temporal servers this project runs against into .tools/ (git-ignored), from package registries only:
 #   .tools/bin/temporal            the Temporal CLI (dev server with the Web UI), built from its source with `go build`
 #   .tools/bin/temporal-test-server the time-skipping test server (Java, from Maven Central), a wrapper that execs java
-# Each part is skipped when it is already there, so a second run is a no-op.
+# Each part is skipped when it is already there, so a second run is a no-op. What they need is checked first
+# (scripts/check-prerequisites.sh), and the CLI is built with the Go that scripts/lib/go-tool.sh chooses.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="${TEMPORAL_TOOLS_DIR:-$root/.tools}"
 cli_version="v1.5.1"
 mkdir -p "$tools/bin"
+# shellcheck source=scripts/check-prerequisites.sh
+. "$root/scripts/check-prerequisites.sh" go git java maven
 
 say() { printf '[tools] %s\n' "$*"; }
 
@@ -23,8 +26,9 @@ cli_stamp="$tools/bin/.temporal-cli-version"
 if [ -x "$tools/bin/temporal" ] && [ "$(cat "$cli_stamp" 2>/dev/null)" = "$cli_build" ]; then
   say "temporal CLI ${cli_build} present"
 else
-  command -v go >/dev/null || { echo "go is required to build the Temporal CLI (apt-get install golang, or see README)" >&2; exit 1; }
-  command -v git >/dev/null || { echo "git is required to apply tools/temporal-cli/server.patch" >&2; exit 1; }
+  # shellcheck source=scripts/lib/go-tool.sh
+  source "$root/scripts/lib/go-tool.sh"
+  use_go
   say "building the Temporal CLI ${cli_version} with its server at 1.30.8 (a few minutes on a cold machine)..."
   start=$SECONDS
   TEMPORAL_CLI_VERSION="$cli_version" sh "$root/tools/temporal-cli/build.sh" "$tools/bin/temporal.new"
@@ -41,8 +45,6 @@ want="$(sha256sum "$pom" | cut -d' ' -f1)"
 if [ -x "$tools/bin/temporal-test-server" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   say "time-skipping test server present"
 else
-  command -v mvn >/dev/null || { echo "mvn is required to fetch the test server (apt-get install maven)" >&2; exit 1; }
-  command -v java >/dev/null || { echo "java (17+) is required to run the test server" >&2; exit 1; }
   say "fetching the time-skipping test server and its classpath with Maven..."
   start=$SECONDS
   rm -rf "$ts_dir/lib"

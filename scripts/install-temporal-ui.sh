@@ -14,8 +14,11 @@ if [ -x "$dir/bin/temporal-ui-server" ] && [ "$(cat "$dir/.version" 2>/dev/null)
   echo "[temporal-ui] $stamp present"
   exit 0
 fi
-command -v go >/dev/null || { echo "go is required to build the Temporal Web UI server" >&2; exit 1; }
-command -v git >/dev/null || { echo "git is required to apply tools/temporal-ui/pkce.patch" >&2; exit 1; }
+# shellcheck source=scripts/check-prerequisites.sh
+. "$root/scripts/check-prerequisites.sh" go git
+# shellcheck source=scripts/lib/go-tool.sh
+source "$root/scripts/lib/go-tool.sh"
+use_go
 echo "[temporal-ui] building the UI server $version with PKCE (about 1-3 minutes on a cold machine)..."
 start=$SECONDS
 TEMPORAL_UI_VERSION="$version" sh "$root/tools/temporal-ui/build.sh" "$dir/bin/temporal-ui-server.new"
