@@ -161,11 +161,12 @@ void runStack({
   log,
   dataDir,
   ports: stackPorts(),
+  // The stack runs one installed part, the Temporal CLI's dev server; the rest is this project's own code.
   install: {
     part: 'tools',
-    command: ['bash', path.join(root, 'scripts/install-temporal-tools.sh')],
-    checking: 'checking the Temporal tools (installed into .tools/ on first run)...',
-    failed: 'installing the Temporal tools failed',
+    command: ['bash', path.join(root, 'scripts/install-temporal-cli.sh')],
+    checking: 'checking the Temporal CLI (installed into .tools/ on first run)...',
+    failed: 'installing the Temporal CLI failed',
   },
   stopping: 'stopping...',
   make: (onFatal) => new Stack({ echo: log, log: say, onFatal }),

@@ -210,6 +210,7 @@ describe('the installers', () => {
     for (const [script, needs] of [
       ['scripts/install-test-tools.sh', 'go git java maven python venv apt'],
       ['scripts/install-production.sh', 'apt go git java maven'],
+      ['scripts/install-temporal-tools.sh', 'go git java maven'],
     ] as const) {
       const body = read(script)
         .split('\n')
@@ -226,7 +227,7 @@ describe('the installers', () => {
 
   it('build Go programs only with the Go that go-tool.sh chooses', () => {
     for (const script of [
-      'scripts/install-temporal-tools.sh',
+      'scripts/install-temporal-cli.sh',
       'scripts/install-temporal-server.sh',
       'scripts/install-temporal-ui.sh',
     ]) {
@@ -238,5 +239,15 @@ describe('the installers', () => {
       expect(text.indexOf('use_go\n')).toBeLessThan(text.search(/\bgo (install|mod|build)\b|build\.sh"/));
     }
     expect(read('scripts/lib/go-tool.sh')).toMatch(/use_go \|\| return 1\n[^]*go install "\$module"/);
+  });
+
+  it("npm start installs only what the local stack runs: the Temporal CLI, not the tests' test server", () => {
+    const stack = read('scripts/local-stack.ts');
+    expect(stack).toContain("command: ['bash', path.join(root, 'scripts/install-temporal-cli.sh')]");
+    const cli = read('scripts/install-temporal-cli.sh');
+    expect(cli).not.toMatch(/\bmvn\b|test-server|install-[\w-]+\.sh/);
+    expect(read('scripts/install-temporal-tools.sh')).toMatch(
+      /bash "\$here\/install-temporal-cli\.sh"\nbash "\$here\/install-test-server\.sh"/,
+    );
   });
 });

@@ -31,7 +31,9 @@ function reached(installers: string[]): Set<string> {
 const PARTS: Record<string, string[]> = {
   'install-test-tools.sh': [],
   'install-production.sh': [],
-  'install-temporal-tools.sh': ['Temporal CLI', 'time-skipping test server'],
+  'install-temporal-tools.sh': [],
+  'install-temporal-cli.sh': ['Temporal CLI'],
+  'install-test-server.sh': ['time-skipping test server'],
   'install-postgres.sh': ['PostgreSQL'],
   'install-temporal-server.sh': ['Temporal server'],
   'install-temporal-ui.sh': ['Temporal Web UI server'],
@@ -128,7 +130,7 @@ describe('the Temporal server the production shape installs', () => {
     const patch = read('tools/temporal-cli/server.patch');
     expect(/^\+\tgo\.temporal\.io\/server v(\d+\.\d+\.\d+)$/m.exec(patch)?.[1]).toBe(version);
     expect(patch).toMatch(/^-\tgo\.temporal\.io\/server v1\.29\.1$/m);
-    const tools = read('scripts/install-temporal-tools.sh');
+    const tools = read('scripts/install-temporal-cli.sh');
     expect(tools).toContain('sh "$root/tools/temporal-cli/build.sh"');
     expect(tools).not.toMatch(/go install "github\.com\/temporalio\/cli/);
   });
