@@ -13,12 +13,19 @@
 // - the old primary back as the synchronous standby.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Client as PgClient } from 'pg';
-import { Pool } from 'undici';
 import { verifyAuditTable } from '../../src/audit/postgres';
-import { webhookToken } from '../../src/webhook-url';
 import { ApiClient, HttpError, type JourneyView } from '../demo/api';
 import { eachLimit, parkJourneys, until as waitFor, type ParkedJourney } from '../park-journeys';
+import {
+  CallbackLoad,
+  drillPatient as patient,
+  invitedJourney,
+  invitedTwice,
+  journeyView,
+  recordedDeliveries,
+  sandboxPatientExams,
+  waitForEmptyInbox,
+} from './drill-load';
 import { sleep } from './processes';
 import type { ProductionStack } from './production-stack';
 import { DEMO_CLINIC_TOKEN, stackSecrets } from './stack-secrets';
@@ -84,52 +91,13 @@ export interface FailoverReport {
   problems: string[];
 }
 
-interface Sent {
-  due: number;
-  journeyId: string;
-  answers: { at: number; status: number | 'none' }[];
-  deliveryId?: string;
-  ackAt?: number;
-}
-
-/** An event 1 about a patient exam that is not the journey's own: recorded in its events[], changing nothing else. */
-function foreignEvent1(patientExamId: number): string {
-  return JSON.stringify({
-    event: 1,
-    reason: 'Looks good',
-    exam_id: '101',
-    exam_url: `http://127.0.0.1/records/drill-${patientExamId}.pdf?expires=2099-01-01T00:00:00.000Z`,
-    exam_name: 'Good Faith Exam',
-    exam_status: 'Approved',
-    rx_status: null,
-    clinic_name: 'Drill Clinic',
-    patient_email: 'drill@example.test',
-    patient_phone_number: '5125550199',
-    patient_exam_id: String(patientExamId),
-    provider_name: 'Test Provider, NP',
-    additional_data: '',
-    questions_answers: [],
-  });
-}
-
-const patient = (runId: string, kind: string, i: number, testMode: boolean) => ({
-  // The sandbox's test mode (a patient named Test in TE, last name Approve) approves the exam by itself.
-  firstName: testMode ? 'Test' : 'Waiting',
-  lastName: testMode ? 'Approve' : `Patient ${i + 1}`,
-  email: `${kind}-${runId}-${i}@example.test`,
-  dob: '1986-03-21',
-  phoneNumber: '5125550177',
-  teleState: testMode ? 'TE' : 'TX',
-});
-
 export async function failoverDrill(stack: ProductionStack, o: FailoverOptions): Promise<FailoverReport> {
   const cluster = stack.cluster;
   if (!cluster) throw new Error('the failover drill needs the stack with its PostgreSQL cluster');
   const problems: string[] = [];
   const api = new ApiClient(stack.apiUrl, DEMO_CLINIC_TOKEN);
   const secret = stackSecrets(stack.o.dataDir).webhookSecret;
-  const view = (id: string) =>
-    api.request<JourneyView>('GET', `/v1/journeys/${id}`, { timeoutMs: 10_000 }).then((r) => r.body);
+  const view = journeyView(api);
   /** Polls a journey until `ok` (park-journeys' until); on a timeout, the journey as it is then. */
   const until = async (id: string, ok: (v: JourneyView) => boolean, timeoutMs: number) =>
     (await waitFor(api, id, ok, timeoutMs)) ?? (await view(id).catch(() => undefined));
@@ -167,66 +135,17 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
   });
 
   // 2. Callbacks at a steady rate, refused ones sent again; new journeys every so often.
-  const origin = new URL(stack.apiUrl).origin;
-  const http = new Pool(origin, { connections: 32, pipelining: 1 });
-  const sent: Sent[] = [];
-  const retries: Sent[] = [];
-  const inFlight = new Set<Promise<void>>();
-  const send = (s: Sent, body: string) => {
-    const p = (async () => {
-      let status: number | 'none' = 'none';
-      let text = '';
-      try {
-        const res = await http.request({
-          method: 'POST',
-          path: `/webhooks/exam-service/${s.journeyId}/${webhookToken(s.journeyId, secret)}`,
-          headers: { 'content-type': 'application/json' },
-          body,
-          headersTimeout: 10_000,
-          bodyTimeout: 10_000,
-        });
-        status = res.statusCode;
-        text = await res.body.text();
-      } catch {
-        status = 'none';
-      }
-      const at = Date.now();
-      s.answers.push({ at, status });
-      if (status === 200) {
-        s.deliveryId = /"deliveryId":"([^"]+)"/.exec(text)?.[1];
-        s.ackAt = at;
-      } else {
-        retries.push(s);
-      }
-    })();
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
-  };
-  const bodies = new Map<Sent, string>();
+  const callbacks = new CallbackLoad(
+    { apiUrl: stack.apiUrl, webhookSecret: secret, rate: o.rate, firstPatientExamId: 7_000_000 },
+    loadIds,
+  );
   let loadRunning = true;
   const t0 = Date.now();
   const loadEnd = t0 + o.beforeKillMs + o.afterKillMs;
-  const loadLoop = (async () => {
-    let i = 0;
-    while (Date.now() < loadEnd) {
-      const now = Date.now();
-      while (t0 + (i * 1000) / o.rate <= now && t0 + (i * 1000) / o.rate < loadEnd) {
-        const s: Sent = { due: t0 + (i * 1000) / o.rate, journeyId: loadIds[i % loadIds.length]!, answers: [] };
-        const body = foreignEvent1(7_000_000 + i);
-        bodies.set(s, body);
-        sent.push(s);
-        send(s, body);
-        i++;
-      }
-      // Refused ones again, a second after their answer.
-      for (const s of retries.splice(0)) {
-        const wait = s.answers.at(-1)!.at + 1_000 - Date.now();
-        setTimeout(() => send(s, bodies.get(s)!), Math.max(0, wait));
-      }
-      await sleep(5);
-    }
+  const loadLoop = callbacks.run(loadEnd).then(() => {
     loadRunning = false;
-  })();
+  });
+  const sent = callbacks.sent;
 
   const started: { journeyId: string; at: number; answeredAt: number }[] = [];
   let startRefusals = 0;
@@ -292,14 +211,8 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
 
   await Promise.all([loadLoop, startLoop, adminLoop]);
   // Every refused callback sent again until it is acknowledged (at most a minute more).
-  const drainEnd = Date.now() + 60_000;
-  while ((inFlight.size > 0 || retries.length > 0 || sent.some((s) => !s.ackAt)) && Date.now() < drainEnd) {
-    for (const s of retries.splice(0)) send(s, bodies.get(s)!);
-    await sleep(500);
-  }
-  await Promise.all([...inFlight]);
-  await http.close();
-  const unacked = sent.filter((s) => !s.ackAt).length;
+  const unacked = await callbacks.drain(60_000);
+  await callbacks.close();
   if (unacked > 0) problems.push(`${unacked} callbacks never acknowledged, a minute after the load`);
 
   // 4. The old primary back, following the new one.
@@ -314,41 +227,9 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
 
   // 5. What the journeys recorded, once the inbox has handed every callback on (the journeys' own snapshot only: an
   // answer from visibility, while a busy worker lets the query wait, holds no events).
-  const drained = Date.now();
-  const inbox = new PgClient({ connectionString: stack.superuserUrl });
-  await inbox.connect();
-  try {
-    while (Number((await inbox.query<{ n: string }>('SELECT count(*) AS n FROM callback_inbox')).rows[0]!.n) > 0) {
-      if (Date.now() - drained > 300_000) {
-        problems.push('the inbox still held callbacks five minutes after the load');
-        break;
-      }
-      await sleep(1_000);
-    }
-  } finally {
-    await inbox.end();
-  }
-  const applied = new Map<string, number>();
-  let duplicates = 0;
-  const unqueried: string[] = [];
-  await eachLimit(loadIds, 8, async (id) => {
-    let v: JourneyView | undefined;
-    for (let attempt = 0; attempt < 60 && v?.source !== 'query'; attempt++) {
-      if (attempt > 0) await sleep(2_000);
-      v = await view(id).catch(() => undefined);
-    }
-    if (v?.source !== 'query') {
-      unqueried.push(id);
-      return;
-    }
-    const seen = new Set<string>();
-    for (const e of v.journey.events ?? []) {
-      if (!e.deliveryId) continue;
-      if (seen.has(e.deliveryId)) duplicates++;
-      seen.add(e.deliveryId);
-      if (e.receivedAt) applied.set(e.deliveryId, Date.parse(e.receivedAt));
-    }
-  });
+  if (!(await waitForEmptyInbox(stack.superuserUrl, 300_000)))
+    problems.push('the inbox still held callbacks five minutes after the load');
+  const { recorded: applied, duplicates, unqueried } = await recordedDeliveries(view, loadIds);
   if (unqueried.length > 0) problems.push(`${unqueried.length} load journeys never answered their query: not counted`);
   const unknown = new Set(unqueried);
   let lost = 0;
@@ -359,10 +240,7 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
     if (at === undefined) lost++;
     else slowestAppliedMs = Math.max(slowestAppliedMs, at - s.ackAt);
   }
-  const acks = sent
-    .map((s) => s.ackAt)
-    .filter((a): a is number => a !== undefined)
-    .sort((a, b) => a - b);
+  const acks = callbacks.acks();
   let longestGapMs = 0;
   let longestGapFromKillMs = 0;
   for (let i = 1; i < acks.length; i++) {
@@ -373,9 +251,7 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
       longestGapFromKillMs = acks[i - 1]! - killAt;
     }
   }
-  const refused: Record<string, number> = {};
-  for (const s of sent)
-    for (const a of s.answers) if (a.status !== 200) refused[a.status] = (refused[a.status] ?? 0) + 1;
+  const refused = callbacks.refused();
 
   // 6. The started journeys: each approved and completed, one invite each; the first started after the kill invited.
   // The gap's end: the first acknowledgement after the longest gap.
@@ -399,19 +275,13 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
   if (firstAfter) {
     // When its invite was sent: the sandbox's patient exam for it.
     const exams = await sandboxPatientExams(stack.sandboxUrl);
-    const invited = exams.find((pe) => pe.webhook_url?.includes(`/${firstAfter.journeyId}/`));
+    const invited = exams.find((pe) => invitedJourney(pe) === firstAfter.journeyId);
     if (invited?.created_at) firstInviteAfterGapMs = Date.parse(invited.created_at) - killAt;
   } else {
     problems.push('no journey was started after the acknowledgement gap');
   }
   if (Number.isNaN(movingAgainMs)) problems.push('no callback acknowledged after the gap was applied');
-  const invites = new Map<string, Set<string>>();
-  for (const pe of await sandboxPatientExams(stack.sandboxUrl)) {
-    const id = /\/webhooks\/exam-service\/([^/]+)\//.exec(pe.webhook_url ?? '')?.[1];
-    if (!id) continue;
-    invites.set(id, (invites.get(id) ?? new Set()).add(pe.meeting_uuid));
-  }
-  const doubleInvites = [...invites.values()].filter((m) => m.size > 1).length;
+  const doubleInvites = invitedTwice(await sandboxPatientExams(stack.sandboxUrl)).length;
 
   // 7. The parked journeys where they were; the audit chain whole.
   const moved: string[] = [];
@@ -468,18 +338,6 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
     rejoinedMs,
     problems,
   };
-}
-
-interface PatientExamSeen {
-  meeting_uuid: string;
-  webhook_url: string | null;
-  created_at?: string;
-}
-
-async function sandboxPatientExams(sandboxUrl: string): Promise<PatientExamSeen[]> {
-  const res = await fetch(`${sandboxUrl}/_sandbox/patient-exams`, { signal: AbortSignal.timeout(60_000) });
-  if (!res.ok) throw new Error(`the sandbox's patient exams: HTTP ${res.status}`);
-  return ((await res.json()) as { patient_exams: PatientExamSeen[] }).patient_exams;
 }
 
 /** A run id for idempotency keys and e-mails: short, unique enough. */

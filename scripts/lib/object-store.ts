@@ -13,6 +13,8 @@ export interface ObjectStoreServer {
   readonly endpoint: string;
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
+  /** Starts it again after a stop (the same data folder, port and credentials); resolves once it is ready. */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -62,6 +64,9 @@ export async function startObjectStore(o: {
     endpoint,
     accessKeyId: o.accessKeyId,
     secretAccessKey: o.secretAccessKey,
+    start: async () => {
+      await proc.up();
+    },
     stop: () => proc.stop(),
   };
 }
