@@ -169,7 +169,7 @@ export async function layerCpuInProcess(o: {
 }
 
 /** Nothing stored: the inbox of the `store-write` run (appends kept in memory, each claim taking what waits). */
-class MemoryInbox implements CallbackInbox {
+export class MemoryInbox implements CallbackInbox {
   readonly kind = 'files' as const;
   #entries: InboxEntry[] = [];
   #next = 0;
