@@ -15,6 +15,7 @@ import {
   testConfig,
   TOKENS,
   unreachableTemporal,
+  webhookPath,
   type TestDirs,
 } from '../api/support';
 
@@ -139,6 +140,33 @@ describe("the API's request lines", () => {
       }),
     ]);
     expect(JSON.stringify(lines)).not.toContain('Quillfeather');
+  });
+
+  it("give a callback no request lines, and a line the webhook writes its journey's ids and request id", async () => {
+    const journeyId = 'jwebhooklinesabcdefghijklmn';
+    // Taken: nothing written. Kept as a dead letter (not JSON): one warning, ids only.
+    const ok = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: { event: 1 } });
+    expect(ok.statusCode).toBe(200);
+    const res = await app.inject({ method: 'POST', url: webhookPath(journeyId), payload: 'not json, Quillfeather' });
+    expect(res.statusCode).toBe(400);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: 'callback kept as a dead letter',
+        reqId: expect.any(String),
+        journeyId,
+        workflowId: journeyWorkflowId(journeyId),
+        refusal: 'unreadable',
+      }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('Quillfeather');
+    // A journey id of another shape is not repeated in the line.
+    lines.length = 0;
+    await app.inject({ method: 'POST', url: webhookPath('Jane-Doe-1961'), payload: 'not json' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toHaveProperty('workflowId');
   });
 
   it('leave out a path segment that is not a journey id of ours', async () => {

@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CallbackNotStoredError, type Acceptance } from '../../../inbox/callback-path';
+import { routeLoggers } from '../../../observability/request-log';
 import { isValidWebhookToken } from '../../../webhook-url';
 import {
   ApiProblem,
@@ -16,6 +17,8 @@ import {
 } from '../../problem';
 
 const JOURNEY_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** The journey id in a callback's URL (/webhooks/exam-service/{journeyId}/{token}), before the router decodes it. */
+const JOURNEY_IN_URL = /\/exam-service\/([^/?]+)\//;
 
 /** "field.path: message" (the contract's issue format) as a field error. */
 function fieldError(issue: string): FieldError {
@@ -69,6 +72,8 @@ const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
       // Each callback is counted (journey_api_callbacks_total, the answers by status) and recorded in its journey;
       // a body kept as a dead letter and a callback not stored are logged below and by the callback path.
       logLevel: 'warn',
+      // Each callback's logger made in one step, its journey's ids in it, from a parent at `warn` made once.
+      childLoggerFactory: routeLoggers((url) => JOURNEY_IN_URL.exec(url)?.[1]),
       // A wrong address is answered before its body is read: a sender without the journey's token costs no reading.
       onRequest: async (request, reply) => {
         const { journeyId, token } = request.params;
