@@ -47,12 +47,17 @@ function refusalProblem(refused: Extract<Acceptance, { ok: false }>): ApiProblem
 const webhook: FastifyPluginCallbackZod = (app, _options, done) => {
   const { callbacks, config } = app;
   // Any content type, kept as text: the contract says JSON, but a body we cannot read is still evidence.
+  const asText = (_request: unknown, body: string | Buffer, parsed: (err: null, body: string | Buffer) => void) =>
+    parsed(null, body);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'string' }, asText);
+  // The one type every callback's header becomes (below): Fastify keeps the parser it finds for a named type, and
+  // looks the catch-all up again, parsing the header anew, for every request.
+  app.addContentTypeParser('text/plain', { parseAs: 'string' }, asText);
   // Fastify answers a malformed Content-Type header (empty, no subtype) with a 415 before any parser runs; a callback
-  // must not be refused (nor go unrecorded) for its header, and the body is read as text whatever it says anyway.
+  // must not be refused (nor go unrecorded) for its header, and the body is read as text (UTF-8) whatever it says.
   app.addHook('onRequest', (request, _reply, hookDone) => {
-    if (request.headers['content-type'] !== undefined) request.headers['content-type'] = 'text/plain; charset=utf-8';
+    if (request.headers['content-type'] !== undefined) request.headers['content-type'] = 'text/plain';
     hookDone();
   });
 
