@@ -87,6 +87,15 @@ export type ReplayOutcome =
   | { ok: false; refusal: 'unreadable' | 'too-large'; detail: string; issues?: string[] }
   | { ok: false; refusal: 'journey-gone'; detail: string };
 
+/** A body on its way through accept: what its durable writes and a dead letter of it need. */
+interface Delivery {
+  journeyId: string;
+  rawBody: string;
+  receivedAt: string;
+  bodyBytes: number;
+  storeWait: ((ms: number) => void) | undefined;
+}
+
 /** The event label of the callback metrics: 1, 2, 3, or `other` (so a sender cannot grow the label set). */
 function metricEvent(event: number): string {
   return event >= 1 && event <= 3 ? String(event) : 'other';
@@ -176,41 +185,17 @@ export class CallbackPath {
     const { metrics, now } = this.#o;
     const receivedAt = now().toISOString();
     const bodyBytes = Buffer.byteLength(rawBody);
-    const stored = async <T>(what: 'inbox' | 'dead_letters', write: () => Promise<T>): Promise<T> => {
-      const started = performance.now();
-      try {
-        return await write();
-      } catch (err) {
-        // The entry's own fault, not the store's: the caller keeps the body another way.
-        if (err instanceof UnstorableCallbackError) throw err;
-        metrics.inboxFailures.inc({ store: what });
-        metrics.callbacks.inc({ event: 'unknown', outcome: 'refused' });
-        // The error names the store and its code only (no body, no URL token).
-        this.#o.log.error({ err, journeyId, store: what }, 'callback NOT stored: answered 503');
-        throw new CallbackNotStoredError(what, { cause: err });
-      } finally {
-        storeWait?.(performance.now() - started);
-      }
-    };
-    /** Keeps the body for operators as a dead letter. */
-    const keep = async (refusal: Refusal, detail: string, issues?: string[]): Promise<Acceptance> => {
-      const reason = refusal === 'too-large' ? 'oversized' : 'unparseable';
-      await stored('dead_letters', () =>
-        this.inbox.deadLetters.add(
-          { journeyId, reason, detail, ...(issues ? { issues } : {}), receivedAt, bodyBytes, rawBody },
-          now(),
-        ),
-      );
-      metrics.deadLettered.inc({ reason });
-      metrics.callbacks.inc({ event: 'unknown', outcome: 'dead_lettered' });
-      return { ok: false, refusal, detail, ...(issues ? { issues } : {}) };
-    };
+    const delivery: Delivery = { journeyId, rawBody, receivedAt, bodyBytes, storeWait };
     if (bodyBytes > this.callbackMaxBytes) {
-      return keep('too-large', `the body is ${bodyBytes} bytes, over the ${this.callbackMaxBytes} a callback may be`);
+      return this.#keep(
+        delivery,
+        'too-large',
+        `the body is ${bodyBytes} bytes, over the ${this.callbackMaxBytes} a callback may be`,
+      );
     }
     const parsed = this.measureWithout.has('reading') ? this.#readMemo(rawBody) : readCallback(rawBody);
     if (!parsed.ok) {
-      await keep('unreadable', 'the body is not JSON, or JSON without an event number', parsed.issues);
+      await this.#keep(delivery, 'unreadable', 'the body is not JSON, or JSON without an event number', parsed.issues);
       return {
         ok: false,
         refusal: 'unreadable',
@@ -219,18 +204,56 @@ export class CallbackPath {
       };
     }
     const made = callbackSignal(parsed, { deliveryId: randomUUID(), receivedAt, rawBody });
-    if (!made.ok) return keep('too-large', `the callback is too large for its journey: ${made.over}`);
+    if (!made.ok) return this.#keep(delivery, 'too-large', `the callback is too large for its journey: ${made.over}`);
     const { signal } = made;
     try {
-      await stored('inbox', () => this.inbox.append(journeyId, signal));
+      await this.#stored(delivery, 'inbox', () => this.inbox.append(journeyId, signal));
     } catch (err) {
       // This callback alone cannot be written as an inbox entry: its body still can, as a dead letter.
       if (!(err instanceof UnstorableCallbackError)) throw err;
-      return keep('unstorable', err.message);
+      return this.#keep(delivery, 'unstorable', err.message);
     }
     const held = isUnread(parsed.callback);
     metrics.callbacks.inc({ event: metricEvent(parsed.event), outcome: held ? 'held' : 'accepted' });
     return { ok: true, deliveryId: signal.deliveryId, event: parsed.event, held };
+  }
+
+  /**
+   * A durable write of the callback path: how long it took told to `storeWait`; a failure of the store (not the
+   * entry's own) counted and logged (the store and its code only: no body, no URL token) and thrown as
+   * CallbackNotStoredError.
+   */
+  async #stored<T>(d: Delivery, what: 'inbox' | 'dead_letters', write: () => Promise<T>): Promise<T> {
+    const { metrics } = this.#o;
+    const started = performance.now();
+    try {
+      return await write();
+    } catch (err) {
+      // The entry's own fault, not the store's: the caller keeps the body another way.
+      if (err instanceof UnstorableCallbackError) throw err;
+      metrics.inboxFailures.inc({ store: what });
+      metrics.callbacks.inc({ event: 'unknown', outcome: 'refused' });
+      this.#o.log.error({ err, journeyId: d.journeyId, store: what }, 'callback NOT stored: answered 503');
+      throw new CallbackNotStoredError(what, { cause: err });
+    } finally {
+      d.storeWait?.(performance.now() - started);
+    }
+  }
+
+  /** Keeps the body for operators as a dead letter. */
+  async #keep(d: Delivery, refusal: Refusal, detail: string, issues?: string[]): Promise<Acceptance> {
+    const { metrics, now } = this.#o;
+    const { journeyId, receivedAt, bodyBytes, rawBody } = d;
+    const reason = refusal === 'too-large' ? 'oversized' : 'unparseable';
+    await this.#stored(d, 'dead_letters', () =>
+      this.inbox.deadLetters.add(
+        { journeyId, reason, detail, ...(issues ? { issues } : {}), receivedAt, bodyBytes, rawBody },
+        now(),
+      ),
+    );
+    metrics.deadLettered.inc({ reason });
+    metrics.callbacks.inc({ event: 'unknown', outcome: 'dead_lettered' });
+    return { ok: false, refusal, detail, ...(issues ? { issues } : {}) };
   }
 
   /** A measurement without the reading's cost: each distinct body read once (a few hundred at most). */

@@ -1,6 +1,6 @@
 // From a callback body, in whichever layout the service sent it, to what the journey acts on. The raw payload travels
 // beside it for audit.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { readEventNumber, readLooseCallback, type LooseEvent } from '../exam-service/callback-layouts';
 import { parseCallback, type NormalizedCallback } from '../exam-service/schemas';
 import { HELD_BODY_MAX_BYTES, type CallbackSignal } from '../contract/definitions';
@@ -213,7 +213,7 @@ export function callbackSignal(
       deliveryId: delivery.deliveryId,
       receivedAt: delivery.receivedAt,
       callback: reading.callback,
-      body: { bytes, sha256: createHash('sha256').update(delivery.rawBody).digest('hex') },
+      body: { bytes, sha256: hash('sha256', delivery.rawBody, 'hex') },
       raw: reading.raw,
     },
   };
