@@ -126,6 +126,8 @@ export class PatientErasures {
   async #carryOut(r: ErasureRequest): Promise<void> {
     const started = Date.now();
     const { keys } = this.#o;
+    // Every replica takes up pending requests: another may have finished this one since it was read.
+    if ((await keys.erasureRequest(r.erasureId))?.status === 'done') return;
     // Since the request was kept nothing new is bound to the patient (a start is refused until it is done), so these
     // are all the journeys the key will ever have. Starts that bound one before are waited for: each reaches
     // Temporal by its deadline or never, and a journey seen absent here must not start after it is passed over.
@@ -148,10 +150,12 @@ export class PatientErasures {
     const letters = await this.#deleteDeadLetters(new Set(journeys));
     // Under the master key ring alone, nothing else makes them unreadable: their histories go.
     for (const j of unbound) await this.#deleteExecution(j);
-    await keys.erase(r.patientRef, {
+    const erased = await keys.erase(r.patientRef, {
       erasureId: r.erasureId,
       actor: { subject: r.requestedBy, roles: r.requestedRoles },
     });
+    // Done meanwhile by another replica (the patient may already have a new key for new journeys): nothing is left.
+    if (erased.state === 'already-done') return;
     // Done only once no process can use the key: each checks the keys it holds against the tombstones this often.
     await sleep(keys.destroyedEverywhereAfterMs);
     // A start that reached Temporal after its deadline all the same can read nothing now: it is ended, not left

@@ -74,7 +74,11 @@ export interface Actor {
   roles: readonly string[];
 }
 
-export type EraseResult = { state: 'erased'; erasure: ErasedKey } | { state: 'no-key'; patientRef: PatientRef };
+export type EraseResult =
+  | { state: 'erased'; erasure: ErasedKey }
+  | { state: 'no-key'; patientRef: PatientRef }
+  /** The erasure request named was done already (by another runner): the patient's key now is not its to destroy. */
+  | { state: 'already-done'; erasureId: string };
 
 /** What the start found: keys a restore brought back, destroyed again; tombstones it put back. */
 export interface ErasureReapplied {
@@ -565,6 +569,13 @@ export class PatientKeys {
     const held = await this.#store.get(patientRef);
     this.#cache.delete(patientRef);
     if (!held) return { state: 'no-key', patientRef };
+    // Read after the key: a request done by now was done before any key bound after it (the request fences the
+    // patient until it is done), so a key read before this answer is one the request may destroy; once it is done,
+    // whatever key the patient holds is a later journey's and stays. Another replica carrying out the same request
+    // at the same time (each takes up pending requests) thus never destroys a key the patient got after it.
+    if (o.erasureId && (await this.#store.erasureRequest(o.erasureId))?.status === 'done') {
+      return { state: 'already-done', erasureId: o.erasureId };
+    }
     const erasure: ErasedKey = {
       patientRef,
       dekId: held.dekId,

@@ -199,6 +199,37 @@ describe('per-patient data keys (file store)', () => {
     expect((await again.openSealed(annValue, 'journey-input')).state).toBe('erased');
   });
 
+  it('leaves the key a patient got after her erasure was done, when a second runner of the same request erases late', async () => {
+    const { keys } = await open();
+    const ann = keys.patientRef('clinic-a', 'ann@example.com');
+    const before = await keys.sealForPatient(ann, 'journey-input', { email: 'ann@example.com' });
+    const actor = { subject: 'clinic:clinic-a', roles: ['clinic'] };
+    const { request } = await keys.requestErasure({
+      clinicId: 'clinic-a',
+      patientRef: ann,
+      idempotencyKey: 'k1',
+      actor,
+    });
+    // The first runner (one replica) destroys her key and marks the request done.
+    expect((await keys.erase(ann, { erasureId: request.erasureId, actor })).state).toBe('erased');
+    await keys.completeErasureRequest(request, []);
+    // She is invited again: a new key, sealing her new journey.
+    const after = await keys.sealForPatient(ann, 'journey-input', { email: 'ann@example.com' });
+    expect(after.k).not.toBe(before.k);
+    // A second runner of the same request (another replica took it up while it was pending) comes to its erase now.
+    const trail = events.length;
+    await expect(keys.erase(ann, { erasureId: request.erasureId, actor })).resolves.toEqual({
+      state: 'already-done',
+      erasureId: request.erasureId,
+    });
+    expect(events.length).toBe(trail);
+    expect(await keys.openSealed(after, 'journey-input')).toEqual({
+      state: 'open',
+      value: { email: 'ann@example.com' },
+    });
+    expect((await keys.openSealed(before, 'journey-input')).state).toBe('erased');
+  });
+
   it('does not erase when the trail cannot record it', async () => {
     let down = false;
     const { keys } = await open({
