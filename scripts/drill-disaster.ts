@@ -34,8 +34,10 @@ import {
   freeProductionPorts,
   POSTGRES_FULL_BACKUPS_KEPT,
   ProductionStack,
+  productionStackPorts,
   ATTACHMENTS_KEEP_DELETED_DAYS,
 } from './lib/production-stack';
+import { guardDrillStack } from './lib/stack-guard';
 import { DEMO_CLINIC_TOKEN, stackSecrets } from './lib/stack-secrets';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -368,6 +370,12 @@ async function main(argv: string[]): Promise<number> {
     // The sandbox, as the exam service, sends a callback it got no 200 for again, for minutes.
     sandboxEnv: { SANDBOX_CALLBACK_RETRIES: '8', SANDBOX_CALLBACK_RETRY_BASE_MS: '1000' },
     log: (l) => say(`stack: ${l}`),
+  });
+  await guardDrillStack({
+    dataDir: runDir,
+    ports: productionStackPorts(stack.o.ports, 2, false, true),
+    stop: () => stack.stop(),
+    say,
   });
   let problems: string[] = [];
   try {

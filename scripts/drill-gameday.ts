@@ -15,7 +15,8 @@ import { exitWith, parseCommandLine, UsageError } from './lib/cli';
 import { withSection } from './lib/doc-section';
 import { runIdOf } from './lib/disaster';
 import { GAME_DAY_FAULTS, gameDay, type GameDayOptions, type GameDayReport } from './lib/gameday';
-import { freeProductionPorts, ProductionStack } from './lib/production-stack';
+import { freeProductionPorts, ProductionStack, productionStackPorts } from './lib/production-stack';
+import { guardDrillStack } from './lib/stack-guard';
 
 const ROOT = path.resolve(__dirname, '..');
 export const BEGIN = '<!-- begin: npm run drill:gameday -->';
@@ -83,7 +84,9 @@ export function reportSection(
   r: GameDayReport,
   command: string,
   finishedAt: Date,
+  loadBefore?: number[],
 ): string {
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(', ');
   const c = r.callbacks;
   const passed = r.problems.length === 0;
   const faultRows = r.faults
@@ -96,7 +99,7 @@ export function reportSection(
 ## Game day: every fault in turn, under load, on the production topology
 
 \`${command}\`, finished ${finishedAt.toISOString()}; **${passed ? 'passed' : 'FAILED'}**.
-- Machine: ${machineDescription()}
+- Machine: ${machineDescription()}; load average (1, 5, 15 min) ${loadBefore ? `${load(loadBefore)} before the run, ` : ''}${load(os.loadavg())} at its end
 - The production topology on its PostgreSQL cluster (a primary and a synchronous standby under Patroni with etcd,
   HAProxy checking \`GET /primary\`, the WAL archived by pgBackRest), two API replicas behind HAProxy, two workers,
   the Temporal server and MinIO; Keycloak is not started (sign-in has its own test, test/production/sign-in.test.ts).
@@ -178,14 +181,27 @@ async function main(argv: string[]): Promise<number> {
   const say = (line: string) => console.log(`[gameday] ${line}`);
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'drill-gameday-'));
   const stack = await gameDayStack(runDir, portBase, (l) => say(`stack: ${l}`));
+  await guardDrillStack({
+    dataDir: runDir,
+    ports: productionStackPorts(stack.o.ports, 2, false, true),
+    stop: () => stack.stop(),
+    say,
+  });
   let passed = false;
   try {
     say(`starting the production topology on a PostgreSQL cluster in ${runDir}...`);
+    const loadBefore = os.loadavg();
     await stack.start();
     const report = await gameDay(stack, { ...o, runId: runIdOf(), say });
     passed = report.problems.length === 0;
     const args = argv.join(' ');
-    const section = reportSection(o, report, `npm run drill:gameday${args ? ` -- ${args}` : ''}`, new Date());
+    const section = reportSection(
+      o,
+      report,
+      `npm run drill:gameday${args ? ` -- ${args}` : ''}`,
+      new Date(),
+      loadBefore,
+    );
     console.log(`\n${section}\n`);
     if (writeDoc) {
       const file = path.join(ROOT, 'docs', 'reliability.md');

@@ -414,6 +414,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   problems.push(...startFailures);
 
   // 4. What the journeys recorded, once the inbox handed every callback on.
+  o.say(`${since(Date.now())}: reading what the ${loadIds.length} load journeys recorded...`);
   if (!(await waitForEmptyInbox(stack.superuserUrl, 300_000)))
     problems.push('the inbox still held callbacks five minutes after the load');
   const { recorded, duplicates, unqueried, flooded } = await recordedDeliveries(view, loadIds);
@@ -428,6 +429,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
     if (s.ackAt && s.deliveryId && !unknown.has(s.journeyId) && !recorded.has(s.deliveryId)) lost++;
   }
 
+  o.say(`${since(Date.now())}: waiting for the ${started.length} started journeys' ends...`);
   // 5. Every started journey at its end: completed and approved, or parked with an ambiguous invite and decided as
   // the runbook says.
   const adminToken = stack.adminToken;
@@ -473,6 +475,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   });
   const doubleInvites = invitedTwice(await sandboxPatientExams(stack.sandboxUrl));
 
+  o.say(`${since(Date.now())}: reading the ${erasures.length} erased patients' journeys and histories...`);
   // 6. The erased patients: each erasure done and covering her first journey; that journey's view holds nothing of
   // her, and its history's own payloads no longer open (the stack's keys, read after the erasures).
   const readable: string[] = [];

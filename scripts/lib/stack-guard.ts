@@ -250,3 +250,22 @@ function shorten(command: string): string {
   const text = command.split(`${ROOT}/`).join('');
   return text.length > 100 ? `${text.slice(0, 97)}...` : text;
 }
+
+/**
+ * A drill's stack, guarded as one run from the command line: its data folder claimed and a guardian started that
+ * stops every part should this process die without stopping them (Patroni runs in a session of its own); Ctrl-C, a
+ * kill or a closed terminal stop the stack first, then exit (130).
+ */
+export async function guardDrillStack(o: {
+  dataDir: string;
+  ports: StackPort[];
+  stop: () => Promise<void>;
+  say: (line: string) => void;
+}): Promise<void> {
+  await claimStack(o.dataDir, o.ports, (m) => o.say(m));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.once(signal, () => {
+      o.say(`${signal}: stopping the stack (the run folder is kept: ${o.dataDir})`);
+      void o.stop().finally(() => process.exit(130));
+    });
+}
