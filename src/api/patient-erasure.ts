@@ -21,7 +21,7 @@
 //
 // Each step may run again without harm, so a request cut short (the API stopped) is taken up again at the next start,
 // by any replica. Nothing of the patient is logged or recorded: refs, ids and counts.
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import type { AttachmentStore } from '../attachments/types';
 import { cancelUpdate, journeyWorkflowId } from '../contract/definitions';
@@ -197,7 +197,16 @@ export class PatientErasures {
     const handle = this.#o.temporal.workflow.getHandle(journeyWorkflowId(journeyId));
     const status = (await handle.describe().catch(() => undefined))?.status.name;
     if (status !== 'RUNNING') return false;
-    await handle.terminate(`patient data erasure ${erasureId}: started after its patient's journeys were ended`);
+    const gone = await handle
+      .terminate(`patient data erasure ${erasureId}: started after its patient's journeys were ended`)
+      .then(
+        () => false,
+        (err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return true;
+          throw err;
+        },
+      );
+    if (gone) return false;
     this.#o.log.warn({ erasureId, journeyId }, 'patient erasure: a journey started late was terminated');
     return true;
   }
@@ -234,7 +243,14 @@ export class PatientErasures {
   /** Whether an unbound journey's input names the patient. */
   async #namesPatient(wf: { workflowId: string; runId: string }, r: ErasureRequest): Promise<boolean> {
     const { temporal, keys } = this.#o;
-    const history = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    let history;
+    try {
+      history = await temporal.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    } catch (err) {
+      // Listed by visibility, deleted since (by the same request taken up on another replica): nothing left of it.
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
     const payloads = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
     let input: JourneyInput;
     try {
@@ -276,7 +292,15 @@ export class PatientErasures {
       if ((await status()) !== 'RUNNING') return 'cancelled';
       await new Promise((r) => setTimeout(r, 500));
     }
-    await handle.terminate(`${reason}: it had not ended ${(this.#o.endWithinMs ?? 30_000) / 1000} s after its cancel`);
+    try {
+      await handle.terminate(
+        `${reason}: it had not ended ${(this.#o.endWithinMs ?? 30_000) / 1000} s after its cancel`,
+      );
+    } catch (err) {
+      // Ended (and gone) meanwhile: what the terminate was for.
+      if (err instanceof WorkflowNotFoundError) return 'ended';
+      throw err;
+    }
     return 'terminated';
   }
 
