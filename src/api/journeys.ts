@@ -19,7 +19,7 @@ import {
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import Long from 'long';
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
-import { WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
+import { NamespaceNotFoundError, WorkflowNotFoundError, type UpdateDefinition } from '@temporalio/common';
 import type { FailureFacts } from '../contract/activity-contract';
 import { sealedKeyOf } from '../codec/patient-codec';
 import { journeyWorkflowId, SearchAttr, snapshotQuery } from '../contract/definitions';
@@ -106,6 +106,9 @@ function unavailable(err: unknown, what: string): ApiProblem | undefined {
   if (grpc && [status.UNAVAILABLE, status.RESOURCE_EXHAUSTED, status.ABORTED].some((c) => c === Number(grpc.code))) {
     return temporalUnavailable(what);
   }
+  // The engine's namespace is registered before it runs: Temporal not finding it means the server cannot read its
+  // namespace registry now (its database failing over, say). Nothing the clinic sent is wrong: the service is away.
+  if (err instanceof NamespaceNotFoundError) return temporalUnavailable(what);
   return undefined;
 }
 

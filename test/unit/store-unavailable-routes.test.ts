@@ -8,7 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { WorkflowUpdateRPCTimeoutOrCancelledError, type WorkflowExecutionDescription } from '@temporalio/client';
+import {
+  NamespaceNotFoundError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  type WorkflowExecutionDescription,
+} from '@temporalio/client';
 import { buildApp, type ApiApp } from '../../src/api/app';
 import { JOURNEY_WORKFLOW_TYPE } from '../../src/api/journey-query';
 import { updateProblem, type StartOutcome } from '../../src/api/journeys';
@@ -284,5 +288,12 @@ describe('Temporal not answering in time', () => {
       expect(problem).toMatchObject({ status: 504, slug: 'temporal-timeout' });
       expect(Number((problem as ApiProblem).headers['retry-after'])).toBeGreaterThan(0);
     }
+  });
+
+  it('its namespace not found while its database fails over: 503 temporal-unavailable with Retry-After, not a 500', () => {
+    const problem = updateProblem(new NamespaceNotFoundError('default'));
+    expect(problem).toBeInstanceOf(ApiProblem);
+    expect(problem).toMatchObject({ status: 503, slug: 'temporal-unavailable' });
+    expect(Number((problem as ApiProblem).headers['retry-after'])).toBeGreaterThan(0);
   });
 });
