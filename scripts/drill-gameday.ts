@@ -125,6 +125,7 @@ ${r.faults.map((f) => `- ${FAULT_NAMES[f.fault]}: ${f.what}.`).join('\n')}
 | Acknowledged callbacks lost | **${c.lost}** of ${c.acked} acknowledged (${c.due} due; ${c.duplicates} recorded twice) |
 | Callback answers other than 200 | ${counts(c.refused)} |
 | Answers of 500 | **${r.answers500}** |
+| The inbox empty (every acknowledged callback handed on to its journey) | ${secs(r.inboxEmptyAfterLoadMs)} after the load's end |
 | Starts | ${r.starts.journeys} journeys, every one answered 2xx in the end (other answers on the way: ${counts(r.starts.refused)}) |
 | Journeys ended as planned | ${r.starts.completed} completed and approved${r.starts.decided.length > 0 ? `; ${r.starts.decided.length} parked with an ambiguous invite and decided as the runbook says (${r.starts.decided.join('; ')})` : ''}; ${r.starts.endedWrong.length} otherwise |
 | Double invites | **${r.starts.doubleInvites.length}** |
