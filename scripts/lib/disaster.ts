@@ -22,6 +22,7 @@ import {
   invitedJourney,
   invitedTwice,
   journeyView,
+  longestGap,
   recordedDeliveries,
   sandboxPatientExams,
   waitForEmptyInbox,
@@ -241,16 +242,11 @@ export async function failoverDrill(stack: ProductionStack, o: FailoverOptions):
     else slowestAppliedMs = Math.max(slowestAppliedMs, at - s.ackAt);
   }
   const acks = callbacks.acks();
-  let longestGapMs = 0;
-  let longestGapFromKillMs = 0;
-  for (let i = 1; i < acks.length; i++) {
-    if (acks[i - 1]! > loadEnd) break;
-    const gap = acks[i]! - acks[i - 1]!;
-    if (gap > longestGapMs) {
-      longestGapMs = gap;
-      longestGapFromKillMs = acks[i - 1]! - killAt;
-    }
-  }
+  // The longest time between two acknowledgements, the first of them within the load.
+  const afterLoad = acks.find((a) => a > loadEnd) ?? Number.POSITIVE_INFINITY;
+  const gap = longestGap(acks, acks[0] ?? killAt, afterLoad);
+  const longestGapMs = gap.ms;
+  const longestGapFromKillMs = gap.at - killAt;
   const refused = callbacks.refused();
 
   // 6. The started journeys: each approved and completed, one invite each; the first started after the kill invited.
