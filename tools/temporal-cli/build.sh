@@ -13,4 +13,4 @@ cp -R "$dir/." "$work/"
 chmod -R u+w "$work"
 (cd "$work" && GIT_CEILING_DIRECTORIES="$(dirname "$work")" git apply --whitespace=nowarn "$here/server.patch")
 mkdir -p "$(dirname "$out")"
-(cd "$work" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -o "$out" ./cmd/temporal)
+(cd "$work" && CGO_ENABLED=0 GOFLAGS='-buildvcs=false -trimpath' go build -o "$out" ./cmd/temporal)
