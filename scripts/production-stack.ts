@@ -18,6 +18,9 @@
 // BACKUP_STORE_CONSOLE_PORT 9011); POSTGRES_HA=off runs one server instead. IDENTITY=off runs
 // the stack without it (nothing decoded in the Web UI then, and the Temporal server open to whoever reaches it on this
 // host); the admin routes then take a token the stack makes once, kept in <DATA_DIR>/secrets/admin_token (mode 0600).
+// TEMPORAL_SPLIT=on runs the Temporal server as a cluster deploys it: each service processes of its own (two frontends
+// behind HAProxy on TEMPORAL_PORT, their own ports from TEMPORAL_PORT+20; two history and two matching nodes; the
+// internal worker), a membership and a metrics port each from TEMPORAL_MEMBERSHIP_PORT and TEMPORAL_METRICS_PORT.
 // The engine's secrets are files in <DATA_DIR>/secrets, each mode 0600, named by its *_FILE settings.
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
@@ -37,10 +40,13 @@ function settings() {
   if (!['keycloak', 'off'].includes(identity)) throw new Error(`IDENTITY: keycloak or off, not ${identity}`);
   const ha = (process.env.POSTGRES_HA ?? 'on').trim().toLowerCase();
   if (!['on', 'off'].includes(ha)) throw new Error(`POSTGRES_HA: on or off, not ${ha}`);
+  const split = (process.env.TEMPORAL_SPLIT ?? 'off').trim().toLowerCase();
+  if (!['on', 'off'].includes(split)) throw new Error(`TEMPORAL_SPLIT: on or off, not ${split}`);
   return {
     workers,
     identity: identity === 'keycloak',
     database: ha === 'on' ? ('cluster' as const) : ('single' as const),
+    temporalSplit: split === 'on',
     ports: productionPorts(process.env, 2),
     dataDir: path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production')),
   };
@@ -68,6 +74,11 @@ async function up(stack: ProductionStack) {
     say(`                   primary now: ${await stack.cluster.primary()}; nodes' logs in ${stack.cluster.logDir}`);
     say(`  backups          WAL archived and full backups (at start, daily; two kept) by pgBackRest into`);
     say(`                   ${stack.backupStore?.endpoint} (docs/operations.md: failover, switchover, restore)`);
+  }
+  const nodes = stack.temporal?.nodes ?? [];
+  if (nodes.length > 1) {
+    say(`  Temporal         ${stack.temporalAddress} (HAProxy) -> ${nodes.map((n) => n.name).join(', ')};`);
+    say(`                   ${stack.temporal!.historyShards} history shards, fixed at the first start (docs/deploy.md)`);
   }
   if (identity) {
     say(`  Temporal UI      ${stack.uiUrl}  (sign-in; patient data decoded by ${stack.codecUrl} for operators)`);
@@ -105,7 +116,7 @@ try {
   void runStack({
     log,
     dataDir: o.dataDir,
-    ports: productionStackPorts(o.ports, o.workers, o.identity, o.database === 'cluster'),
+    ports: productionStackPorts(o.ports, o.workers, o.identity, o.database === 'cluster', o.temporalSplit),
     install: {
       part: 'install',
       command: ['bash', path.join(root, 'scripts/install-production.sh')],

@@ -70,7 +70,14 @@ import {
   type PartSpec,
 } from './stack/parts';
 import { Stack } from './stack/stack';
-import { prepareNamespace, setupTemporalSchema, startTemporalServer, type TemporalServer } from './temporal-server';
+import {
+  prepareNamespace,
+  setupTemporalSchema,
+  splitProcessCount,
+  startTemporalServer,
+  type TemporalServer,
+  type TemporalSplitPorts,
+} from './temporal-server';
 
 const BUCKET = 'journey-attachments';
 /** The attachments' bucket (versioned), for tests that read it. */
@@ -136,6 +143,11 @@ export interface ProductionPorts {
   temporalInternalFrontendHttp?: number;
   /** One per worker, its Prometheus page (WORKER_METRICS_ADDRESS); a worker without one has none. */
   workerMetrics?: number[];
+  /**
+   * TEMPORAL_SPLIT=on: the Temporal server's services as processes of their own (two frontends behind HAProxy on
+   * `temporal` and `temporalHttp`, two history and two matching nodes, the internal worker), their own ports.
+   */
+  temporalSplit?: TemporalSplitPorts;
 }
 
 type Env = Record<string, string | undefined>;
@@ -183,6 +195,19 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
     temporalInternalFrontend: n('TEMPORAL_INTERNAL_FRONTEND_PORT', temporal + 3),
     temporalInternalFrontendHttp: n('TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT', temporal + 11),
     workerMetrics: list('WORKER_METRICS_PORTS', 9464, workersAndReplicas),
+    // Used with TEMPORAL_SPLIT=on only: the frontends' own ports after the balancer's, the second history and
+    // matching nodes beside them; one membership and one metrics port per process from TEMPORAL_MEMBERSHIP_PORT and
+    // TEMPORAL_METRICS_PORT.
+    temporalSplit: {
+      frontends: [
+        { grpc: temporal + 20, http: temporal + 21 },
+        { grpc: temporal + 22, http: temporal + 23 },
+      ],
+      history: [n('TEMPORAL_HISTORY_PORT', temporal + 1), temporal + 24],
+      matching: [n('TEMPORAL_MATCHING_PORT', temporal + 2), temporal + 25],
+      membershipBase: n('TEMPORAL_MEMBERSHIP_PORT', 6933),
+      metricsBase: n('TEMPORAL_METRICS_PORT', 9091),
+    },
   };
 }
 
@@ -193,7 +218,13 @@ export function productionPorts(env: Env = process.env, workersAndReplicas = 2):
 export async function freeProductionPorts(
   base: number,
   max: number,
-  o: { replicas?: number; identity?: boolean; workerMetrics?: boolean; cluster?: boolean } = {},
+  o: {
+    replicas?: number;
+    identity?: boolean;
+    workerMetrics?: boolean;
+    cluster?: boolean;
+    temporalSplit?: boolean;
+  } = {},
 ): Promise<ProductionPorts> {
   let next = base;
   const run = async (length = 1): Promise<number> => {
@@ -236,7 +267,24 @@ export async function freeProductionPorts(
         }
       : {}),
     ...(o.workerMetrics ? { workerMetrics: await some() } : {}),
+    ...(o.temporalSplit ? { temporalSplit: await freeSplitPorts(run, o.identity === true) } : {}),
   };
+}
+
+/** The split Temporal server's ports: two frontends (gRPC, HTTP), two history and two matching nodes, a membership
+ * and a metrics port per process, each run in a row. */
+async function freeSplitPorts(
+  run: (length?: number) => Promise<number>,
+  identity: boolean,
+): Promise<TemporalSplitPorts> {
+  const frontends = [
+    { grpc: await run(), http: await run() },
+    { grpc: await run(), http: await run() },
+  ];
+  const history = [await run(), await run()];
+  const matching = [await run(), await run()];
+  const count = splitProcessCount({ frontends, history, matching, membershipBase: 0, metricsBase: 0 }, identity);
+  return { frontends, history, matching, membershipBase: await run(count), metricsBase: await run(count) };
 }
 
 /** Every port the production stack listens on, with the part that needs it and the variable that moves it. */
@@ -245,7 +293,32 @@ export function productionStackPorts(
   workers: number,
   identity = false,
   cluster = false,
+  temporalSplit = false,
 ): StackPort[] {
+  const split = temporalSplit ? ports.temporalSplit : undefined;
+  if (temporalSplit && !split) throw new Error("TEMPORAL_SPLIT=on needs the split Temporal server's ports");
+  const splitPorts: StackPort[] = split
+    ? [
+        ...split.frontends.flatMap((f, i) => [
+          { part: `Temporal frontend ${i + 1}`, port: f.grpc, variable: 'TEMPORAL_PORT' },
+          { part: `Temporal frontend ${i + 1} (HTTP)`, port: f.http, variable: 'TEMPORAL_PORT' },
+        ]),
+        ...split.history.map((port, i) => ({
+          part: `Temporal history ${i + 1}`,
+          port,
+          variable: 'TEMPORAL_HISTORY_PORT',
+        })),
+        ...split.matching.map((port, i) => ({
+          part: `Temporal matching ${i + 1}`,
+          port,
+          variable: 'TEMPORAL_MATCHING_PORT',
+        })),
+        ...Array.from({ length: splitProcessCount(split, identity) }, (_, i) => [
+          { part: 'Temporal cluster membership', port: split.membershipBase + i, variable: 'TEMPORAL_MEMBERSHIP_PORT' },
+          { part: "Temporal's metrics", port: split.metricsBase + i, variable: 'TEMPORAL_METRICS_PORT' },
+        ]).flat(),
+      ]
+    : [];
   const clusterPorts: StackPort[] = cluster
     ? [
         ...Array.from({ length: 33 }, (_, i) => ({
@@ -271,29 +344,30 @@ export function productionStackPorts(
           port: ports.temporalInternalFrontendHttp,
           variable: 'TEMPORAL_INTERNAL_FRONTEND_HTTP_PORT',
         },
-        {
-          part: 'Temporal cluster membership',
-          port: ports.temporalMembership + 4,
-          variable: 'TEMPORAL_MEMBERSHIP_PORT',
-        },
       ].filter((p) => p.port !== undefined) as StackPort[])
     : [];
+  const unsplit: StackPort[] = split
+    ? []
+    : [
+        { part: 'Temporal history', port: ports.temporalHistory, variable: 'TEMPORAL_HISTORY_PORT' },
+        { part: 'Temporal matching', port: ports.temporalMatching, variable: 'TEMPORAL_MATCHING_PORT' },
+        ...[0, 1, 2, 3, ...(identity ? [4] : [])].map((i) => ({
+          part: 'Temporal cluster membership',
+          port: ports.temporalMembership + i,
+          variable: 'TEMPORAL_MEMBERSHIP_PORT',
+        })),
+        { part: "Temporal's metrics", port: ports.temporalMetrics, variable: 'TEMPORAL_METRICS_PORT' },
+      ];
   return [
     ...identityPorts,
     ...clusterPorts,
+    ...splitPorts,
+    ...unsplit,
     { part: 'load balancer (clinic API)', port: ports.api, variable: 'API_PORT' },
     ...ports.apiReplicas.map((port, i) => ({ part: `API replica ${i + 1}`, port, variable: 'API_REPLICA_PORTS' })),
     { part: 'Temporal frontend', port: ports.temporal, variable: 'TEMPORAL_PORT' },
     { part: 'Temporal HTTP API', port: ports.temporalHttp, variable: 'TEMPORAL_HTTP_PORT' },
-    { part: 'Temporal history', port: ports.temporalHistory, variable: 'TEMPORAL_HISTORY_PORT' },
-    { part: 'Temporal matching', port: ports.temporalMatching, variable: 'TEMPORAL_MATCHING_PORT' },
     { part: 'Temporal worker service', port: ports.temporalWorker, variable: 'TEMPORAL_WORKER_PORT' },
-    ...[0, 1, 2, 3].map((i) => ({
-      part: 'Temporal cluster membership',
-      port: ports.temporalMembership + i,
-      variable: 'TEMPORAL_MEMBERSHIP_PORT',
-    })),
-    { part: "Temporal's metrics", port: ports.temporalMetrics, variable: 'TEMPORAL_METRICS_PORT' },
     { part: 'Temporal Web UI', port: ports.ui, variable: 'TEMPORAL_UI_PORT' },
     { part: 'codec server', port: ports.codec, variable: 'CODEC_PORT' },
     { part: 'exam-service sandbox', port: ports.sandbox, variable: 'SANDBOX_PORT' },
@@ -336,6 +410,11 @@ export interface ProductionStackOptions {
    * pgBackRest into an object store of their own (postgres-cluster.ts, postgres-backup.ts).
    */
   database?: 'single' | 'cluster';
+  /**
+   * The Temporal server's services each a process of its own (`ports.temporalSplit`: two frontends behind HAProxy,
+   * two history and two matching nodes, the internal worker), rather than one process running them all.
+   */
+  temporalSplit?: boolean;
   log?: (line: string) => void;
   /** Called when an infrastructure part (not a worker or API replica) dies on its own. */
   onFatal?: (why: string) => void;
@@ -404,6 +483,10 @@ export class ProductionStack {
     return issuerOf(this.#identityPorts().keycloak);
   }
 
+  #splitPorts(): TemporalSplitPorts {
+    if (!this.o.ports.temporalSplit) throw new Error('temporalSplit: the ports temporalSplit are needed');
+    return this.o.ports.temporalSplit;
+  }
   #identityPorts() {
     const { keycloak, keycloakManagement, temporalInternalFrontend, temporalInternalFrontendHttp } = this.o.ports;
     if (!keycloak || !keycloakManagement || !temporalInternalFrontend || !temporalInternalFrontendHttp) {
@@ -606,6 +689,7 @@ export class ProductionStack {
       configDir: path.join(dataDir, 'secrets', 'temporal-server'),
       ...(this.o.temporalDynamicConfig ? { dynamicConfigFile: this.o.temporalDynamicConfig } : {}),
       ...(this.o.identity ? { auth: { jwksUrl: jwksUrlOf(this.#identityPorts().keycloak), audience: AUDIENCE } } : {}),
+      ...(this.o.temporalSplit ? { split: this.#splitPorts() } : {}),
       log: (l) => this.#log(l),
     });
     const temporal = this.temporal;

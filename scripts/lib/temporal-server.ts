@@ -12,8 +12,8 @@ import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { Client as PgClient } from 'pg';
-import { ManagedProcess } from './processes';
-import { temporalProbe } from './stack/parts';
+import { httpProbe, ManagedProcess, portProbe } from './processes';
+import { haproxyBin, temporalProbe } from './stack/parts';
 
 const ROOT = path.resolve(__dirname, '../..');
 export const TEMPORAL_SERVER_DIR = path.join(
@@ -48,6 +48,29 @@ export interface TemporalServerPorts {
   internalFrontendHttp?: number;
 }
 
+/**
+ * Temporal's services as separate processes, the shape a cluster deploys: frontends behind a balancer (HAProxy,
+ * HTTP/2, so calls rather than connections are spread), history and matching nodes, and the internal worker, each
+ * with its own membership port. The balancer listens on the server's `frontend` and `http` ports.
+ */
+export interface TemporalSplitPorts {
+  /** Each frontend's own gRPC and HTTP ports. */
+  frontends: { grpc: number; http: number }[];
+  /** Each history node's gRPC port. */
+  history: number[];
+  /** Each matching node's gRPC port. */
+  matching: number[];
+  /** One membership port per process, in a row from here (below 32768). */
+  membershipBase: number;
+  /** One metrics port per process, in a row from here. */
+  metricsBase: number;
+}
+
+/** How many processes a split server runs (the internal frontend's with the authorizer): the ports it needs. */
+export function splitProcessCount(split: TemporalSplitPorts, auth: boolean): number {
+  return split.frontends.length + split.history.length + split.matching.length + 1 + (auth ? 1 : 0);
+}
+
 /** The JWT authorizer: every call needs an access token signed by a key of `jwksUrl`, for `audience`. */
 export interface TemporalServerAuth {
   jwksUrl: string;
@@ -69,15 +92,37 @@ export interface TemporalServerOptions {
   dynamicConfigFile?: string;
   /** The default JWT claim mapper and authorizer on (the `permissions` claim), with an internal frontend. */
   auth?: TemporalServerAuth;
+  /** Each service a process of its own (a cluster's shape); one process running them all without. */
+  split?: TemporalSplitPorts;
   log?: (line: string) => void;
 }
 
+/** One process of the server: every service, or (split) one service's node. */
+export interface TemporalNode {
+  /** temporal-server, or temporal-history-2 and the like. */
+  readonly name: string;
+  /** all, or the one service it runs: frontend, history, matching, worker, internal-frontend. */
+  readonly service: string;
+  readonly metricsUrl: string;
+  readonly running: boolean;
+  /** Started (again) and ready. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** SIGKILL: a crash. */
+  kill(): Promise<void>;
+}
+
 export interface TemporalServer {
+  /** Where clients connect: the frontend, or (split) the balancer in front of the frontends. */
   readonly address: string;
   readonly metricsUrl: string;
   readonly logFile: string;
+  /** Its processes: one, or (split) one per service node. */
+  readonly nodes: readonly TemporalNode[];
+  /** The history shards (chosen at the cluster's first start, for good). */
+  readonly historyShards: number;
   start(): Promise<void>;
-  /** SIGTERM, then waits for the process to exit (SIGKILL after a grace period). */
+  /** SIGTERM, then waits for every process to exit (SIGKILL after a grace period). */
   stop(): Promise<void>;
   /** SIGKILL: a crash. */
   kill(): Promise<void>;
@@ -191,7 +236,7 @@ export function writeServerConfig(configDir: string, password: string): string {
 export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
   const address = `127.0.0.1:${o.ports.frontend}`;
   const configRoot = writeServerConfig(o.configDir, o.postgres.password);
-  const env = {
+  const env: Record<string, string> = {
     POSTGRES_HOST: o.postgres.host,
     POSTGRES_PORT: String(o.postgres.port),
     POSTGRES_USER: o.postgres.user,
@@ -206,9 +251,12 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     TEMPORAL_MATCHING_MEMBERSHIP_PORT: String(o.ports.membershipBase + 2),
     TEMPORAL_WORKER_MEMBERSHIP_PORT: String(o.ports.membershipBase + 3),
     TEMPORAL_METRICS_PORT: String(o.ports.metrics),
+    // Where the cluster's services reach its frontend (the balancer when split): the same in every process.
+    TEMPORAL_CLUSTER_ADDRESS: address,
     TEMPORAL_DYNAMIC_CONFIG: o.dynamicConfigFile ?? PRODUCTION_DYNAMIC_CONFIG,
     ...(o.auth ? authEnv(o) : {}),
   };
+  if (o.split) return startSplitServer(o, configRoot, env);
   if (o.ports.membershipBase + (o.auth ? 4 : 3) >= 32768) {
     throw new Error('Temporal membership ports must stay below 32768');
   }
@@ -226,10 +274,13 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     ready: temporalProbe(address),
     readyTimeoutMs: 60_000,
   });
+  const node = nodeOf(proc, 'all', `http://127.0.0.1:${o.ports.metrics}/metrics`, o.log);
   return {
     address,
-    metricsUrl: `http://127.0.0.1:${o.ports.metrics}/metrics`,
+    metricsUrl: node.metricsUrl,
     logFile: proc.logFile!,
+    nodes: [node],
+    historyShards: o.historyShards ?? 4,
     async start() {
       await proc.up();
       o.log?.(`temporal server ready at ${address}`);
@@ -237,6 +288,150 @@ export function startTemporalServer(o: TemporalServerOptions): TemporalServer {
     stop: () => proc.stop(),
     kill: () => proc.kill(),
   };
+}
+
+function nodeOf(proc: ManagedProcess, service: string, metricsUrl: string, log?: (line: string) => void): TemporalNode {
+  return {
+    name: proc.name,
+    service,
+    metricsUrl,
+    get running() {
+      return proc.running;
+    },
+    async start() {
+      await proc.up();
+      log?.(`${proc.name} ready`);
+    },
+    stop: () => proc.stop(),
+    kill: () => proc.kill(),
+  };
+}
+
+/**
+ * The split server: a process per service node, each with its own ports (its service's gRPC and HTTP, membership and
+ * metrics) over the same configuration, and HAProxy in front of the frontends.
+ */
+function startSplitServer(o: TemporalServerOptions, configRoot: string, base: Record<string, string>): TemporalServer {
+  const split = o.split!;
+  const count = splitProcessCount(split, o.auth !== undefined);
+  if (split.membershipBase + count - 1 >= 32768) throw new Error('Temporal membership ports must stay below 32768');
+  if (split.frontends.length === 0 || split.history.length === 0 || split.matching.length === 0) {
+    throw new Error('a split Temporal server needs at least one frontend, history and matching node');
+  }
+  const plan: { name: string; service: string; env: Record<string, string>; ready: ReturnType<typeof portProbe> }[] =
+    [];
+  const add = (service: string, index: number, env: Record<string, string>, ready: ReturnType<typeof portProbe>) => {
+    const i = plan.length;
+    plan.push({
+      name: `temporal-${service}-${index + 1}`,
+      service,
+      env: {
+        ...base,
+        ...env,
+        TEMPORAL_METRICS_PORT: String(split.metricsBase + i),
+        [`TEMPORAL_${service.toUpperCase().replace('-', '_')}_MEMBERSHIP_PORT`]: String(split.membershipBase + i),
+      },
+      ready,
+    });
+  };
+  split.frontends.forEach((f, i) =>
+    add(
+      'frontend',
+      i,
+      { TEMPORAL_PORT: String(f.grpc), TEMPORAL_HTTP_PORT: String(f.http) },
+      temporalProbe(`127.0.0.1:${f.grpc}`),
+    ),
+  );
+  split.history.forEach((p, i) => add('history', i, { TEMPORAL_HISTORY_PORT: String(p) }, portProbe(p)));
+  split.matching.forEach((p, i) => add('matching', i, { TEMPORAL_MATCHING_PORT: String(p) }, portProbe(p)));
+  if (o.auth) add('internal-frontend', 0, {}, portProbe(o.ports.internalFrontend!));
+  // The internal worker serves no gRPC of its own: ready once its metrics page answers.
+  add('worker', 0, {}, httpProbe(`http://127.0.0.1:${split.metricsBase + plan.length}/metrics`));
+
+  const procs = plan.map(
+    (p) =>
+      new ManagedProcess({
+        name: p.name,
+        command: SERVER_BIN,
+        args: ['-r', configRoot, '-c', 'temporal', '-e', 'production', 'start', '--service', p.service],
+        env: p.env,
+        logDir: o.logDir,
+        ready: p.ready,
+        readyTimeoutMs: 90_000,
+      }),
+  );
+  const nodes = procs.map((proc, i) =>
+    nodeOf(proc, plan[i]!.service, `http://127.0.0.1:${plan[i]!.env.TEMPORAL_METRICS_PORT}/metrics`, o.log),
+  );
+  const balancer = new ManagedProcess({
+    name: 'temporal-balancer',
+    command: haproxyBin(),
+    args: ['-db', '-f', writeBalancerConfig(o.configDir, o.ports, split)],
+    logDir: o.logDir,
+    ready: temporalProbe(`127.0.0.1:${o.ports.frontend}`),
+    readyTimeoutMs: 90_000,
+  });
+  const address = `127.0.0.1:${o.ports.frontend}`;
+  return {
+    address,
+    metricsUrl: nodes[0]!.metricsUrl,
+    logFile: procs[0]!.logFile!,
+    nodes,
+    historyShards: o.historyShards ?? 4,
+    async start() {
+      // The first node alone, since on a fresh database it writes the cluster's metadata (two nodes doing it at once:
+      // one of them exits on the duplicate); then the others at once, each joining the membership in the database.
+      await procs[0]!.up();
+      await Promise.all(procs.slice(1).map((p) => p.up()));
+      await balancer.up();
+      o.log?.(`temporal server ready at ${address} (${procs.map((p) => p.name).join(', ')}, behind HAProxy)`);
+    },
+    async stop() {
+      // The frontends first (no new calls), then the nodes they call, the balancer last.
+      const of = (service: string) => procs.filter((_, i) => plan[i]!.service === service);
+      await Promise.all(of('frontend').map((p) => p.stop()));
+      await Promise.all([...of('worker'), ...of('internal-frontend')].map((p) => p.stop()));
+      await Promise.all([...of('matching'), ...of('history')].map((p) => p.stop()));
+      await balancer.stop();
+    },
+    async kill() {
+      await Promise.all([...procs, balancer].map((p) => p.kill()));
+    },
+  };
+}
+
+/** HAProxy in front of the frontends: gRPC over HTTP/2 (each call balanced), and the HTTP API. */
+function writeBalancerConfig(configDir: string, ports: TemporalServerPorts, split: TemporalSplitPorts): string {
+  const cfg = [
+    'global',
+    '  maxconn 4096',
+    'defaults',
+    '  mode http',
+    '  timeout connect 2s',
+    // Long polls (a worker's task poll) last about a minute; a watch on a workflow longer.
+    '  timeout client 10m',
+    '  timeout server 10m',
+    // A call that could not reach a frontend (it is gone) goes to another; nothing sent is sent twice.
+    '  retries 2',
+    '  option redispatch',
+    '  default-server inter 1s fall 2 rise 1',
+    'frontend grpc',
+    `  bind 127.0.0.1:${ports.frontend} proto h2`,
+    '  default_backend frontends',
+    'backend frontends',
+    '  balance roundrobin',
+    ...split.frontends.map((f, i) => `  server frontend-${i + 1} 127.0.0.1:${f.grpc} proto h2 check`),
+    'frontend http',
+    `  bind 127.0.0.1:${ports.http}`,
+    '  default_backend frontends-http',
+    'backend frontends-http',
+    '  balance roundrobin',
+    ...split.frontends.map((f, i) => `  server frontend-${i + 1} 127.0.0.1:${f.http} check`),
+    '',
+  ].join('\n');
+  const file = path.join(configDir, 'temporal', 'balancer.cfg');
+  writeFileSync(file, cfg, { mode: 0o600 });
+  return file;
 }
 
 const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = {

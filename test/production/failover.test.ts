@@ -7,7 +7,6 @@
 // acknowledged callback lost, no 500, no journey invited twice, each ending as planned, every erasure done with nothing
 // of the patient readable, the audit chain whole. The figures are logged, never asserted against a time: the machine
 // is shared.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,23 +14,7 @@ import { reportSection, SHORT } from '../../scripts/drill-gameday';
 import { runIdOf } from '../../scripts/lib/disaster';
 import { GAME_DAY_FAULTS, gameDay } from '../../scripts/lib/gameday';
 import { freeProductionPorts, ProductionStack } from '../../scripts/lib/production-stack';
-
-const ROOT = path.resolve(__dirname, '../..');
-
-/** `npm run demo -- --api <url>` as a user runs it; its exit code and the end of its output. */
-function demo(api: string): Promise<{ code: number | null; tail: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [require.resolve('tsx/cli'), 'scripts/demo.ts', '--api', api, '--timeout', '240'],
-      { cwd: ROOT, env: { ...process.env, NO_COLOR: '1', CI: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => resolve({ code, tail: out.split('\n').slice(-15).join('\n') }));
-  });
-}
+import { runDemo } from '../support/demo';
 
 describe('the production topology on a PostgreSQL cluster, its primary killed', () => {
   let root: string;
@@ -67,7 +50,7 @@ describe('the production topology on a PostgreSQL cluster, its primary killed', 
   it('runs the demo to the end while every process of the primary is SIGKILLed', async () => {
     const cluster = stack.cluster!;
     const before = await cluster.primary();
-    const run = demo(stack.apiUrl);
+    const run = runDemo(stack.apiUrl, 240);
     await new Promise((r) => setTimeout(r, 3_000));
     const killed = await cluster.killPrimary();
     expect(killed.node).toBe(before);

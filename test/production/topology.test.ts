@@ -18,6 +18,7 @@ import { DEFAULT_DEPLOYMENT_NAME } from '../../src/config';
 import { stackBuildId } from '../../scripts/lib/build-id';
 import { ProductionStack, type ProductionPorts } from '../../scripts/lib/production-stack';
 import { pickProductionPorts } from '../faults/harness/production';
+import { runDemo } from '../support/demo';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -69,25 +70,6 @@ function stackProcesses(
     out.push({ pid: Number(entry), cmd, env });
   }
   return out;
-}
-
-/** Runs `npm run demo -- --api <url>` as a user would; resolves with its exit code and the end of its output. */
-function demo(api: string): Promise<{ code: number | null; tail: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [require.resolve('tsx/cli'), 'scripts/demo.ts', '--api', api, '--timeout', '150'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, NO_COLOR: '1', CI: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => resolve({ code, tail: out.split('\n').slice(-15).join('\n') }));
-  });
 }
 
 describe('production topology', () => {
@@ -177,7 +159,7 @@ describe('production topology', () => {
   });
 
   it('runs every scenario through the load balancer, and again with one API replica and one worker killed', async () => {
-    const first = await demo(stack.apiUrl);
+    const first = await runDemo(stack.apiUrl, 150);
     expect(first.tail).toMatch(/All 5 journeys ended as expected/);
     expect(first.code).toBe(0);
 
@@ -203,7 +185,7 @@ describe('production topology', () => {
     await stack.apis[0]!.kill();
     await stack.workers[0]!.kill();
     for (const pid of killed) expect(() => process.kill(pid!, 0)).toThrow(/ESRCH/);
-    const second = await demo(stack.apiUrl);
+    const second = await runDemo(stack.apiUrl, 150);
     expect(second.tail).toMatch(/All 5 journeys ended as expected/);
     expect(second.code).toBe(0);
 

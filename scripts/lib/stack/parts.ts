@@ -246,7 +246,7 @@ export function loadBalancer(dir: string, port: number, replicas: number[]): Par
   });
 }
 
-function haproxyBin(): string {
+export function haproxyBin(): string {
   if (process.env.HAPROXY_BIN) return process.env.HAPROXY_BIN;
   for (const p of ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy', '/usr/bin/haproxy']) if (existsSync(p)) return p;
   throw new Error('HAProxy is missing: run `bash scripts/install-production.sh` (Debian package haproxy)');
