@@ -4,9 +4,13 @@
 // again, while the PostgreSQL primary, a worker, an API replica, the Temporal server and the object store fail one
 // after another (scripts/lib/gameday.ts). The report goes to docs/reliability.md, between its markers (--no-doc
 // leaves it); exit status 1 when a promise did not hold. `--short` is the form `npm test` runs (a few minutes).
+// `--temporal-split` runs the Temporal server as a cluster deploys it (each service a process of its own: two
+// frontends behind HAProxy, two history and two matching nodes, the internal worker) and SIGKILLs a history node,
+// then a matching node (`--faults` picks others); its report has a section of its own in docs/reliability.md.
 //
-//   npm run drill:gameday -- [--short] [--rate N] [--load-journeys N] [--start-every MS] [--erase-every S]
-//                            [--warmup S] [--recover S] [--object-store-down S] [--port-base P] [--keep] [--no-doc]
+//   npm run drill:gameday -- [--short] [--temporal-split] [--faults a,b] [--rate N] [--load-journeys N]
+//                            [--start-every MS] [--erase-every S] [--warmup S] [--recover S] [--object-store-down S]
+//                            [--port-base P] [--keep] [--no-doc]
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,13 +18,23 @@ import { machineDescription } from '../test/faults/harness/report';
 import { exitWith, parseCommandLine, UsageError } from './lib/cli';
 import { withSection } from './lib/doc-section';
 import { runIdOf } from './lib/disaster';
-import { GAME_DAY_FAULTS, gameDay, type GameDayOptions, type GameDayReport } from './lib/gameday';
+import {
+  GAME_DAY_FAULTS,
+  gameDay,
+  SPLIT_FAULTS,
+  type GameDayFault,
+  type GameDayOptions,
+  type GameDayReport,
+} from './lib/gameday';
 import { freeProductionPorts, ProductionStack, productionStackPorts } from './lib/production-stack';
 import { guardDrillStack } from './lib/stack-guard';
 
 const ROOT = path.resolve(__dirname, '..');
 export const BEGIN = '<!-- begin: npm run drill:gameday -->';
 export const END = '<!-- end: npm run drill:gameday -->';
+/** The split Temporal server's run: a section of its own. */
+export const SPLIT_BEGIN = '<!-- begin: npm run drill:gameday -- --temporal-split -->';
+export const SPLIT_END = '<!-- end: npm run drill:gameday -- --temporal-split -->';
 
 /** The long form's settings (before a release), and the short one `npm test` runs. */
 export const LONG: Omit<GameDayOptions, 'runId' | 'say'> = {
@@ -45,13 +59,22 @@ export const SHORT: Omit<GameDayOptions, 'runId' | 'say'> = {
   faults: GAME_DAY_FAULTS,
 };
 
-/** The production stack the game day runs on: the cluster, two workers, two API replicas, supervised. */
-export async function gameDayStack(dataDir: string, portBase: number, log?: (l: string) => void) {
+/**
+ * The production stack the game day runs on: the cluster, two workers, two API replicas, supervised; with
+ * `temporalSplit`, the Temporal server's services each a process of its own.
+ */
+export async function gameDayStack(
+  dataDir: string,
+  portBase: number,
+  log?: (l: string) => void,
+  temporalSplit = false,
+) {
   return new ProductionStack({
     dataDir,
-    ports: await freeProductionPorts(portBase, 31_000, { cluster: true }),
+    ports: await freeProductionPorts(portBase, 31_000, { cluster: true, temporalSplit }),
     workers: 2,
     database: 'cluster',
+    temporalSplit,
     supervise: true,
     // The drill reads its journeys back through the clinic API; the per-clinic limit is for real clinics.
     engineEnv: { API_RATE_LIMIT_PER_MINUTE: '1000000' },
@@ -77,6 +100,8 @@ const FAULT_NAMES: Record<string, string> = {
   'api-replica': 'an API replica SIGKILLed',
   temporal: 'Temporal server restarted',
   'object-store': 'object store stopped',
+  'temporal-history': 'a Temporal history node SIGKILLed',
+  'temporal-matching': 'a Temporal matching node SIGKILLed',
 };
 
 export function reportSection(
@@ -89,20 +114,26 @@ export function reportSection(
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(', ');
   const c = r.callbacks;
   const passed = r.problems.length === 0;
+  const split = r.temporalSplit !== undefined;
   const faultRows = r.faults
     .map(
       (f) =>
         `| ${FAULT_NAMES[f.fault]} (at ${secs(f.atMs)}) | ${secs(f.downMs)} | ${ms(f.ackP99Ms)} / ${ms(f.ackMaxMs)} | ${secs(f.ackGapMs)} | ${secs(f.inviteGapMs)} | ${counts(f.refusedCallbacks)} | ${counts(f.refusedRequests)} |`,
     )
     .join('\n');
-  return `${BEGIN}
-## Game day: every fault in turn, under load, on the production topology
+  return `${split ? SPLIT_BEGIN : BEGIN}
+${
+  split
+    ? "## Game day with Temporal's services split: a history node, then a matching node, SIGKILLed under load"
+    : '## Game day: every fault in turn, under load, on the production topology'
+}
 
 \`${command}\`, finished ${finishedAt.toISOString()}; **${passed ? 'passed' : 'FAILED'}**.
 - Machine: ${machineDescription()}; load average (1, 5, 15 min) ${loadBefore ? `${load(loadBefore)} before the run, ` : ''}${load(os.loadavg())} at its end
 - The production topology on its PostgreSQL cluster (a primary and a synchronous standby under Patroni with etcd,
   HAProxy checking \`GET /primary\`, the WAL archived by pgBackRest), two API replicas behind HAProxy, two workers,
-  the Temporal server and MinIO; Keycloak is not started (sign-in has its own test, test/production/sign-in.test.ts).
+  ${split ? `the Temporal server split as a cluster deploys it (${r.temporalSplit}), ` : 'the Temporal server, '}MinIO; Keycloak is not started (sign-in has its own test,
+  test/production/sign-in.test.ts).
 - Load for ${secs(r.durationMs)}: callbacks at ${o.rate}/s to ${o.loadJourneys} journeys waiting for their consultation (a
   refused one sent again a second after its answer, as a sender that got no 200 does); a new journey every
   ${secs(o.startEveryMs)} (a test-mode patient the sandbox approves; every third with a document uploaded first, which its
@@ -131,7 +162,7 @@ ${r.faults.map((f) => `- ${FAULT_NAMES[f.fault]}: ${f.what}.`).join('\n')}
 | Double invites | **${r.starts.doubleInvites.length}** |
 | Erasures | ${r.erasures.done} of ${r.erasures.requested} done (other answers on the way: ${counts(r.erasures.refused)}); nothing of an erased patient readable: ${r.erasures.readable.length === 0 ? 'none found' : `**${r.erasures.readable.length} found**`} (her e-mail in her journey's view, any of its history's own payloads opening); ${r.erasures.invitedAgain} invited again |
 | Audit chain afterwards | ${r.audit.ok ? 'whole' : `**broken**: ${r.audit.problem ?? ''}`} (${r.audit.records} records) |
-${r.problems.length === 0 ? '' : `\n### Problems\n\n${r.problems.map((p) => `- ${p}`).join('\n')}\n`}${END}`;
+${r.problems.length === 0 ? '' : `\n### Problems\n\n${r.problems.map((p) => `- ${p}`).join('\n')}\n`}${split ? SPLIT_END : END}`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -139,9 +170,12 @@ async function main(argv: string[]): Promise<number> {
   let portBase: number;
   let keep: boolean;
   let writeDoc: boolean;
+  let temporalSplit = false;
   try {
     const { values } = parseCommandLine(argv, {
       short: { type: 'boolean' },
+      'temporal-split': { type: 'boolean' },
+      faults: { type: 'string' },
       rate: { type: 'string' },
       'load-journeys': { type: 'string' },
       'start-every': { type: 'string' },
@@ -159,8 +193,16 @@ async function main(argv: string[]): Promise<number> {
       if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number from ${min}`);
       return n;
     };
+    temporalSplit = values['temporal-split'] === true;
+    const known: readonly string[] = [...GAME_DAY_FAULTS, ...SPLIT_FAULTS];
+    const faults = values.faults?.split(',').map((f) => f.trim()) ?? (temporalSplit ? [...SPLIT_FAULTS] : base.faults);
+    for (const f of faults)
+      if (!known.includes(f)) throw new UsageError(`--faults: ${f} is not one of ${known.join(', ')}`);
+    if (!temporalSplit && faults.some((f) => (SPLIT_FAULTS as readonly string[]).includes(f)))
+      throw new UsageError('--faults: temporal-history and temporal-matching need --temporal-split');
     o = {
       ...base,
+      faults: faults as GameDayFault[],
       rate: int('rate', values.rate, base.rate, 1),
       loadJourneys: int('load-journeys', values['load-journeys'], base.loadJourneys, 1),
       startEveryMs: int('start-every', values['start-every'], base.startEveryMs, 100),
@@ -175,16 +217,16 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     console.error(
-      `${err.message}\n\nUsage: npm run drill:gameday -- [--short] [--rate N] [--load-journeys N] [--start-every MS] [--erase-every S] [--warmup S] [--recover S] [--object-store-down S] [--port-base P] [--keep] [--no-doc]`,
+      `${err.message}\n\nUsage: npm run drill:gameday -- [--short] [--temporal-split] [--faults a,b] [--rate N] [--load-journeys N] [--start-every MS] [--erase-every S] [--warmup S] [--recover S] [--object-store-down S] [--port-base P] [--keep] [--no-doc]`,
     );
     return 2;
   }
   const say = (line: string) => console.log(`[gameday] ${line}`);
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'drill-gameday-'));
-  const stack = await gameDayStack(runDir, portBase, (l) => say(`stack: ${l}`));
+  const stack = await gameDayStack(runDir, portBase, (l) => say(`stack: ${l}`), temporalSplit);
   await guardDrillStack({
     dataDir: runDir,
-    ports: productionStackPorts(stack.o.ports, 2, false, true),
+    ports: productionStackPorts(stack.o.ports, 2, false, true, temporalSplit),
     stop: () => stack.stop(),
     say,
   });
@@ -206,7 +248,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(`\n${section}\n`);
     if (writeDoc) {
       const file = path.join(ROOT, 'docs', 'reliability.md');
-      writeFileSync(file, withSection(existsSync(file) ? readFileSync(file, 'utf8') : '', BEGIN, END, section));
+      const [begin, end] = temporalSplit ? [SPLIT_BEGIN, SPLIT_END] : [BEGIN, END];
+      writeFileSync(file, withSection(existsSync(file) ? readFileSync(file, 'utf8') : '', begin, end, section));
       console.log(`written to ${path.relative(process.cwd(), file)}`);
     }
     console.log(passed ? 'game day passed' : `game day FAILED:\n- ${report.problems.join('\n- ')}`);

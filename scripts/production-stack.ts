@@ -21,6 +21,7 @@
 // TEMPORAL_SPLIT=on runs the Temporal server as a cluster deploys it: each service processes of its own (two frontends
 // behind HAProxy on TEMPORAL_PORT, their own ports from TEMPORAL_PORT+20; two history and two matching nodes; the
 // internal worker), a membership and a metrics port each from TEMPORAL_MEMBERSHIP_PORT and TEMPORAL_METRICS_PORT.
+// TEMPORAL_HISTORY_SHARDS (4) is the server's shard count, fixed at the first start on a DATA_DIR.
 // The engine's secrets are files in <DATA_DIR>/secrets, each mode 0600, named by its *_FILE settings.
 import path from 'node:path';
 import { DEMO_API_KEY } from '../src/sandbox/seed';
@@ -42,11 +43,15 @@ function settings() {
   if (!['on', 'off'].includes(ha)) throw new Error(`POSTGRES_HA: on or off, not ${ha}`);
   const split = (process.env.TEMPORAL_SPLIT ?? 'off').trim().toLowerCase();
   if (!['on', 'off'].includes(split)) throw new Error(`TEMPORAL_SPLIT: on or off, not ${split}`);
+  const historyShards = Number(process.env.TEMPORAL_HISTORY_SHARDS ?? 4);
+  if (!Number.isInteger(historyShards) || historyShards < 1)
+    throw new Error(`TEMPORAL_HISTORY_SHARDS: not a count: ${process.env.TEMPORAL_HISTORY_SHARDS}`);
   return {
     workers,
     identity: identity === 'keycloak',
     database: ha === 'on' ? ('cluster' as const) : ('single' as const),
     temporalSplit: split === 'on',
+    historyShards,
     ports: productionPorts(process.env, 2),
     dataDir: path.resolve(process.env.DATA_DIR ?? path.join(root, '.data', 'production')),
   };
@@ -78,7 +83,9 @@ async function up(stack: ProductionStack) {
   const nodes = stack.temporal?.nodes ?? [];
   if (nodes.length > 1) {
     say(`  Temporal         ${stack.temporalAddress} (HAProxy) -> ${nodes.map((n) => n.name).join(', ')};`);
-    say(`                   ${stack.temporal!.historyShards} history shards, fixed at the first start (docs/deploy.md)`);
+    say(
+      `                   ${stack.temporal!.historyShards} history shards, fixed at the first start (docs/deploy.md)`,
+    );
   }
   if (identity) {
     say(`  Temporal UI      ${stack.uiUrl}  (sign-in; patient data decoded by ${stack.codecUrl} for operators)`);

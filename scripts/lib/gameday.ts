@@ -37,7 +37,13 @@ import type { ProductionStack } from './production-stack';
 import { DEMO_CLINIC_TOKEN, stackSecrets } from './stack-secrets';
 
 export const GAME_DAY_FAULTS = ['postgres-primary', 'worker', 'api-replica', 'temporal', 'object-store'] as const;
-export type GameDayFault = (typeof GAME_DAY_FAULTS)[number];
+/** With the Temporal server split (TEMPORAL_SPLIT=on): one of its history nodes SIGKILLed, then one of its matching. */
+export const SPLIT_FAULTS = ['temporal-history', 'temporal-matching'] as const;
+export type GameDayFault = (typeof GAME_DAY_FAULTS)[number] | (typeof SPLIT_FAULTS)[number];
+
+/** Journeys the split faults ask after (through the clinic API, by their own query): enough to cover every shard. */
+const PROBE_JOURNEYS = 24;
+const PROBE_VIEW_TIMEOUT_MS = 3_000;
 
 export interface GameDayOptions {
   /** Callbacks a second (open loop). */
@@ -76,6 +82,11 @@ export interface FaultReport extends Gaps {
   atMs: number;
   /** Until the part was back (the new primary named, the process ready again). */
   downMs: number;
+  /**
+   * A Temporal node's kill: until every probed journey answered its own query again, the killed node's shards (or
+   * task queue partitions) taken over by the other node, before the killed one was started again.
+   */
+  movedMs?: number;
   /** Callback answers other than 200 in the fault's window (sent again), by status. */
   refusedCallbacks: Record<string, number>;
   /** Clinic requests (starts, erasures, reads) answered other than 2xx in the window, by status. */
@@ -131,7 +142,23 @@ export interface GameDayReport {
   /** From the load's end until the inbox was empty (every acknowledged callback handed on to its journey). */
   inboxEmptyAfterLoadMs: number;
   audit: { ok: boolean; records: number; problem?: string };
+  /** The Temporal server split into processes of its own: which (no patient data). */
+  temporalSplit?: string;
   problems: string[];
+}
+
+/** The split server's processes in words: "2 frontends behind HAProxy, 2 history nodes, ...". */
+export function splitDescription(nodes: readonly { service: string }[], historyShards: number): string | undefined {
+  if (nodes.length < 2) return undefined;
+  const n = (service: string) => nodes.filter((x) => x.service === service).length;
+  return [
+    `${n('frontend')} frontends behind HAProxy`,
+    `${n('history')} history nodes`,
+    `${n('matching')} matching nodes`,
+    ...(n('internal-frontend') > 0 ? [`${n('internal-frontend')} internal frontend`] : []),
+    `${n('worker')} internal worker`,
+    `${historyShards} history shards`,
+  ].join(', ');
 }
 
 /** The fields of the clinic API's answers the game day reads (a journey's start, an erasure, a problem). */
@@ -170,6 +197,10 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   const problems: string[] = [];
   const api = new ApiClient(stack.apiUrl, DEMO_CLINIC_TOKEN);
   const view = journeyView(api);
+  // A Temporal node's kill is measured in rounds of views; a view slower than this counts as not answering, so a
+  // round (and the figure's resolution) stays within a few seconds.
+  const probeView = (id: string) =>
+    api.request<JourneyView>('GET', `/v1/journeys/${id}`, { timeoutMs: PROBE_VIEW_TIMEOUT_MS }).then((r) => r.body);
   const secrets = stackSecrets(stack.o.dataDir);
   const t0 = Date.now();
   const since = (t: number) => `${((t - t0) / 1000).toFixed(1)} s`;
@@ -396,12 +427,12 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
 
   // 3. The faults, one after another.
   await sleep(o.warmupMs);
-  const faultsAt: { fault: GameDayFault; at: number; what: string; downMs: number }[] = [];
+  const faultsAt: { fault: GameDayFault; at: number; what: string; downMs: number; movedMs?: number }[] = [];
   for (const fault of o.faults) {
     const at = Date.now();
     o.say(`${since(at)}: ${fault}...`);
-    const { what, downMs } = await inject(stack, fault, o);
-    faultsAt.push({ fault, at, what, downMs });
+    const { what, downMs, movedMs } = await inject(stack, fault, o, () => answering(probeView, loadIds));
+    faultsAt.push({ fault, at, what, downMs, ...(movedMs !== undefined ? { movedMs } : {}) });
     o.say(`${since(Date.now())}: ${what}`);
     await sleep(o.recoverMs);
   }
@@ -410,6 +441,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   await Promise.all([callbackLoop, startLoop, eraseLoop]);
   o.say(`${since(Date.now())}: the load stopped; waiting for every start and erasure to be answered...`);
   await Promise.all([...startTasks, ...eraseTasks]);
+  const split = stack.temporal ? splitDescription(stack.temporal.nodes, stack.temporal.historyShards) : undefined;
   const unacked = await callbacks.drain(120_000);
   await callbacks.close();
   if (unacked > 0) problems.push(`${unacked} callbacks never acknowledged, two minutes after the load`);
@@ -557,6 +589,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
       what: f.what,
       atMs: f.at - t0,
       downMs: f.downMs,
+      ...(f.movedMs !== undefined ? { movedMs: f.movedMs } : {}),
       ...gaps(f.at, to),
       refusedCallbacks: callbacks.refused(f.at, to),
       refusedRequests: statusCounts(f.at, to),
@@ -623,8 +656,18 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
     answers500,
     inboxEmptyAfterLoadMs,
     audit,
+    ...(split ? { temporalSplit: split } : {}),
     problems,
   };
+}
+
+/**
+ * Whether each of the first journeys answers the clinic's view by its own query, in one round: the frontend, the
+ * history shard that owns it, matching and a worker all reached (a view that cannot query answers from visibility).
+ */
+async function answering(view: (id: string) => Promise<JourneyView>, journeyIds: readonly string[]): Promise<boolean> {
+  const views = await Promise.all(journeyIds.slice(0, PROBE_JOURNEYS).map((id) => view(id).catch(() => undefined)));
+  return views.every((v) => v?.source === 'query');
 }
 
 /** One fault, and the wait until its part is back: what was done, and how long the part was away. */
@@ -632,10 +675,36 @@ async function inject(
   stack: ProductionStack,
   fault: GameDayFault,
   o: Pick<GameDayOptions, 'objectStoreDownMs'>,
-): Promise<{ what: string; downMs: number }> {
+  journeysAnswer: () => Promise<boolean>,
+): Promise<{ what: string; downMs: number; movedMs?: number }> {
   const t = Date.now();
   const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const untilAnswering = async (what: string) => {
+    while (!(await journeysAnswer())) {
+      if (Date.now() - t > 300_000) throw new Error(`the journeys did not answer again five minutes after ${what}`);
+      await sleep(250);
+    }
+    return Date.now() - t;
+  };
   switch (fault) {
+    case 'temporal-history':
+    case 'temporal-matching': {
+      const service = fault === 'temporal-history' ? 'history' : 'matching';
+      const node = stack.temporal?.nodes.find((n) => n.service === service);
+      if (!node) throw new Error(`the ${fault} fault needs the Temporal server split (TEMPORAL_SPLIT=on)`);
+      await node.kill();
+      const movedMs = await untilAnswering(`${node.name}'s kill`);
+      // As an orchestrator does: the node started again; its share comes back to it from the other node.
+      await node.start();
+      const readyMs = Date.now() - t;
+      const downMs = await untilAnswering(`${node.name}'s return`);
+      const share = service === 'history' ? 'its shards' : 'its task queue partitions';
+      return {
+        what: `${node.name} SIGKILLed: the ${PROBE_JOURNEYS} probed journeys all answered their own query again after ${secs(movedMs)} (${share} taken over by the other ${service} node; measured in rounds of their views, each view given ${secs(PROBE_VIEW_TIMEOUT_MS)}); started again, ready after ${secs(readyMs)}, every probed journey answering after ${secs(downMs)}`,
+        downMs,
+        movedMs,
+      };
+    }
     case 'postgres-primary': {
       const cluster = stack.cluster!;
       const before = await cluster.primary();

@@ -415,6 +415,11 @@ export interface ProductionStackOptions {
    * two history and two matching nodes, the internal worker), rather than one process running them all.
    */
   temporalSplit?: boolean;
+  /**
+   * The Temporal server's history shards (default 4): chosen at the cluster's first start, for good (a data folder
+   * made with another count refuses to start).
+   */
+  historyShards?: number;
   log?: (line: string) => void;
   /** Called when an infrastructure part (not a worker or API replica) dies on its own. */
   onFatal?: (why: string) => void;
@@ -690,6 +695,7 @@ export class ProductionStack {
       ...(this.o.temporalDynamicConfig ? { dynamicConfigFile: this.o.temporalDynamicConfig } : {}),
       ...(this.o.identity ? { auth: { jwksUrl: jwksUrlOf(this.#identityPorts().keycloak), audience: AUDIENCE } } : {}),
       ...(this.o.temporalSplit ? { split: this.#splitPorts() } : {}),
+      ...(this.o.historyShards ? { historyShards: this.o.historyShards } : {}),
       log: (l) => this.#log(l),
     });
     const temporal = this.temporal;
