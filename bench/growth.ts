@@ -184,7 +184,7 @@ async function main() {
       PAYLOAD_ENCRYPTION_KEYS: secrets.payloadEncryptionKeys,
       PATIENT_KEY_STORE: 'off',
     });
-    parking = await parkingClient(stack, config, secrets.payloadEncryptionKeys);
+    parking = await parkingClient(stack, config);
     const client = parking.client;
     const superuserUrl = stack.superuserUrl;
     const count = (q: string) => countWorkflows(client, q);

@@ -3,15 +3,13 @@
 // it (the key made and put on the audit trail), so that every payload of the journey is sealed for its patient and
 // PostgreSQL holds what a journey started through the API leaves there. Starts run at most a window ahead of the
 // journeys parked, as bench/scale.ts and bench/phases/waiting.ts run them: thousands started at once all slow down.
-import { S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { journeyWorkflowId } from '../../src/contract/definitions';
-import { parseEncryptionKeys } from '../../src/encryption-keys';
 import { PostgresAuditLog } from '../../src/audit/postgres';
-import { PatientKeys, PostgresPatientKeyStore, S3ErasureLog } from '../../src/patient-keys';
+import type { PatientKeys } from '../../src/patient-keys';
 import { connectClient } from '../../src/temporal';
-import { CHECKPOINT_BUCKET, type ProductionStack } from '../../scripts/lib/production-stack';
+import type { ProductionStack } from '../../scripts/lib/production-stack';
 import { sleep } from '../../scripts/lib/processes';
 import { countWorkflows, gfeInput, pool, startJourney } from './journeys';
 
@@ -26,32 +24,10 @@ export interface ParkingClient {
  * The parking client of a started production stack: its patient keys (PostgreSQL, the erasure log in the checkpoints'
  * bucket) as a writer whose new keys go on the stack's audit trail, and a Temporal client sealing under them.
  */
-export async function parkingClient(
-  stack: ProductionStack,
-  config: Config,
-  payloadEncryptionKeys: string,
-): Promise<ParkingClient> {
-  const store = stack.objectStore;
-  if (!store) throw new Error('the stack is not started');
+export async function parkingClient(stack: ProductionStack, config: Config): Promise<ParkingClient> {
   const trail = new PostgresAuditLog({ connectionString: stack.auditDatabaseUrl, applicationName: 'bench growth' });
   await trail.init();
-  const keys = new PatientKeys({
-    ring: parseEncryptionKeys(payloadEncryptionKeys),
-    store: new PostgresPatientKeyStore({
-      connectionString: stack.patientKeysDatabaseUrl,
-      applicationName: 'bench growth patient keys',
-    }),
-    erasureLog: new S3ErasureLog({
-      client: new S3Client({
-        region: 'us-east-1',
-        endpoint: store.endpoint,
-        forcePathStyle: true,
-        credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
-      }),
-      bucket: CHECKPOINT_BUCKET,
-      prefix: 'patient-erasures/',
-      retentionDays: 2190,
-    }),
+  const keys = stack.patientKeysAt(stack.patientKeysDatabaseUrl, {
     readOnly: false,
     audit: (event) => trail.append(event),
     subject: 'bench-growth',

@@ -546,7 +546,10 @@ export class ProductionStack {
    * Patient keys on a key database of this stack's (its own, or one restored from its backups) with its erasure log
    * and master keys; a writer re-applies the erasure log at init (nothing is recorded on the audit trail).
    */
-  patientKeysAt(connectionString: string, o: { readOnly: boolean }): PatientKeys {
+  patientKeysAt(
+    connectionString: string,
+    o: { readOnly: boolean } & Partial<Pick<ConstructorParameters<typeof PatientKeys>[0], 'audit' | 'subject'>>,
+  ): PatientKeys {
     const store = this.objectStore;
     if (!store || !this.#secrets) throw new Error('the stack is not started');
     return new PatientKeys({
@@ -564,7 +567,8 @@ export class ProductionStack {
         retentionDays: 2190,
       }),
       readOnly: o.readOnly,
-      audit: () => Promise.resolve(),
+      audit: o.audit ?? (() => Promise.resolve()),
+      ...(o.subject !== undefined ? { subject: o.subject } : {}),
     });
   }
 
