@@ -8,7 +8,10 @@
 //   - the clinic API's start latency (200 starts through POST /v1/journeys), its list (the first page and a page deep
 //     into the list) and `count` by clinic and by stage (the admin API's search: the clinic API has no count route);
 //   - an operator's batch query as `npm run ops` makes it (its dry run, and the listing a batch action makes);
-//   - the worker's RSS, and how long parking the step took.
+//   - a wave of reminders: a share of the step's journeys (--wave-share, 10 %) parked last with their one reminder
+//     due at about one moment, and how late each fired (bench/lib/growth-wave.ts);
+//   - callbacks: the oldest parked journeys (--wake, 200) sent their event 1 at once, and how fast they were applied;
+//   - the worker's and the Temporal server's RSS, and how long parking the step took.
 // Journeys are parked straight through the Temporal client (bench/lib/growth-park.ts), each bound to its patient's
 // key first as the API binds it, at most a window ahead of those parked. A step may be reached across runs: with
 // --data-dir <dir> kept, the next run counts what is parked there and parks only the rest.
@@ -20,20 +23,30 @@
 //   npm run bench:growth -- --out docs/performance.md     also replace the section between the growth markers there
 //   Options: --database single|cluster  --workers 1  --api-starts 200  --api-concurrency 4  --samples 20
 //            --deep-pages 50  --concurrency 50  --window 400  --port-base 24000  --keep-data
+//            --wave-share 0.1  --wake 200  --svg-dir <dir> (with --out: docs/)
 // The results go to the run folder (a fresh folder under /tmp, printed at the end): growth.json, growth.md, logs/.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { Client } from '@temporalio/client';
 import { loadConfig } from '../src/config';
+import { journeyWorkflowId } from '../src/contract/definitions';
 import { freeProductionPorts, ProductionStack } from '../scripts/lib/production-stack';
 import { DEMO_CLINIC_ID, DEMO_CLINIC_TOKEN, stackSecrets } from '../scripts/lib/stack-secrets';
-import { killAllNow, ROOT, rssBytes, sleep } from '../scripts/lib/processes';
+import { cpuSeconds, killAllNow, ROOT, rssBytes, sleep, treeCpuSeconds } from '../scripts/lib/processes';
 import { countWorkflows, waitForCount } from './lib/journeys';
 import { describeMachine, loadAverage } from './lib/machine';
 import { parkingClient, parkThroughClient, type ParkingClient } from './lib/growth-park';
-import { adminCount, apiStarts, clinicList, opsQuery, tableBytes } from './lib/growth-measure';
-import { renderGrowthSection, withGrowthSection, type GrowthRun, type GrowthStep } from './lib/growth-report';
+import { adminCount, apiStarts, clinicList, opsQuery, tableBytes, walPosition } from './lib/growth-measure';
+import { measureWave, wakeOldest, type WakeResult, type WaveResult } from './lib/growth-wave';
+import {
+  renderGrowthSection,
+  renderGrowthSvgs,
+  withGrowthSection,
+  type GrowthRun,
+  type GrowthStep,
+} from './lib/growth-report';
 
 interface Options {
   steps: number[];
@@ -49,6 +62,9 @@ interface Options {
   concurrency: number;
   window: number;
   portBase: number;
+  waveShare: number;
+  wake: number;
+  svgDir: string | undefined;
 }
 
 export function parseGrowthOptions(argv: string[]): Options {
@@ -69,6 +85,9 @@ export function parseGrowthOptions(argv: string[]): Options {
       concurrency: { type: 'string', default: '50' },
       window: { type: 'string', default: '400' },
       'port-base': { type: 'string', default: '24000' },
+      'wave-share': { type: 'string', default: '0.1' },
+      wake: { type: 'string', default: '200' },
+      'svg-dir': { type: 'string' },
     },
   });
   const int = (name: string, value: string, min = 1) => {
@@ -81,12 +100,15 @@ export function parseGrowthOptions(argv: string[]): Options {
   if (v.database !== 'single' && v.database !== 'cluster') {
     throw new Error(`--database: single or cluster, not ${v.database}`);
   }
+  const waveShare = Number(v['wave-share']);
+  if (!(waveShare >= 0 && waveShare <= 0.5)) throw new Error(`--wave-share: from 0 to 0.5, not ${v['wave-share']}`);
+  const out = v.out ? path.resolve(v.out) : undefined;
   return {
     steps,
     database: v.database,
     dataDir: v['data-dir'] ? path.resolve(v['data-dir']) : undefined,
     keepData: v['keep-data'],
-    out: v.out ? path.resolve(v.out) : undefined,
+    out,
     workers: int('workers', v.workers),
     apiStarts: int('api-starts', v['api-starts'], 0),
     apiConcurrency: int('api-concurrency', v['api-concurrency']),
@@ -95,6 +117,9 @@ export function parseGrowthOptions(argv: string[]): Options {
     concurrency: int('concurrency', v.concurrency),
     window: int('window', v.window),
     portBase: int('port-base', v['port-base'], 1024),
+    waveShare,
+    wake: int('wake', v.wake, 0),
+    svgDir: v['svg-dir'] ? path.resolve(v['svg-dir']) : out ? path.join(ROOT, 'docs') : undefined,
   };
 }
 
@@ -111,6 +136,8 @@ const STAGE = 'awaiting_consultation';
 const parkedQuery = `WorkflowType = 'patientJourney' AND ClinicId = '${CLINIC}' AND JourneyStage = '${STAGE}' AND ExecutionStatus = 'Running'`;
 const attentionQuery = `WorkflowType = 'patientJourney' AND ClinicId = '${CLINIC}' AND ExecutionStatus = 'Running' AND NeedsAttention = true`;
 const notRunningQuery = `WorkflowType = 'patientJourney' AND ClinicId = '${CLINIC}' AND ExecutionStatus != 'Running'`;
+/** How long a step waits for its wave of reminders to pass, and its callbacks to be applied, at most. */
+const WAKE_TIMEOUT_MS = 10 * 60_000;
 
 const loadLine = () => {
   const l = loadAverage();
@@ -142,7 +169,7 @@ async function main() {
     database: o.database,
     workers: o.workers,
     clinicId: CLINIC,
-    options: { ...o, dataDir: o.dataDir ? 'given' : 'fresh' },
+    options: { ...o, dataDir: o.dataDir ? 'given' : 'fresh', svgDir: o.svgDir ? 'given' : 'none' },
     steps: [],
     errors: [],
   };
@@ -186,6 +213,8 @@ async function main() {
     });
     parking = await parkingClient(stack, config);
     const client = parking.client;
+    // Histories read as they are, without the payload codec (only events' types and times are read).
+    const historyReader = new Client({ connection: client.connection, namespace: config.temporal.namespace });
     const superuserUrl = stack.superuserUrl;
     const count = (q: string) => countWorkflows(client, q);
 
@@ -196,27 +225,45 @@ async function main() {
       log(`PostgreSQL's tables hold ${(state.baselineBytes / 2 ** 20).toFixed(1)} MiB before any journey`);
     }
     log(`${initially} journeys parked already`);
+    // Journeys this run woke with their callback (ended as planned, not an error), and the rate parking ran at.
+    let woken = await count(notRunningQuery);
+    const wokenIds = new Set<string>();
+    let rate = 20;
 
     for (const [index, target] of o.steps.entries()) {
       const already = await count(parkedQuery);
       const clientN = Math.max(0, target - already - o.apiStarts);
-      log(`step ${target}: ${already} parked; ${clientN} through the client, ${o.apiStarts} through the API`);
+      // The wave comes out of the journeys this step parks through the client, parked last.
+      const waveN = Math.min(clientN, Math.round(o.waveShare * target));
+      const firstN = clientN - waveN;
+      log(
+        `step ${target}: ${already} parked; ${clientN} through the client (${waveN} of them a reminder wave), ` +
+          `${o.apiStarts} through the API`,
+      );
       const t0 = performance.now();
-      if (clientN > 0) {
-        const ids = Array.from({ length: clientN }, (_, i) => `gr${runTag}s${index}n${String(i).padStart(6, '0')}`);
-        const r = await parkThroughClient(parking, config, {
-          ids,
+      const wal0 = await walPosition(superuserUrl).catch(() => NaN);
+      const cpu0 = await cpuByPart(stack);
+      const ids = Array.from({ length: clientN }, (_, i) => `gr${runTag}s${index}n${String(i).padStart(6, '0')}`);
+      const park = async (some: string[], remindAt?: number) => {
+        const r = await parkThroughClient(parking!, config, {
+          ids: some,
           clinicId: CLINIC,
           parkedQuery,
           concurrency: o.concurrency,
           window: o.window,
+          ...(remindAt !== undefined ? { remindAt } : {}),
           log,
         });
         if (r.failed > 0) run.errors.push(`step ${target}: ${r.failed} client starts failed (first: ${r.firstError})`);
-        await waitParked(client, already + r.started - r.failed, run, target, log);
+        return r.started - r.failed;
+      };
+      if (firstN > 0) {
+        const ok = await park(ids.slice(0, firstN));
+        await waitParked(client, already + ok, run, target, log);
       }
       const afterClient = await count(parkedQuery);
       const parkedByClientAt = performance.now();
+      if (firstN >= 200) rate = (afterClient - already) / ((parkedByClientAt - t0) / 1000);
       const apiStart = await apiStarts(
         stack.apiUrl,
         DEMO_CLINIC_TOKEN,
@@ -228,7 +275,22 @@ async function main() {
         `step ${target}: API start p50 ${apiStart.p50.toFixed(1)} ms, p99 ${apiStart.p99.toFixed(1)} ms, ${apiStart.refused} refused`,
       );
       await waitParked(client, afterClient + o.apiStarts - apiStart.refused, run, target, log);
+      // The wave: due once its journeys are parked (at the rate parking ran, with room to spare) and a minute more.
+      let remindAt: number | undefined;
+      let waveIds: string[] = [];
+      if (waveN > 0) {
+        waveIds = ids.slice(firstN);
+        remindAt = Date.now() + (waveN / Math.max(rate, 1)) * 1.2 * 1000 + 60_000;
+        log(
+          `step ${target}: ${waveN} journeys with a reminder due at ${new Date(remindAt).toISOString().slice(11, 19)}`,
+        );
+        const before = await count(parkedQuery);
+        const ok = await park(waveIds, remindAt);
+        await waitParked(client, before + ok, run, target, log);
+      }
       const parkSeconds = (performance.now() - t0) / 1000;
+      const walParked = (await walPosition(superuserUrl).catch(() => NaN)) - wal0;
+      const cpuParked = cpuSpent(cpu0, await cpuByPart(stack));
       // The last workflow tasks settle before anything is measured.
       await sleep(3_000);
       const journeys = await count(parkedQuery);
@@ -251,6 +313,27 @@ async function main() {
           return missing;
         }
       };
+      let wave: WaveResult | undefined;
+      if (remindAt !== undefined) {
+        const at = remindAt;
+        log(`step ${target}: waiting for the reminder wave (${waveIds.length} journeys)...`);
+        wave = await attempt(
+          'the reminder wave',
+          () => measureWave(historyReader, waveIds.map(journeyWorkflowId), at, { timeoutMs: WAKE_TIMEOUT_MS, log }),
+          undefined,
+        );
+        if (wave) {
+          log(
+            `step ${target}: reminder wave ${wave.fired}/${wave.journeys} fired, due within ${wave.dueSpreadMs.toFixed(0)} ms; ` +
+              `resend late p50 ${wave.sentLate.p50.toFixed(0)} / p99 ${wave.sentLate.p99.toFixed(0)} / max ${wave.sentLate.max.toFixed(0)} ms`,
+          );
+          if (wave.fired < wave.journeys) {
+            run.errors.push(
+              `step ${target}: ${wave.journeys - wave.fired} reminders of the wave not found fired in time`,
+            );
+          }
+        }
+      }
       const none = { n: 0, p50: NaN, p99: NaN };
       const bytes = await attempt('PostgreSQL bytes', () => tableBytes(superuserUrl), {
         total: NaN,
@@ -282,6 +365,50 @@ async function main() {
         { query: opsFilter, dryRun: none, listAll: { ms: NaN, matched: 0, pages: 0 } },
       );
       const workerRss = await Promise.all(stack.workers.map(async (w) => (await rssBytes(w.pid)) ?? NaN));
+      const temporalRss = await Promise.all(
+        (stack.temporal?.nodes ?? []).map(async (n) => (n.pid === undefined ? NaN : ((await rssBytes(n.pid)) ?? NaN))),
+      );
+      let wake: WakeResult | undefined;
+      let walPerCallback: number | undefined;
+      let cpuPerCallback: Record<string, number> | undefined;
+      let bytesPerCallback: number | undefined;
+      if (o.wake > 0) {
+        const walBefore = await walPosition(superuserUrl).catch(() => NaN);
+        const cpuBefore = await cpuByPart(stack);
+        const bytesBefore = Number.isFinite(bytes.total) ? bytes.total : undefined;
+        log(`step ${target}: the oldest ${o.wake} parked journeys sent their event 1...`);
+        wake = await attempt(
+          'the callbacks',
+          () =>
+            wakeOldest(client, {
+              sandboxUrl: stack.sandboxUrl,
+              apiUrl: stack.apiUrl,
+              webhookSecret: secrets.webhookSecret,
+              n: o.wake,
+              woken: wokenIds,
+              endedQuery: notRunningQuery,
+              timeoutMs: WAKE_TIMEOUT_MS,
+            }),
+          undefined,
+        );
+        if (wake) {
+          for (const id of wake.ids ?? []) wokenIds.add(id);
+          delete wake.ids;
+          woken += wake.applied;
+          walPerCallback = ((await walPosition(superuserUrl).catch(() => NaN)) - walBefore) / wake.applied;
+          cpuPerCallback = perEach(cpuSpent(cpuBefore, await cpuByPart(stack)), wake.applied);
+          const bytesAfter = await tableBytes(superuserUrl).catch(() => undefined);
+          if (bytesBefore !== undefined && bytesAfter)
+            bytesPerCallback = (bytesAfter.total - bytesBefore) / wake.applied;
+          log(
+            `step ${target}: callbacks ${wake.applied}/${wake.journeys} applied, ${wake.perSecond.toFixed(1)}/s; ` +
+              `the last after ${wake.appliedAfter.max.toFixed(0)} ms`,
+          );
+          if (wake.applied < wake.journeys) {
+            run.errors.push(`step ${target}: ${wake.journeys - wake.applied} callbacks not applied in time`);
+          }
+        }
+      }
       const step: GrowthStep = {
         target,
         journeys,
@@ -293,13 +420,24 @@ async function main() {
         count: { byClinic, byStage },
         ops,
         workerRss,
+        temporalRss,
+        cpu: { perJourney: perEach(cpuParked, parkedNow), ...(cpuPerCallback ? { perCallback: cpuPerCallback } : {}) },
+        wal: {
+          perJourney: walParked / parkedNow,
+          ...(walPerCallback !== undefined && Number.isFinite(walPerCallback) ? { perCallback: walPerCallback } : {}),
+          ...(bytesPerCallback !== undefined ? { tablesPerCallback: bytesPerCallback } : {}),
+        },
+        ...(wave ? { wave } : {}),
+        ...(wake ? { wake } : {}),
         at: new Date().toISOString(),
       };
       run.steps.push(step);
       const attention = await count(attentionQuery).catch(() => NaN);
       const ended = await count(notRunningQuery).catch(() => NaN);
-      if (attention > 0 || ended > 0) {
-        run.errors.push(`step ${target}: ${attention} journeys wait for an operator, ${ended} have ended (not parked)`);
+      if (attention > 0 || ended > woken) {
+        run.errors.push(
+          `step ${target}: ${attention} journeys wait for an operator, ${ended - woken} have ended without their callback`,
+        );
       }
       log(
         `step ${target}: ${(bytes.total / journeys / 1024).toFixed(1)} KiB per journey; list ${list.first.p50.toFixed(1)} / ` +
@@ -336,7 +474,34 @@ async function main() {
     writeFileSync(path.join(ROOT, 'bench/growth-last.json'), `${JSON.stringify(run, null, 2)}\n`);
     log(`written to ${path.relative(ROOT, o.out)} and bench/growth-last.json`);
   }
+  if (o.svgDir) {
+    const svgs = renderGrowthSvgs(run);
+    mkdirSync(o.svgDir, { recursive: true });
+    writeFileSync(path.join(o.svgDir, 'growth-latency.svg'), svgs.latency);
+    writeFileSync(path.join(o.svgDir, 'growth-size.svg'), svgs.size);
+    log(`charts in ${o.svgDir} (growth-latency.svg, growth-size.svg)`);
+  }
 }
+
+/** CPU seconds each part of the stack has used so far (the workers, the Temporal server, the API, PostgreSQL). */
+async function cpuByPart(stack: ProductionStack): Promise<Record<string, number>> {
+  const total = async (pids: (number | undefined)[], read = cpuSeconds) =>
+    (await Promise.all(pids.map(async (pid) => (await read(pid)) ?? NaN))).reduce((a, b) => a + b, 0);
+  return {
+    worker: await total(stack.workers.map((w) => w.pid)),
+    temporal: await total((stack.temporal?.nodes ?? []).map((n) => n.pid)),
+    api: await total(stack.apis.map((a) => a.pid)),
+    // The postmaster and its backends, those that exited too (a single server; a cluster's are not counted).
+    postgres: stack.postgres ? await total([stack.postgres.pid], treeCpuSeconds) : NaN,
+  };
+}
+
+const cpuSpent = (a: Record<string, number>, b: Record<string, number>) =>
+  Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v - (a[k] ?? NaN)]));
+
+/** CPU seconds spent over `n` things, in milliseconds each. */
+const perEach = (spent: Record<string, number>, n: number) =>
+  Object.fromEntries(Object.entries(spent).map(([k, v]) => [k, n > 0 ? (v * 1000) / n : NaN]));
 
 /** Waits until `target` journeys are parked (10 minutes at most); a shortfall is an error of the run, not fatal. */
 async function waitParked(

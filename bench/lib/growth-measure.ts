@@ -2,7 +2,7 @@
 // operator's batch query as `npm run ops` makes it, and PostgreSQL's bytes. Each latency is sampled one request at a
 // time. Nothing here logs a response body: journey ids at most, never a patient.
 import { Client as PgClient } from 'pg';
-import { AdminClient, parseOptions, runOps } from '../../scripts/ops';
+import { AdminClient, LIST_PAGE_SIZE, parseOptions, runOps } from '../../scripts/ops';
 import { pool, startThroughApi } from './journeys';
 import { summarize } from './stats';
 import type { GrowthStep, Latency } from './growth-report';
@@ -154,7 +154,7 @@ export async function adminCount(
 /**
  * The operator's batch query, as `npm run ops -- cancel --query <q> --clinic <id>` makes it: its dry run (runOps
  * itself, its output dropped: journey ids and stages), `samples` times; and the listing a batch action makes before
- * it acts, every page of 1000 through the admin API (ops' listJourneys, which ops does not export), once.
+ * it acts, every page (ops' LIST_PAGE_SIZE) through the admin API (ops' listJourneys, which ops does not export), once.
  */
 export async function opsQuery(
   apiUrl: string,
@@ -197,21 +197,24 @@ export async function opsQuery(
   let pages = 0;
   let next: string | null = null;
   let restricted = query;
+  const pageMs: number[] = [];
   do {
     const p = new URLSearchParams({
       query,
       running: 'true',
       clinicId,
-      pageSize: '1000',
+      pageSize: String(LIST_PAGE_SIZE),
       ...(next ? { nextPageToken: next } : {}),
     });
+    const tp = performance.now();
     const page: SearchPage & { query: string } = await client.request('GET', `/admin/journeys?${p.toString()}`);
+    pageMs.push(performance.now() - tp);
     restricted = page.query;
     matched += page.journeys.length;
     pages++;
     next = page.nextPageToken;
   } while (next);
-  return { query: restricted, dryRun, listAll: { ms: performance.now() - t, matched, pages } };
+  return { query: restricted, dryRun, listAll: { ms: performance.now() - t, matched, pages, page: latency(pageMs) } };
 }
 
 /** `url` (a PostgreSQL URL) to another database of the same server. */
@@ -254,4 +257,16 @@ export async function tableBytes(superuserUrl: string, databases = GROWTH_DATABA
     byDatabase,
     largest: tables.slice(0, 10),
   };
+}
+
+/** The server's current write-ahead log position, in bytes from its start (for the WAL written between two reads). */
+export async function walPosition(superuserUrl: string): Promise<number> {
+  const pg = new PgClient({ connectionString: superuserUrl, application_name: 'bench growth' });
+  try {
+    await pg.connect();
+    const { rows } = await pg.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`);
+    return Number(rows[0]!.b);
+  } finally {
+    await pg.end().catch(() => undefined);
+  }
 }

@@ -45,9 +45,21 @@ export async function parkingClient(stack: ProductionStack, config: Config): Pro
   };
 }
 
-/** One journey started as the API starts it: bound to its patient's key, started, the binding settled. */
-export async function startBound(p: ParkingClient, config: Config, clinicId: string, journeyId: string) {
+/**
+ * One journey started as the API starts it: bound to its patient's key, started, the binding settled. With
+ * `remindAt` (epoch ms), its one reminder is due about then (its offset counts from the invite, made just after).
+ */
+export async function startBound(
+  p: ParkingClient,
+  config: Config,
+  clinicId: string,
+  journeyId: string,
+  remindAt?: number,
+) {
   const input = gfeInput(config, clinicId, journeyId, 'Waiting');
+  if (remindAt !== undefined) {
+    input.timings = { ...input.timings, remindersMs: [Math.max(5_000, Math.round(remindAt - Date.now()))] };
+  }
   const workflowId = journeyWorkflowId(journeyId);
   const patientRef = p.keys.patientRef(clinicId, input.patient.email);
   await p.keys.bindJourney(workflowId, patientRef, { startingUntil: new Date(Date.now() + 60_000) });
@@ -68,6 +80,8 @@ export interface ParkOptions {
   concurrency: number;
   /** Journeys started ahead of those parked, at most. */
   window: number;
+  /** Each journey's one reminder due about then (epoch ms): a wave of reminders (bench/lib/growth-wave.ts). */
+  remindAt?: number;
   log: (line: string) => void;
 }
 
@@ -98,7 +112,7 @@ export async function parkThroughClient(
       while (started - parked > o.window) await sleep(250);
       started++;
       try {
-        await startBound(p, config, o.clinicId, id);
+        await startBound(p, config, o.clinicId, id, o.remindAt);
       } catch (err) {
         failed++;
         // The error's class and message only: they name the workflow id at most, never the patient.

@@ -105,6 +105,8 @@ export interface TemporalNode {
   readonly service: string;
   readonly metricsUrl: string;
   readonly running: boolean;
+  /** The process's pid while it runs. */
+  readonly pid: number | undefined;
   /** Started (again) and ready. */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -297,6 +299,9 @@ function nodeOf(proc: ManagedProcess, service: string, metricsUrl: string, log?:
     metricsUrl,
     get running() {
       return proc.running;
+    },
+    get pid() {
+      return proc.pid;
     },
     async start() {
       await proc.up();

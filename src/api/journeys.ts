@@ -29,6 +29,7 @@ import { ruleParams } from '../contract/request-rules';
 import { serviceProblem } from './exam-service';
 import type { JourneyInput } from '../contract/journey-request';
 import type { JourneySummary } from '../workflows/journey-state';
+import type { temporal as proto } from '@temporalio/proto';
 import { JOURNEY_WORKFLOW_TYPE, quoted } from './journey-query';
 import { ApiProblem, notFound } from './problem';
 import { resetBy, resetPoint, ResetRefused, type ResetTarget } from './reset-point';
@@ -424,9 +425,16 @@ export class JourneyGateway {
       if (isInvalidArgument(err)) throw badQuery(err);
       throw unavailable(err, what) ?? err;
     }
+    // A journey's memo is sealed for its patient: opening it costs a key lookup per journey. A list reads only the
+    // search attributes, so the memo is opened only for an execution without its ClinicId (ownedBy's fallback).
     const infos = await Promise.all(
       response.executions.map((raw) =>
-        executionInfoFromRaw(raw, temporal.options.loadedDataConverter, raw, temporal.options.namespace),
+        executionInfoFromRaw(
+          raw.searchAttributes?.indexedFields?.[SearchAttr.ClinicId.name] ? withoutMemo(raw) : raw,
+          temporal.options.loadedDataConverter,
+          raw,
+          temporal.options.namespace,
+        ),
       ),
     );
     const token = response.nextPageToken;
@@ -508,6 +516,11 @@ function badQuery(err: unknown): ApiProblem {
   return new ApiProblem(400, 'validation', `Temporal refused the query: ${message}`, {
     errors: [{ field: 'query', message, ...ruleParams('visibility-query') }],
   });
+}
+
+/** The execution as listed, its memo left out (every other field read through to it). */
+function withoutMemo(raw: proto.api.workflow.v1.IWorkflowExecutionInfo): proto.api.workflow.v1.IWorkflowExecutionInfo {
+  return Object.create(raw, { memo: { value: null } }) as proto.api.workflow.v1.IWorkflowExecutionInfo;
 }
 
 function ownedBy(desc: Attributed, clinicId: string): boolean {

@@ -482,6 +482,18 @@ describe('control surface: listings, clock, reset', () => {
     expect(pending.body.patient_exams.map((p: any) => p.patient_exam_id)).toEqual([ids[1]]);
   });
 
+  it('lists at most `limit` patient exams, the first invited first, after the filter', async () => {
+    const { ids } = await invite(inviteBody({ exams: [101, 102, 103] }));
+    await control(ids[0]!, 'verdict', { status: 'Rejected' });
+    const first = await getJson(`${baseUrl}/_sandbox/patient-exams?limit=1`);
+    expect(first.body.patient_exams.map((p: any) => p.patient_exam_id)).toEqual([ids[0]]);
+    // The limit counts what the filter keeps: the first two pending, not the first two invited.
+    const pending = await getJson(`${baseUrl}/_sandbox/patient-exams?status=pending&limit=2`);
+    expect(pending.body.patient_exams.map((p: any) => p.patient_exam_id)).toEqual([ids[1], ids[2]]);
+    const refused = await getJson(`${baseUrl}/_sandbox/patient-exams?limit=0`);
+    expect(refused.status).toBe(400);
+  });
+
   it('the deliveries log says what went to which receiver, with status and latency per attempt', async () => {
     const { ids } = await invite(testModeInvite('Approve', { exams: [301], custom_pharmacy: 1, ncpdpid: '4512345' }));
     await sandbox.clock.advance(EVERYTHING);

@@ -6,13 +6,16 @@ import {
   GROWTH_END,
   growthBetween,
   renderGrowthSection,
+  renderGrowthSvgs,
   renderGrowthTable,
   renderStepsTable,
+  renderWakeTable,
   withGrowthSection,
   type GrowthRun,
   type GrowthStep,
   type Latency,
 } from '../../bench/lib/growth-report';
+import { reminderOfHistory } from '../../bench/lib/growth-wave';
 
 const MiB = 2 ** 20;
 const lat = (p50: number, p99 = p50 * 2): Latency => ({ n: 20, p50, p99 });
@@ -168,5 +171,124 @@ describe('withGrowthSection', () => {
 
   it('refuses a section without its markers', () => {
     expect(() => withGrowthSection('', 'no markers')).toThrow(/markers/);
+  });
+});
+
+describe('reminderOfHistory', () => {
+  const ts = (ms: number) => ({ seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 });
+  const at = (ms: number) => ({ eventTime: ts(ms) });
+  const started = (id: number, ms: number, fireIn: number) => ({
+    eventId: id,
+    ...at(ms),
+    timerStartedEventAttributes: { timerId: String(id), startToFireTimeout: ts(fireIn) },
+  });
+  const fired = (id: number, ms: number, startedId: number) => ({
+    eventId: id,
+    ...at(ms),
+    timerFiredEventAttributes: { timerId: String(startedId), startedEventId: startedId },
+  });
+  const scheduled = (id: number, ms: number, type: string) => ({
+    eventId: id,
+    ...at(ms),
+    activityTaskScheduledEventAttributes: { activityType: { name: type } },
+  });
+
+  it('reads when the fired timer was due, when it fired and when the resend was scheduled', () => {
+    const t = 1_800_000_000_000;
+    const events = [
+      scheduled(5, t, 'createInvite'),
+      // A timer started and replaced before it fired: the one that fired counts.
+      started(7, t + 100, 600_000),
+      started(9, t + 200, 60_000),
+      fired(12, t + 60_450, 9),
+      scheduled(15, t + 60_700, 'resendInvite'),
+    ];
+    expect(reminderOfHistory(events as never)).toEqual({ due: t + 60_200, fired: t + 60_450, scheduled: t + 60_700 });
+  });
+
+  it('finds nothing before the reminder fired, or when what followed was not a resend', () => {
+    const t = 1_800_000_000_000;
+    expect(reminderOfHistory([started(7, t, 60_000)] as never)).toBeUndefined();
+    expect(
+      reminderOfHistory([
+        started(7, t, 60_000),
+        fired(8, t + 60_000, 7),
+        scheduled(9, t + 60_100, 'cancelInvite'),
+      ] as never),
+    ).toBeUndefined();
+  });
+});
+
+describe('the wake-ups and the charts', () => {
+  const lat = (p50: number, p99: number, max: number) => ({ n: 100, p50, p99, max });
+  const withWake = (journeys: number, lastMs: number): GrowthStep => ({
+    ...step(journeys),
+    ops: { ...step(journeys).ops, listAll: { ms: 900, matched: journeys, pages: 1, page: lat(400, 900, 900) } },
+    temporalRss: [300 * MiB],
+    wal: { perJourney: 96 * 1024, perCallback: 40 * 1024 },
+    cpu: { perJourney: { worker: 20, temporal: 15.5, api: 0, postgres: NaN }, perCallback: { worker: 4, temporal: 3 } },
+    wave: {
+      journeys: journeys / 10,
+      fired: journeys / 10,
+      dueAt: '2026-11-29T07:00:00.000Z',
+      dueSpreadMs: 900,
+      timerLate: lat(5, 40, 60),
+      sentLate: lat(30, lastMs / 2, lastMs),
+      passedMs: lastMs + 900,
+    },
+    wake: {
+      journeys: 200,
+      not200: 0,
+      applied: 200,
+      ack: { n: 200, p50: 3, p99: 9 },
+      appliedAfter: lat(800, 2000, 2100),
+      perSecond: 95.2,
+    },
+  });
+
+  it('renders a row per step with the wave, the callbacks and the server memory', () => {
+    const table = renderWakeTable([withWake(10_000, 4000), step(1000)]).split('\n');
+    expect(table).toHaveLength(4);
+    expect(table[2]).toBe('| 1,000 | – | – | – | – | – |');
+    expect(table[3]).toContain('1,000 of 1,000 fired');
+    expect(table[3]).toContain('**4.00 s**');
+    expect(table[3]).toContain('**95.2/s**');
+    expect(table[3]).toContain('| 300 MiB |');
+    expect(table[3]).toContain('96.0 KiB per journey parked, 40.0 KiB per callback applied');
+    expect(table[3]).toContain(
+      'per journey parked: worker 20.0, temporal 15.5, api 0.0; per callback: worker 4.0, temporal 3.0 |',
+    );
+  });
+
+  it('follows the wave and the callbacks as figures, a rate by its inverse', () => {
+    const g = growthBetween([withWake(1000, 1000), withWake(10_000, 10_000)]);
+    expect(g.find((x) => x.figure.name === 'Reminder wave: the last, late by')!.changes[0]!.verdict?.growth).toBe(
+      'linear',
+    );
+    const wake = g.find((x) => x.figure.name === 'Wake: time per callback applied')!.changes[0]!;
+    expect(wake.fa).toBeCloseTo(1000 / 95.2, 6);
+    expect(wake.verdict?.growth).toBe('constant');
+  });
+
+  it('draws each figure against the journeys parked, with the 1 s line', () => {
+    const run: GrowthRun = {
+      began: '2026-11-29T06:40:00.000Z',
+      machine: 'AMD EPYC, 2 cores',
+      loadBefore: '0.10 / 0.20 / 0.30',
+      database: 'single',
+      workers: 1,
+      clinicId: 'demo-clinic',
+      options: { steps: [1000, 10_000], apiStarts: 200, apiConcurrency: 4, samples: 20, deepPages: 50 },
+      steps: [withWake(1000, 900), withWake(10_000, 3000)],
+      errors: [],
+    };
+    const { latency, size } = renderGrowthSvgs(run);
+    expect(latency.startsWith('<svg')).toBe(true);
+    expect(latency).toContain('1 s: a query at most');
+    expect(latency).toContain('reminder wave, the last late by');
+    // Eight series, two points each: a path per series.
+    expect(latency.match(/<path /g)).toHaveLength(8);
+    expect(size).toContain('Temporal server RSS');
+    expect(size.match(/<path /g)).toHaveLength(3);
   });
 });

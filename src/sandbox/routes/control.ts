@@ -39,6 +39,8 @@ const PatientExamQuery = z.object({
   status: z.string().optional(),
   clinic_id: z.coerce.number().int().optional(),
   meeting_uuid: z.string().optional(),
+  /** At most this many, the oldest first (the order they were invited in). */
+  limit: z.coerce.number().int().min(1).optional(),
 });
 const DeliveryQuery = z.object({
   patient_exam_id: z.coerce.number().int().optional(),
@@ -105,12 +107,14 @@ export function controlRoutes(ctx: SandboxContext) {
 
     app.get('/_sandbox/patient-exams', (request) => {
       const q = parse(PatientExamQuery, request.query);
-      const list = [...ctx.store.patientExams.values()].filter(
-        (r) =>
-          (q.status === undefined || r.status === q.status) &&
-          (q.clinic_id === undefined || r.clinic_id === q.clinic_id) &&
-          (q.meeting_uuid === undefined || r.meeting_uuid === q.meeting_uuid),
-      );
+      const list = [];
+      for (const r of ctx.store.patientExams.values()) {
+        if (q.limit !== undefined && list.length >= q.limit) break;
+        if (q.status !== undefined && r.status !== q.status) continue;
+        if (q.clinic_id !== undefined && r.clinic_id !== q.clinic_id) continue;
+        if (q.meeting_uuid !== undefined && r.meeting_uuid !== q.meeting_uuid) continue;
+        list.push(r);
+      }
       return { patient_exams: list.map((r) => view(ctx, r)) };
     });
 
