@@ -24,6 +24,7 @@
 //   Options: --database single|cluster  --workers 1  --api-starts 200  --api-concurrency 4  --samples 20
 //            --deep-pages 50  --concurrency 50  --window 400  --port-base 24000  --keep-data
 //            --wave-share 0.1  --wake 200  --svg-dir <dir> (with --out: docs/)
+//   npm run bench:growth -- --from <run>/growth.json --out docs/performance.md   render a run's report again
 // The results go to the run folder (a fresh folder under /tmp, printed at the end): growth.json, growth.md, logs/.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -65,6 +66,7 @@ interface Options {
   waveShare: number;
   wake: number;
   svgDir: string | undefined;
+  from: string | undefined;
 }
 
 export function parseGrowthOptions(argv: string[]): Options {
@@ -88,6 +90,7 @@ export function parseGrowthOptions(argv: string[]): Options {
       'wave-share': { type: 'string', default: '0.1' },
       wake: { type: 'string', default: '200' },
       'svg-dir': { type: 'string' },
+      from: { type: 'string' },
     },
   });
   const int = (name: string, value: string, min = 1) => {
@@ -120,6 +123,7 @@ export function parseGrowthOptions(argv: string[]): Options {
     waveShare,
     wake: int('wake', v.wake, 0),
     svgDir: v['svg-dir'] ? path.resolve(v['svg-dir']) : out ? path.join(ROOT, 'docs') : undefined,
+    from: v.from ? path.resolve(v.from) : undefined,
   };
 }
 
@@ -147,6 +151,13 @@ const loadLine = () => {
 async function main() {
   const o = parseGrowthOptions(process.argv.slice(2));
   const log = (line: string) => console.log(`[growth] ${new Date().toISOString().slice(11, 19)} ${line}`);
+  if (o.from) {
+    // The report of a run already made (its growth.json), rendered again: nothing is started or measured.
+    const run = JSON.parse(readFileSync(o.from, 'utf8')) as GrowthRun;
+    run.options.svgDir = o.svgDir ? 'given' : 'none';
+    writeOut(run, o, log);
+    return;
+  }
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'journeys-growth-'));
   const dataDir = o.dataDir ?? path.join(runDir, 'data');
   const keep = o.keepData || o.dataDir !== undefined;
@@ -468,6 +479,11 @@ async function main() {
     }
     log(`results in ${runDir} (growth.json, growth.md${keep ? '' : ', logs/'})`);
   }
+  writeOut(run, o, log);
+}
+
+/** The report (with --out: the section, bench/growth-last.json) and the charts (--svg-dir). */
+function writeOut(run: GrowthRun, o: Options, log: (line: string) => void) {
   if (o.out) {
     const section = renderGrowthSection(run);
     writeFileSync(o.out, withGrowthSection(existsSync(o.out) ? readFileSync(o.out, 'utf8') : '', section));

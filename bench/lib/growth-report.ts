@@ -357,7 +357,7 @@ export function renderGrowthSection(run: GrowthRun): string {
   const last = steps[steps.length - 1];
   const lines = [
     GROWTH_BEGIN,
-    '### Growth with the number of parked journeys',
+    '## Growth with the number of parked journeys',
     '',
     `Measured by \`npm run bench:growth\` (bench/growth.ts), ${run.began.slice(0, 16).replace('T', ' ')} UTC, on ${run.machine}; load average before ${run.loadBefore}${run.loadAfter ? `, after ${run.loadAfter}` : ''}. The production topology (ProductionStack: the Temporal server on PostgreSQL ${run.database === 'cluster' ? '(a primary with a synchronous standby under Patroni)' : '(one server)'}, the PostgreSQL callback inbox, the patient keys and audit trail in PostgreSQL, ${run.workers} worker${run.workers === 1 ? '' : 's'}, API replicas behind HAProxy; no identity provider). This section is generated (bench/lib/growth-report.ts).`,
     '',
@@ -365,6 +365,14 @@ export function renderGrowthSection(run: GrowthRun): string {
     '',
     renderStepsTable(steps),
     '',
+    ...(run.options.svgDir === 'given'
+      ? [
+          '![Latency against the journeys parked](growth-latency.svg)',
+          '',
+          '![Size against the journeys parked](growth-size.svg)',
+          '',
+        ]
+      : []),
     `*Reminder wave*: ${run.options.waveShare !== undefined ? `${Math.round(run.options.waveShare * 100)} %` : 'a share'} of each step's journeys are parked last, each with its one reminder offset so that it falls due at about one moment after the step is parked (the offset counts from the journey's own invite, so they fall due within the spread shown); once due, each journey's history says when its timer was due, when the server fired it and when the journey scheduled the resend (*late*: after the due time). *Callbacks*: the oldest ${run.options.wake !== undefined ? int(run.options.wake) : ''} journeys still waiting (the sandbox's oldest pending invites) each get their event 1 (Approved) through the webhook, 32 at once; *applied after*: from the first callback sent to each journey's completion (its close time); the rate is the journeys over the time to the last.`,
     '',
     renderWakeTable(steps),
