@@ -218,8 +218,9 @@ export function fmtBytesShort(v: number): string {
 }
 
 const int = (n: number) => Math.round(n).toLocaleString('en');
-const rate = (n: number) => (n >= 10 ? n.toFixed(0) : n >= 1 ? n.toFixed(1) : n.toFixed(2));
-const cores = (n: number) => (n >= 10 ? n.toFixed(0) : n.toFixed(2));
+/** Two significant digits below 10, whole numbers above. */
+const rate = (n: number) => (n >= 10 ? n.toFixed(0) : n > 0 ? String(Number(n.toPrecision(2))) : '0');
+const cores = rate;
 
 /** docs/capacity.md, whole. */
 export function renderCapacity(c: MeasuredCosts, a: Assumptions = DEFAULT_ASSUMPTIONS): string {
@@ -270,6 +271,9 @@ export function renderCapacity(c: MeasuredCosts, a: Assumptions = DEFAULT_ASSUMP
     `Cores are sized so that each part runs at ${Math.round(a.cpuTarget * 100)} % of them at the busiest hour; workers and API replicas are at least ${a.minReplicas} (one can fail or roll over), one core each. The history shards are a power of two for ${a.shardHeadroom}x the open journeys at ${int(a.executionsPerShard)} open executions a shard (Temporal runs tens of thousands a shard; the count cannot change once the cluster has started, so choose it for the largest column you will reach), at least ${a.minShards}.`,
     '',
     '## The measured costs',
+    '',
+    'The growth run parks good faith exams; a prescription exam is counted as one with its two more callbacks, each at',
+    "a callback's measured cost (its prescription and shipment activities are of the same kind as those measured).",
     '',
     `From the step of ${int(c.step)} journeys parked (the largest with every figure), ${c.run.database === 'cluster' ? 'PostgreSQL as a primary with a synchronous standby' : 'one PostgreSQL server'}:`,
     '',

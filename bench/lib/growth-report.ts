@@ -414,6 +414,8 @@ const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b'
 export function renderGrowthSvgs(run: GrowthRun): { latency: string; size: string } {
   const steps = [...run.steps].sort((x, y) => x.journeys - y.journeys);
   const xTicks = niceTicks(Math.max(...steps.map((s) => s.journeys), 1));
+  // The steps grow tenfold: on a log axis each has its own place.
+  const stepTicks = steps.map((s) => s.journeys);
   const line = (label: string, value: (s: GrowthStep) => number | undefined, i: number, dash?: string): Series => ({
     label,
     color: COLORS[i % COLORS.length]!,
@@ -438,9 +440,10 @@ export function renderGrowthSvgs(run: GrowthRun): { latency: string; size: strin
     {
       title: 'Latency against the journeys parked',
       subtitle: `npm run bench:growth, ${when} UTC`,
-      xLabel: 'journeys parked',
+      xLabel: 'journeys parked (log scale)',
       yLabel: 'latency (log scale)',
-      xTicks,
+      xTicks: stepTicks.length > 0 ? stepTicks : xTicks,
+      xLog: stepTicks.length > 0,
       marks: [{ y: 1000, label: '1 s: a query at most', color: '#d62728' }],
     },
   );

@@ -14,6 +14,8 @@ export interface ChartOptions {
   xLabel: string;
   yLabel: string;
   xTicks: number[];
+  /** A log scale for x (its ticks all above 0), from a little below the first tick to a little past the last. */
+  xLog?: boolean;
   /** Horizontal reference lines (targets). */
   marks?: { y: number; label: string; color: string }[];
   width?: number;
@@ -34,7 +36,11 @@ export function lineChartSvg(series: Series[], o: ChartOptions): string {
   const yMax = 10 ** Math.ceil(Math.log10(Math.max(...ys, 10)));
   const xMin = 0;
   const xMax = Math.max(...o.xTicks) * 1.05;
-  const X = (x: number) => m.left + ((x - xMin) / (xMax - xMin)) * pw;
+  const lo = Math.log10(Math.max(Math.min(...o.xTicks), 1e-9)) - 0.15;
+  const hi = Math.log10(Math.max(...o.xTicks, 1e-9)) + 0.1;
+  const X = o.xLog
+    ? (x: number) => m.left + ((Math.log10(Math.max(x, 1e-9)) - lo) / (hi - lo)) * pw
+    : (x: number) => m.left + ((x - xMin) / (xMax - xMin)) * pw;
   const Y = (y: number) =>
     m.top + ph - ((Math.log10(Math.max(y, yMin)) - Math.log10(yMin)) / (Math.log10(yMax) - Math.log10(yMin))) * ph;
   const out: string[] = [];
@@ -60,7 +66,8 @@ export function lineChartSvg(series: Series[], o: ChartOptions): string {
   for (const t of o.xTicks) {
     const x = X(t);
     out.push(`<line x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${m.top}" y2="${m.top + ph}" stroke="#eee"/>`);
-    out.push(`<text x="${x.toFixed(1)}" y="${m.top + ph + 18}" text-anchor="middle" fill="#333">${t}</text>`);
+    const label = o.xLog ? t.toLocaleString('en') : String(t);
+    out.push(`<text x="${x.toFixed(1)}" y="${m.top + ph + 18}" text-anchor="middle" fill="#333">${label}</text>`);
   }
   out.push(
     `<rect x="${m.left}" y="${m.top}" width="${pw}" height="${ph}" fill="none" stroke="#888"/>`,
