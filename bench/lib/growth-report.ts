@@ -295,7 +295,8 @@ export function renderWakeTable(steps: GrowthStep[]): string {
     const wave = w
       ? `${int(w.fired)} of ${int(w.journeys)} fired; due within ${fmtMs(w.dueSpreadMs)}; timer late p50 / p99 / max ` +
         `${fmtMs(w.timerLate.p50)} / ${fmtMs(w.timerLate.p99)} / ${fmtMs(w.timerLate.max)}; resend scheduled late ` +
-        `p50 / p99 / max ${fmtMs(w.sentLate.p50)} / ${fmtMs(w.sentLate.p99)} / **${fmtMs(w.sentLate.max)}**; passed in ${fmtMs(w.passedMs)}`
+        `p50 / p99 / max ${fmtMs(w.sentLate.p50)} / ${fmtMs(w.sentLate.p99)} / **${fmtMs(w.sentLate.max)}**; passed in ${fmtMs(w.passedMs)}` +
+        (w.passedMs > 0 ? ` (${(w.fired / (w.passedMs / 1000)).toFixed(1)} reminders/s)` : '')
       : '–';
     const k = s.wake;
     const wake = k

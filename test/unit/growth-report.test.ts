@@ -252,6 +252,8 @@ describe('the wake-ups and the charts', () => {
     expect(table[2]).toBe('| 1,000 | – | – | – | – | – |');
     expect(table[3]).toContain('1,000 of 1,000 fired');
     expect(table[3]).toContain('**4.00 s**');
+    // 1,000 reminders passed in 4.9 s.
+    expect(table[3]).toContain('passed in 4.90 s (204.1 reminders/s)');
     expect(table[3]).toContain('**95.2/s**');
     expect(table[3]).toContain('| 300 MiB |');
     expect(table[3]).toContain('96.0 KiB per journey parked, 40.0 KiB per callback applied');
