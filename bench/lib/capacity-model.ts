@@ -153,6 +153,8 @@ export interface Sizing {
   cores: Record<Part, number>;
   workers: number;
   workerMemory: number;
+  /** The Temporal server's memory, grown with the open journeys as it grew in the run. */
+  temporalMemory: number;
   apiReplicas: number;
   historyShards: number;
   objectStoreBytes: number;
@@ -197,6 +199,7 @@ export function size(perMonth: number, c: MeasuredCosts, a: Assumptions = DEFAUL
     cores,
     workers,
     workerMemory: workers * c.workerRss,
+    temporalMemory: (open * c.temporalRss) / c.step,
     apiReplicas: Math.max(a.minReplicas, Math.ceil(cores.api)),
     historyShards: Math.max(a.minShards, nextPowerOfTwo((open * a.shardHeadroom) / a.executionsPerShard)),
     objectStoreBytes: (perMonth * a.attachmentsMiB * 2 ** 20 * (openDays + a.attachmentGraceDays)) / MONTH_DAYS,
@@ -261,6 +264,7 @@ export function renderCapacity(c: MeasuredCosts, a: Assumptions = DEFAULT_ASSUMP
     ),
     row('PostgreSQL: cores at the busiest hour', (s) => cores(s.cores.postgres)),
     row('Temporal server: cores at the busiest hour', (s) => cores(s.cores.temporal)),
+    row('Temporal server: memory (as it grew with the journeys parked)', (s) => fmtBytesShort(s.temporalMemory)),
     row(
       '**Workers** (cores at the busiest hour; memory)',
       (s) => `**${s.workers}** (${cores(s.cores.worker)}; ${fmtBytesShort(s.workerMemory)})`,
@@ -322,9 +326,10 @@ export function renderCapacity(c: MeasuredCosts, a: Assumptions = DEFAULT_ASSUMP
     '  `executions_visibility` so the dead row versions are reclaimed.',
     '- **The audit trail is kept for years** and so grows without end in PostgreSQL; its checkpoints go to the object',
     '  store with Object Lock. Partition the table by month if it outgrows the rest.',
-    "- **Listing is linear in what is listed.** Temporal's frontend spends about 0.7 ms of CPU per execution it lists",
-    '  from SQL visibility, whatever the number parked: `npm run ops` lists a batch in pages of 250 so that no request',
-    '  nears a second; the clinic API pages by 100 at most.',
+    "- **Listing is linear in what is listed.** Temporal's frontend spends 1 to 1.5 ms per execution it lists from SQL",
+    "  visibility, whatever the number parked (the report: each page of `npm run ops`' listing): `npm run ops` lists a",
+    '  batch in pages of 250 and the clinic API pages by 100 at most, so that a request stays well under a second; an',
+    '  operator acting on 100,000 journeys waits minutes for the listing alone.',
     '- **Shards cannot be added later.** A cluster that starts with too few is replaced, not grown: choose the column',
     '  you will reach, not the one you start with.',
     '',

@@ -1,6 +1,7 @@
 // docs/capacity.md's arithmetic (bench/lib/capacity-model.ts): the costs taken from a growth run, what each size
 // needs, and the page, which must be what the committed growth run gives (so it cannot drift from its report).
-import { parseCapacityOptions } from '../../bench/capacity';
+import { existsSync, readFileSync } from 'node:fs';
+import { CAPACITY_DOC, capacityPage, GROWTH_LAST, parseCapacityOptions } from '../../bench/capacity';
 import {
   DEFAULT_ASSUMPTIONS,
   measuredCosts,
@@ -125,5 +126,10 @@ describe('the page', () => {
     expect(DEFAULT_ASSUMPTIONS.prescriptionShare).toBe(0.5);
     expect(() => parseCapacityOptions(['--cpu-target', '0'])).toThrow(/--cpu-target/);
     expect(() => parseCapacityOptions(['--sizes', '10k'])).toThrow(/--sizes/);
+  });
+
+  it('docs/capacity.md is what the committed growth run gives', () => {
+    if (!existsSync(GROWTH_LAST)) throw new Error('bench/growth-last.json is missing: run npm run bench:growth');
+    expect(readFileSync(CAPACITY_DOC, 'utf8')).toBe(capacityPage());
   });
 });
