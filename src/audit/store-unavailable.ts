@@ -42,7 +42,10 @@ const MAX_DEPTH = 8;
 export function isUnavailable(err: unknown, depth = 0): boolean {
   if (depth > MAX_DEPTH || err === null || typeof err !== 'object') return false;
   if (err instanceof StoreUnavailableError) return true;
-  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown; $metadata?: unknown };
+  // The object store answering a server error after the S3 client's own retries (503 while it starts or stops).
+  const http = (e.$metadata as { httpStatusCode?: unknown } | undefined)?.httpStatusCode;
+  if (typeof http === 'number' && http >= 500 && http <= 504) return true;
   if (typeof e.code === 'string') {
     if (/^08[0-9A-Z]{3}$/.test(e.code) || SQLSTATES.has(e.code) || SOCKET_CODES.has(e.code)) return true;
   }

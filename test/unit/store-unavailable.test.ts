@@ -189,6 +189,27 @@ describe('what node-postgres raises when the database is away', () => {
     expect(isUnavailable(Object.assign(new Error('14 UNAVAILABLE: no connection'), { code: 14 }))).toBe(false);
   });
 
+  it("an object store's server error after the S3 client's retries, not its refusal of the request", () => {
+    const starting = Object.assign(new Error('Server not initialized yet, please try again.'), {
+      name: 'XMinioServerNotInitialized',
+      $metadata: { httpStatusCode: 503 },
+    });
+    expect(isUnavailable(starting)).toBe(true);
+    expect(
+      isUnavailable(
+        Object.assign(new Error('We encountered an internal error'), { $metadata: { httpStatusCode: 500 } }),
+      ),
+    ).toBe(true);
+    expect(isUnavailable(Object.assign(new Error('Access Denied.'), { $metadata: { httpStatusCode: 403 } }))).toBe(
+      false,
+    );
+    expect(
+      isUnavailable(
+        Object.assign(new Error('The specified key does not exist.'), { $metadata: { httpStatusCode: 404 } }),
+      ),
+    ).toBe(false);
+  });
+
   it('names the store of a StoreUnavailableError, also under another error', () => {
     const e = new StoreUnavailableError('patient-keys');
     expect(unavailableStoreOf(e)).toBe('patient-keys');
