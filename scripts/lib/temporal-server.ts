@@ -449,9 +449,27 @@ const INDEXED: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   KEYWORD_LIST: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 };
 
+/** How many visibility queries in a row must know every search attribute before the namespace is ready. */
+const SEEN_IN_A_ROW = 4;
+
+/** A condition on one search attribute that its type accepts (a query naming an unknown attribute is refused). */
+function attributeProbe(k: { name: string; type: string }): string {
+  switch (k.type) {
+    case 'INT':
+    case 'DOUBLE':
+      return `${k.name} = 0`;
+    case 'BOOL':
+      return `${k.name} = true`;
+    case 'DATETIME':
+      return `${k.name} = '2000-01-01T00:00:00Z'`;
+    default:
+      return `${k.name} = 'x'`;
+  }
+}
+
 /**
- * Registers the namespace when missing and adds the search attributes it lacks, then waits until a visibility query
- * on them answers (the frontend's namespace cache takes a few seconds to see a new namespace).
+ * Registers the namespace when missing and adds the search attributes it lacks, then waits until visibility queries
+ * on all of them answer (the frontend's namespace cache takes a few seconds to see a new namespace or attribute).
  */
 export async function prepareNamespace(
   address: string,
@@ -482,9 +500,11 @@ export async function prepareNamespace(
             searchAttributes: Object.fromEntries(missing.map((k) => [k.name, INDEXED[k.type] ?? INDEXED.KEYWORD!])),
           });
         }
+        // Every attribute, in one query, answered several times in a row: each frontend (a balancer spreads the calls
+        // over them) and each history node re-reads the namespace's record on its own, every 10 s.
         const client = new Client({ connection, namespace });
-        const names = searchAttributes.map((k) => k.name);
-        if (names.length > 0) await client.workflow.count(`${names[0]} = 'x'`);
+        const query = searchAttributes.map(attributeProbe).join(' OR ');
+        for (let seen = 0; query && seen < SEEN_IN_A_ROW; seen += 1) await client.workflow.count(query);
         return;
       } catch (err) {
         if (Date.now() > until) throw err;

@@ -92,18 +92,26 @@ describe('production topology', () => {
     rmSync(root, { recursive: true, force: true });
   }, 120_000);
 
-  it("registers its workers' version with the Temporal server and makes it current", () => {
-    // As an operator asks it: the Temporal CLI's deployment list, as JSON.
-    const out = execFileSync(
-      path.join(ROOT, '.tools', 'bin', 'temporal'),
-      ['worker', 'deployment', 'list', '--address', stack.temporalAddress, '-o', 'json'],
-      { encoding: 'utf8' },
-    );
-    const list = JSON.parse(out) as { name: string; routingConfig?: { currentVersionBuildID?: string } }[];
-    expect(list.map((d) => ({ name: d.name, current: d.routingConfig?.currentVersionBuildID }))).toEqual([
-      { name: DEFAULT_DEPLOYMENT_NAME, current: stackBuildId(ROOT) },
-    ]);
-  });
+  it("registers its workers' version with the Temporal server and makes it current", async () => {
+    // As an operator asks it: the Temporal CLI's deployment list, as JSON. The list is read from visibility, which the
+    // server writes after the deployment's own record: a loaded machine may answer an empty list for a moment.
+    const listed = () => {
+      const out = execFileSync(
+        path.join(ROOT, '.tools', 'bin', 'temporal'),
+        ['worker', 'deployment', 'list', '--address', stack.temporalAddress, '-o', 'json'],
+        { encoding: 'utf8' },
+      );
+      const list = JSON.parse(out) as { name: string; routingConfig?: { currentVersionBuildID?: string } }[];
+      return list.map((d) => ({ name: d.name, current: d.routingConfig?.currentVersionBuildID }));
+    };
+    const expected = [{ name: DEFAULT_DEPLOYMENT_NAME, current: stackBuildId(ROOT) }];
+    let seen = listed();
+    for (const until = Date.now() + 20_000; Date.now() < until && JSON.stringify(seen) !== JSON.stringify(expected); ) {
+      await new Promise((r) => setTimeout(r, 500));
+      seen = listed();
+    }
+    expect(seen).toEqual(expected);
+  }, 30_000);
 
   it('hands the engine its secrets as files only it can read, never in its environment', () => {
     const kept = JSON.parse(readFileSync(path.join(root, 'local-secrets.json'), 'utf8')) as Record<string, unknown>;
