@@ -38,6 +38,6 @@ export default tseslint.config(
   { files: ['*.mjs', '*.js'], ...tseslint.configs.disableTypeChecked },
   {
     files: ['*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
   },
 );
