@@ -65,6 +65,11 @@ export function temporalDevServer(o: {
       ...['--db-filename', o.dbFile, '--log-level', 'error'],
       ...(o.pragmas ?? TEMPORAL_DEFAULT_PRAGMAS).flatMap((p) => ['--sqlite-pragma', p]),
       ...SEARCH_ATTRIBUTE_KEYS.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeTypeName(k.type)}`]),
+      // The CLI forces a search attribute cache refresh on every read by default, so that attributes added while it
+      // runs are seen at once. This stack's are registered above, before it serves; with SQL visibility (SQLite here)
+      // an attribute lives in the namespace's record anyway, which that cache does not hold. Forced, every start,
+      // signal and visibility write reads the cluster's metadata from the store again.
+      ...['--dynamic-config-value', 'system.forceSearchAttributesCacheRefreshOnRead=false'],
       // The UI asks the codec server to decrypt payloads for the operator's browser.
       ...(o.ui ? ['--ui-codec-endpoint', o.ui.codec] : []),
       ...(o.args ?? []),
