@@ -38,6 +38,9 @@ export default tseslint.config(
   { files: ['*.mjs', '*.js'], ...tseslint.configs.disableTypeChecked },
   {
     files: ['*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { module: 'writable', require: 'readonly', __dirname: 'readonly', process: 'readonly' },
+    },
   },
 );

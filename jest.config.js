@@ -41,6 +41,8 @@ module.exports = {
   maxWorkers: 2,
   // The longest files first, by test/durations.json where jest's cache has nothing (a fresh clone).
   testSequencer: '<rootDir>/jest.sequencer.js',
+  // After jest's own summary, one line per tier (its files, tests and time) and the slowest files.
+  reporters: ['default', '<rootDir>/jest.tier-summary.js'],
   projects: [
     { ...shared, displayName: 'unit', testMatch: tierMatch('unit') },
     { ...shared, displayName: 'integration', testMatch: tierMatch('integration') },

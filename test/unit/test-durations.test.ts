@@ -1,6 +1,6 @@
 // The order of a whole run: jest.sequencer.js takes test/durations.json's seconds where jest's cache has none, so a
 // fresh clone runs the longest files first; test/durations.json names only test files that exist, and
-// `npm run test:durations` merges a run's JSON into it.
+// `npm run test:durations` merges a run's JSON into it; jest.tier-summary.js ends a run with each tier's time.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import recorded from '../durations.json';
@@ -83,5 +83,44 @@ describe('mergeDurations', () => {
       'd',
     );
     expect(after.seconds).toEqual({ 'test/x.test.ts': 1.2 });
+  });
+});
+
+describe('jest.tier-summary.js', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const TierSummary = require('../../jest.tier-summary.js') as new (
+    g: object,
+    o: { print: (l: string) => void; slowest?: number },
+  ) => { onRunStart(r: object, o: object): void; onRunComplete(c: Set<unknown>, r: object): void };
+
+  const result = (tier: string, file: string, start: number, end: number, passing: number, failing = 0) => ({
+    displayName: { name: tier, color: 'white' },
+    testFilePath: path.join(process.cwd(), file),
+    perfStats: { start, end },
+    numPassingTests: passing,
+    numFailingTests: failing,
+    numPendingTests: 0,
+  });
+
+  it("gives each tier's files, tests, failures and time, and names the slowest files", () => {
+    const lines: string[] = [];
+    const reporter = new TierSummary({}, { print: (l) => lines.push(l), slowest: 2 });
+    const t0 = Date.now();
+    reporter.onRunStart({}, {});
+    reporter.onRunComplete(new Set(), {
+      startTime: t0,
+      testResults: [
+        result('unit', 'test/unit/a.test.ts', t0, t0 + 2_000, 10),
+        result('topology', 'test/production/b.test.ts', t0 + 1_000, t0 + 251_000, 2, 1),
+        result('unit', 'test/unit/c.test.ts', t0 + 2_000, t0 + 3_000, 5),
+        result('integration', 'test/api/d.test.ts', t0 + 3_000, t0 + 63_000, 4),
+      ],
+    });
+    expect(lines.slice(2)).toEqual([
+      '  unit         2 files, 15 tests, all passed; ran 3 s, from 0:00 to 0:03 into the run',
+      '  topology     1 file, 3 tests, 1 file(s) and 1 test(s) FAILED; ran 250 s, from 0:01 to 4:11 into the run',
+      '  integration  1 file, 4 tests, all passed; ran 60 s, from 0:03 to 1:03 into the run',
+      'The slowest files: test/production/b.test.ts 250 s, test/api/d.test.ts 60 s',
+    ]);
   });
 });
