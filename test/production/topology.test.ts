@@ -106,7 +106,7 @@ describe('production topology', () => {
     };
     const expected = [{ name: DEFAULT_DEPLOYMENT_NAME, current: stackBuildId(ROOT) }];
     let seen = listed();
-    for (const until = Date.now() + 20_000; Date.now() < until && JSON.stringify(seen) !== JSON.stringify(expected); ) {
+    for (const until = Date.now() + 20_000; Date.now() < until && JSON.stringify(seen) !== JSON.stringify(expected);) {
       await new Promise((r) => setTimeout(r, 500));
       seen = listed();
     }
