@@ -40,6 +40,8 @@
 //          --worker-memory-mib 1024 (the worker in a memory cgroup of this limit; default: the Helm chart's worker
 //          limit, as its container runs it; 0: none, the host's memory)
 //          --out <md>  --svg <svg>  --keep-data
+//          --temporal-store memory|disk (the Temporal dev server's SQLite file in /dev/shm, the default, as a
+//          deployment's Temporal keeps its store off the inbox's disk; or on the disk beside the inbox)
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
 //          BENCH_API_CPU_PROFILE=1 (with --keep-data): the API's CPU profile around each measured level and burst,
 //          kept under <work folder>/profiles for `npm run profile` (docs/cpu-profiles.md)
@@ -98,6 +100,11 @@ function chartWorkerMemoryMiB(): number {
   return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
 }
 
+function temporalStore(value: string | undefined): Options['temporalStore'] {
+  if (value === undefined || value === 'memory' || value === 'disk') return value ?? 'memory';
+  throw new Error(`--temporal-store is memory or disk, not ${value}`);
+}
+
 function backgroundCpu(value: string | undefined): Options['backgroundCpu'] {
   if (value === undefined || value === 'group' || value === 'nice') return value ?? 'group';
   throw new Error(`--background-cpu is group or nice, not ${value}`);
@@ -129,6 +136,7 @@ function parseOptions(argv: string[]): Options {
       out: { type: 'string' },
       svg: { type: 'string' },
       'keep-data': { type: 'boolean', default: false },
+      'temporal-store': { type: 'string' },
       'extra-ab': { type: 'boolean', default: false },
       'sustained-rates': { type: 'string' },
       'sustained-seconds': { type: 'string' },
@@ -202,6 +210,7 @@ function parseOptions(argv: string[]): Options {
     svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),
     portBase,
     keepData: v['keep-data'] ?? false,
+    temporalStore: temporalStore(v['temporal-store']),
     quickSizes: quick,
     extraAb: v['extra-ab'] ?? false,
     sustainedRates,
@@ -258,8 +267,16 @@ async function main() {
   if (workerMemoryGroup) o.workerMemoryGroup = results.options.workerMemoryGroup = workerMemoryGroup;
   else if (o.workerMemoryMiB > 0)
     log(`no memory cgroup could be made here: the worker runs without its ${o.workerMemoryMiB} MiB limit`);
+  // The dev server's store in memory: the inbox's flushes are the only ones on the disk, as where Temporal has its own.
+  const temporalStoreDir =
+    o.temporalStore === 'memory' && existsSync('/dev/shm')
+      ? mkdtempSync('/dev/shm/journey-bench-temporal-')
+      : undefined;
+  if (temporalStoreDir) o.temporalStoreDir = results.options.temporalStoreDir = temporalStoreDir;
+  else if (o.temporalStore === 'memory') log('no /dev/shm here: the Temporal dev server keeps its store on the disk');
   const stack = new BenchStack({
     dataDir: path.join(workDir, 'data'),
+    ...(temporalStoreDir ? { temporalStoreDir } : {}),
     logDir,
     ports,
     providerDelayMs: o.providerDelayMs,
@@ -318,6 +335,7 @@ async function main() {
       );
       for (const line of comparisonText(against)) log(line);
       if (!o.keepData) await rm(path.join(workDir, 'data'), { recursive: true, force: true }).catch(() => undefined);
+      if (temporalStoreDir) await rm(temporalStoreDir, { recursive: true, force: true }).catch(() => undefined);
       process.exit(code);
     })();
     return finishing;

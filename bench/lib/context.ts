@@ -61,6 +61,14 @@ export interface Options {
   backgroundGroup?: string;
   /** The worker's memory limit in MiB, as a container's (0: none, the host's memory). */
   workerMemoryMiB: number;
+  /**
+   * Where the Temporal dev server keeps its SQLite file: `memory` (a folder in /dev/shm, the default where there is
+   * one), as a deployment's Temporal keeps its store on machines of its own, not on the disk the inbox flushes to; or
+   * `disk` (the run's work folder, beside the inbox).
+   */
+  temporalStore: 'memory' | 'disk';
+  /** The folder the dev server's file went into, when `memory` could be had here (for the report). */
+  temporalStoreDir?: string;
   /** The memory cgroup the worker ran in, when one could be made here (for the report). */
   workerMemoryGroup?: string;
   npmTest: 'first' | 'full' | 'skip';

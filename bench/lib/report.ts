@@ -25,7 +25,7 @@ import type { InboxStore } from './stack';
 import { fmtBytes, fmtMs } from './stats';
 import { CPU_CEILING, sustainedSection, sustainedSvg } from './sustained-report';
 import { compareWithCommitted, comparisonMarkdown, type Comparison } from './regression';
-import { cpuWeights } from './sections';
+import { cpuWeights, temporalStoreLine } from './sections';
 import { lineChartSvg, type Series } from './svg';
 
 type Load = ReturnType<typeof loadAverage>;
@@ -1114,6 +1114,7 @@ export function renderReport(
     `| Load average (1/5/15 min) | before ${loadLine(r.loadBefore)}; after ${loadLine(r.loadAfter)} |`,
     `| CPU busy during the run | ${Number.isFinite(busy) ? pct(busy) : '–'} on average (whole machine, /proc/stat, every 5 s) |`,
     `| CPU weights | ${cpuWeights(o)} |`,
+    `| Temporal's store | ${temporalStoreLine(o)} |`,
     '',
   );
   const quiet = r.loadBefore.five < m.cores * 0.25;

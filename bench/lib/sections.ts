@@ -28,6 +28,19 @@ export function cpuWeights(o: { backgroundNice?: number; backgroundGroup?: strin
   );
 }
 
+/** Where the Temporal dev server kept its store in a run (bench/lib/context.ts temporalStore). */
+export function temporalStoreLine(o: { temporalStore?: 'memory' | 'disk'; temporalStoreDir?: string }): string {
+  if (o.temporalStoreDir)
+    return (
+      "the dev server's SQLite file in memory (tmpfs, /dev/shm), as a deployment keeps Temporal's store on machines " +
+      "of its own: the only flushes on this disk are the inbox's and its PostgreSQL's; `--temporal-store disk` puts it " +
+      'on the disk beside them'
+    );
+  if (o.temporalStore === 'memory') return "on the disk beside the inbox's (no /dev/shm here)";
+  // Runs before the option (and `--temporal-store disk`): the run's work folder.
+  return "the dev server's SQLite file on the disk beside the inbox's (`--temporal-store disk`)";
+}
+
 interface Markers {
   start: string;
   end: string;

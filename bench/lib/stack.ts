@@ -140,6 +140,8 @@ export interface StackOptions {
   /** The postgres inbox's PostgreSQL (default synchronous). */
   database?: DatabaseShape;
   dataDir: string;
+  /** Where the Temporal dev server's SQLite file goes (Options.temporalStore); default dataDir. */
+  temporalStoreDir?: string;
   logDir: string;
   ports: BenchPorts;
   /** Test mode: invite -> event 1 (the throughput run). */
@@ -267,7 +269,7 @@ export class BenchStack {
     this.temporal = await this.startDevServer(
       `temporal-${++this.#temporalStarts}`,
       { grpc: p.temporal, http: p.temporalHttp, metrics: p.temporalMetrics },
-      path.join(this.o.dataDir, 'temporal.db'),
+      path.join(this.o.temporalStoreDir ?? this.o.dataDir, 'temporal.db'),
       pragmas,
     );
     return performance.now() - t0;

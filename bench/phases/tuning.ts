@@ -146,7 +146,7 @@ async function pragmaAb(ctx: Ctx): Promise<AbResult> {
       const server = await ctx.stack.startDevServer(
         `temporal-ab-${variant}-${round}`,
         { grpc: base, http: base + 1, metrics: base + 2 },
-        path.join(ctx.stack.o.dataDir, `ab-${variant}-${round}.db`),
+        path.join(ctx.stack.o.temporalStoreDir ?? ctx.stack.o.dataDir, `ab-${variant}-${round}.db`),
         variant === 'stack' ? TEMPORAL_DEFAULT_PRAGMAS : [],
       );
       try {
