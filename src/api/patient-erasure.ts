@@ -20,7 +20,12 @@
 // with the payload keys, until it expires).
 //
 // Each step may run again without harm, so a request cut short (the API stopped) is taken up again at the next start,
-// by any replica. Nothing of the patient is logged or recorded: refs, ids and counts.
+// by any replica. Replicas sharing the key store carry out each request once at a time: a runner first takes a lease
+// on it in the store (`leaseMs`, renewed while it works; given up when it fails), and every other replica's sweep
+// passes it over until it is done or its lease ran out (its holder stopped). Nothing of the patient is logged or
+// recorded: refs, ids and counts.
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import type { AttachmentStore } from '../attachments/types';
@@ -41,6 +46,16 @@ export interface PatientErasureOptions {
   endWithinMs?: number;
   /** How often the runner looks for requests left pending (another replica's, one cut short): 30 s. */
   pollMs?: number;
+  /**
+   * How long this runner's lease on a request lasts unless renewed (every third of it while it works): 2 min. A
+   * replica that stops mid-request leaves it to the others this long at most.
+   */
+  leaseMs?: number;
+}
+
+/** Thrown out of a request whose lease this runner lost (it renewed too late, another replica took it over). */
+class ErasureLeaseLostError extends Error {
+  override name = 'ErasureLeaseLostError';
 }
 
 /** What a journey was when its patient was erased. */
@@ -60,6 +75,8 @@ export class PatientErasures {
   readonly #running = new Map<string, Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** This runner's name on the leases it takes (its host and process, and a random part: no patient data). */
+  readonly holder = `${os.hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
 
   constructor(o: PatientErasureOptions) {
     this.#o = o;
@@ -110,23 +127,62 @@ export class PatientErasures {
   run(r: ErasureRequest): Promise<void> {
     const held = this.#running.get(r.erasureId);
     if (held) return held;
-    const run = this.#carryOut(r)
-      .catch((err: unknown) => {
-        // Taken up again by the next sweep: each step may run again.
-        this.#o.log.warn(
-          { erasureId: r.erasureId, err: err instanceof Error ? err.name : 'Error' },
-          'patient erasure: cut short; tried again shortly',
-        );
-      })
-      .finally(() => this.#running.delete(r.erasureId));
+    const run = this.#underLease(r).finally(() => this.#running.delete(r.erasureId));
     this.#running.set(r.erasureId, run);
     return run;
   }
 
-  async #carryOut(r: ErasureRequest): Promise<void> {
+  /** Carries out a request while this runner holds its lease; passes it over when another replica holds it. */
+  async #underLease(r: ErasureRequest): Promise<void> {
+    const { keys } = this.#o;
+    const leaseMs = this.#o.leaseMs ?? 120_000;
+    let claimed: boolean;
+    try {
+      claimed = await keys.claimErasureRequest(r.erasureId, this.holder, leaseMs);
+    } catch (err) {
+      this.#o.log.warn(
+        { erasureId: r.erasureId, err: err instanceof Error ? err.name : 'Error' },
+        'patient erasure: its lease could not be taken; tried again shortly',
+      );
+      return;
+    }
+    // Another replica carries it out, or it is done.
+    if (!claimed) return;
+    const lease = { lost: false };
+    const renew = setInterval(
+      () => {
+        keys.claimErasureRequest(r.erasureId, this.holder, leaseMs).then(
+          (held) => {
+            if (!held) lease.lost = true;
+          },
+          // A renewal the store did not take: the next one may; the lease runs a while yet.
+          () => undefined,
+        );
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+    renew.unref();
+    try {
+      await this.#carryOut(r, lease);
+    } catch (err) {
+      // Taken up again by the next sweep, this replica's or another's: each step may run again.
+      this.#o.log.warn(
+        { erasureId: r.erasureId, err: err instanceof Error ? err.name : 'Error' },
+        'patient erasure: cut short; tried again shortly',
+      );
+      await keys.releaseErasureRequest(r.erasureId, this.holder).catch(() => undefined);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  async #carryOut(r: ErasureRequest, lease: { readonly lost: boolean }): Promise<void> {
     const started = Date.now();
     const { keys } = this.#o;
-    // Every replica takes up pending requests: another may have finished this one since it was read.
+    const stillHeld = () => {
+      if (lease.lost) throw new ErasureLeaseLostError('another replica took the request over');
+    };
+    // Done by another replica since it was read (its lease taken after that one's ended).
     if ((await keys.erasureRequest(r.erasureId))?.status === 'done') return;
     // Since the request was kept nothing new is bound to the patient (a start is refused until it is done), so these
     // are all the journeys the key will ever have. Starts that bound one before are waited for: each reaches
@@ -150,6 +206,7 @@ export class PatientErasures {
     const letters = await this.#deleteDeadLetters(new Set(journeys));
     // Under the master key ring alone, nothing else makes them unreadable: their histories go.
     for (const j of unbound) await this.#deleteExecution(j);
+    stillHeld();
     const erased = await keys.erase(r.patientRef, {
       erasureId: r.erasureId,
       actor: { subject: r.requestedBy, roles: r.requestedRoles },
@@ -164,6 +221,7 @@ export class PatientErasures {
     for (const j of bound) {
       if (endings[j] === 'absent' && (await this.#terminateIfRunning(j, r.erasureId))) late++;
     }
+    stillHeld();
     await keys.completeErasureRequest(r, journeys);
     this.#o.log.info(
       {

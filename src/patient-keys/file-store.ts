@@ -71,6 +71,11 @@ export class FilePatientKeyStore implements PatientKeyStore {
   #journalTail = '';
   /** Starts under way (the writer's own: one process writes the file), until when each may reach Temporal. */
   readonly #starting = new Map<string, string>();
+  /**
+   * Who carries out each pending erasure request, until when (ms). Kept here, not in the file: one process writes it,
+   * so a holder is one of this process's runners, and a process that stopped holds nothing.
+   */
+  readonly #claims = new Map<string, { holder: string; until: number }>();
   /** A reader's reads, in turn (#readAfterCall), and the one of each kind waiting to begin. */
   #reads: Promise<unknown> = Promise.resolve();
   readonly #waiting = new Map<'keys' | 'journal', Promise<void>>();
@@ -443,7 +448,24 @@ export class FilePatientKeyStore implements PatientKeyStore {
       .map((r) => structuredClone(r));
   }
 
+  claimErasureRequest(erasureId: string, holder: string, leaseMs: number): Promise<boolean> {
+    if (this.readOnly) return this.#change(() => false); // refused, naming the file
+    const r = this.#s.requests?.[erasureId];
+    if (r?.status !== 'pending') return Promise.resolve(false);
+    const now = Date.now();
+    const held = this.#claims.get(erasureId);
+    if (held && held.holder !== holder && held.until > now) return Promise.resolve(false);
+    this.#claims.set(erasureId, { holder, until: now + leaseMs });
+    return Promise.resolve(true);
+  }
+
+  releaseErasureRequest(erasureId: string, holder: string): Promise<void> {
+    if (this.#claims.get(erasureId)?.holder === holder) this.#claims.delete(erasureId);
+    return Promise.resolve();
+  }
+
   completeErasureRequest(erasureId: string, journeys: string[], completedAt: string): Promise<void> {
+    this.#claims.delete(erasureId);
     return this.#change((draft) => {
       const r = draft.requests?.[erasureId];
       if (!r || r.status === 'done') return;

@@ -325,6 +325,15 @@ export class PatientKeys {
     return this.#store.pendingErasureRequests();
   }
 
+  /** Takes or renews `holder`'s lease on carrying out a pending request (see PatientKeyStore.claimErasureRequest). */
+  claimErasureRequest(erasureId: string, holder: string, leaseMs: number): Promise<boolean> {
+    return this.#store.claimErasureRequest(erasureId, holder, leaseMs);
+  }
+
+  releaseErasureRequest(erasureId: string, holder: string): Promise<void> {
+    return this.#store.releaseErasureRequest(erasureId, holder);
+  }
+
   /** Marks an erasure done, on the record with the journeys it covered (ids only). */
   async completeErasureRequest(r: ErasureRequest, journeys: string[]): Promise<void> {
     await this.#audit({

@@ -75,6 +75,9 @@ CREATE TABLE IF NOT EXISTS ${PATIENT_ERASURE_REQUESTS_TABLE} (
   status text NOT NULL,
   journeys text[] NOT NULL,
   completed_at timestamptz,
+  -- Which replica carries the request out, until when (it renews while it works): one at a time.
+  claimed_by text,
+  claimed_until timestamptz,
   UNIQUE (clinic_id, request_key)
 );
 CREATE INDEX IF NOT EXISTS patient_erasure_requests_pending ON ${PATIENT_ERASURE_REQUESTS_TABLE} (requested_at)
@@ -92,7 +95,17 @@ ALTER TABLE ${PATIENT_JOURNEYS_TABLE} ADD COLUMN IF NOT EXISTS dek_id text;
 ALTER TABLE ${PATIENT_JOURNEYS_TABLE} ADD COLUMN IF NOT EXISTS starting_until timestamptz;
 CREATE INDEX IF NOT EXISTS patient_erasure_requests_patient_pending ON ${PATIENT_ERASURE_REQUESTS_TABLE} (patient_ref)
   WHERE status = 'pending';
+ALTER TABLE ${PATIENT_ERASURE_REQUESTS_TABLE} ADD COLUMN IF NOT EXISTS claimed_by text;
+ALTER TABLE ${PATIENT_ERASURE_REQUESTS_TABLE} ADD COLUMN IF NOT EXISTS claimed_until timestamptz;
 `;
+
+/** Columns that later versions added: [table, column]; a table lacking one is upgraded at start. */
+const ADDED_COLUMNS: ReadonlyArray<readonly [string, string]> = [
+  [PATIENT_JOURNEYS_TABLE, 'dek_id'],
+  [PATIENT_JOURNEYS_TABLE, 'starting_until'],
+  [PATIENT_ERASURE_REQUESTS_TABLE, 'claimed_by'],
+  [PATIENT_ERASURE_REQUESTS_TABLE, 'claimed_until'],
+];
 
 /** The per-patient lock that makes a binding and an erasure request of the same patient happen one after the other. */
 const PATIENT_LOCK_SQL = 'SELECT pg_advisory_xact_lock(73114205, hashtext($1))';
@@ -239,14 +252,14 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
     }
   }
 
-  /** Tables from before journeys named their data key gain the columns (under the creation lock). */
+  /** Tables from before journeys named their data key or requests their holder gain the columns (under the creation lock). */
   async #upgrade(): Promise<void> {
     const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_attribute
-         WHERE attrelid = to_regclass($1) AND attname IN ('dek_id', 'starting_until') AND NOT attisdropped`,
-      [PATIENT_JOURNEYS_TABLE],
+      `SELECT count(*)::int AS n FROM unnest($1::text[], $2::text[]) c(t, col)
+         JOIN pg_attribute a ON a.attrelid = to_regclass(c.t) AND a.attname = c.col AND NOT a.attisdropped`,
+      [ADDED_COLUMNS.map(([t]) => t), ADDED_COLUMNS.map(([, c]) => c)],
     );
-    if (rows[0]?.n === 2) return;
+    if (rows[0]?.n === ADDED_COLUMNS.length) return;
     await this.#underCreateLock(PATIENT_KEY_TABLES_UPGRADE_SQL).catch((err: unknown) => {
       throw new PatientKeyStoreError(
         "the patient key tables need upgrading (PATIENT_KEY_TABLES_UPGRADE_SQL) and this role could not: run it as the tables' owner",
@@ -506,6 +519,28 @@ export class PostgresPatientKeyStore implements PatientKeyStore {
       [],
     );
     return rows.map(toRequest);
+  }
+
+  async claimErasureRequest(erasureId: string, holder: string, leaseMs: number): Promise<boolean> {
+    const rows = await this.#query<{ erasure_id: string }>(
+      'an erasure request could not be claimed',
+      `UPDATE ${PATIENT_ERASURE_REQUESTS_TABLE}
+          SET claimed_by = $2, claimed_until = now() + make_interval(secs => $3::double precision / 1000)
+        WHERE erasure_id = $1 AND status = 'pending'
+          AND (claimed_by IS NULL OR claimed_by = $2 OR claimed_until IS NULL OR claimed_until <= now())
+        RETURNING erasure_id`,
+      [erasureId, holder, leaseMs],
+    );
+    return rows.length === 1;
+  }
+
+  async releaseErasureRequest(erasureId: string, holder: string): Promise<void> {
+    await this.#query(
+      'an erasure request could not be released',
+      `UPDATE ${PATIENT_ERASURE_REQUESTS_TABLE} SET claimed_by = NULL, claimed_until = NULL
+         WHERE erasure_id = $1 AND claimed_by = $2`,
+      [erasureId, holder],
+    );
   }
 
   async completeErasureRequest(erasureId: string, journeys: string[], completedAt: string): Promise<void> {

@@ -118,6 +118,15 @@ export interface PatientKeyStore {
   erasureRequest(erasureId: string): Promise<ErasureRequest | undefined>;
   /** The requests not done yet, oldest first. */
   pendingErasureRequests(): Promise<ErasureRequest[]>;
+  /**
+   * Takes, or renews, the right to carry out a pending request for `leaseMs` from now (the store's clock): true when
+   * it is `holder`'s (it was unclaimed, its last holder's lease ran out, or `holder` held it already); false when
+   * another holder's lease still runs or the request is done or unknown. Replicas sharing the store carry out each
+   * request once at a time: the holder renews the lease while it works, and one that stopped lets it run out.
+   */
+  claimErasureRequest(erasureId: string, holder: string, leaseMs: number): Promise<boolean>;
+  /** Gives up `holder`'s lease on a request (it stops), so that another replica takes it up at its next look. */
+  releaseErasureRequest(erasureId: string, holder: string): Promise<void>;
   /** Marks a request done, with the journeys it covered. */
   completeErasureRequest(erasureId: string, journeys: string[], completedAt: string): Promise<void>;
   /** How many keys and tombstones it holds. */

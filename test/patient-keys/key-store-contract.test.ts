@@ -24,6 +24,7 @@ import {
   type PatientRef,
   type WrappedKey,
 } from '../../src/patient-keys';
+import { PatientErasures } from '../../src/api/patient-erasure';
 import { startTestObjectStore, type TestObjectStore } from '../support/object-store';
 import { startTestPostgres, type TestPostgres } from '../support/postgres';
 
@@ -135,6 +136,15 @@ const stores: [string, () => Promise<Harness>][] = [
   ['files', fileHarness],
   ['postgres', postgresHarness],
 ];
+
+/** Waits until `check` answers true, looking every 50 ms; fails after `withinMs`. */
+async function eventuallyTrue(check: () => Promise<boolean>, withinMs: number): Promise<void> {
+  const until = Date.now() + withinMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`not so within ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 const ref = (n: number): PatientRef => `pt_${String(n).padStart(22, '0')}`;
 const dek = (n: number) => `dk_${String(n).padStart(22, '0')}`;
@@ -271,6 +281,43 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
         })
       ).state,
     ).toBe('bound');
+  });
+
+  it('leases a pending erasure request to one holder at a time, until it lapses, is given up or the request is done', async () => {
+    const s = await store();
+    await s.addErasureRequest({
+      erasureId: 'er_lease',
+      clinicId: 'clinic-a',
+      patientRef: ref(1),
+      requestKey: 'rk-lease',
+      requestedBy: 'ops',
+      requestedRoles: ['clinic'],
+      requestedAt: new Date().toISOString(),
+      status: 'pending',
+      journeys: [],
+    });
+    // Ten runners ask at once: one holds it.
+    const asks = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => s.claimErasureRequest('er_lease', `runner-${i}`, 60_000)),
+    );
+    expect(asks.filter(Boolean)).toHaveLength(1);
+    const holder = `runner-${asks.indexOf(true)}`;
+    const other = holder === 'runner-0' ? 'runner-1' : 'runner-0';
+    // Its holder renews it; another is refused while it runs, and releasing someone else's lease does nothing.
+    expect(await s.claimErasureRequest('er_lease', holder, 60_000)).toBe(true);
+    await s.releaseErasureRequest('er_lease', other);
+    expect(await s.claimErasureRequest('er_lease', other, 60_000)).toBe(false);
+    // Given up: the next runner takes it.
+    await s.releaseErasureRequest('er_lease', holder);
+    expect(await s.claimErasureRequest('er_lease', other, 200)).toBe(true);
+    expect(await s.claimErasureRequest('er_lease', holder, 60_000)).toBe(false);
+    // Not renewed: it lapses, and another takes it.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await s.claimErasureRequest('er_lease', holder, 60_000)).toBe(true);
+    // Done, or unknown: no one holds it.
+    await s.completeErasureRequest('er_lease', [], new Date().toISOString());
+    expect(await s.claimErasureRequest('er_lease', holder, 60_000)).toBe(false);
+    expect(await s.claimErasureRequest('er_nowhere', holder, 60_000)).toBe(false);
   });
 
   it("keeps a start's lease on its binding until it is settled, and reads an older binding with the key of its time", async () => {
@@ -429,6 +476,81 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
         await expect(b.sealForPatient(ann, 'journey-input', 'late', { create: false })).rejects.toThrow(/no data key/);
         await expect(b.sealBytes(ann, 'temporal-payload', Buffer.from('late'), x.k)).rejects.toThrow(/no data key/);
       });
+
+      it("carries out each erasure once across three replicas' sweeps, and takes over one whose holder stopped", async () => {
+        // Three API replicas, each its own pool on the shared tables, sweeping every 100 ms. Temporal, the documents
+        // and the dead letters stand in: each request's look for its clinic's journeys is counted (its first step).
+        const looked = new Map<string, number>();
+        const temporal = {
+          workflow: {
+            list: ({ query }: { query: string }) => {
+              const clinic = /ClinicId = ['"]([^'"]+)['"]/.exec(query)![1]!;
+              looked.set(clinic, (looked.get(clinic) ?? 0) + 1);
+              return (async function* () {})();
+            },
+            getHandle: () => ({ describe: () => Promise.reject(new Error('absent')) }),
+          },
+        };
+        const runners: PatientErasures[] = [];
+        const warnings: string[] = [];
+        const silent = {
+          info: () => undefined,
+          warn: (meta: object, msg: string) => void warnings.push(`${msg} ${JSON.stringify(meta)}`),
+        };
+        for (let i = 0; i < 3; i++) {
+          const { keys: k } = await keys({ checkMs: 100 });
+          runners.push(
+            new PatientErasures({
+              keys: k,
+              temporal: temporal as never,
+              attachments: { takenBy: () => Promise.resolve([]) } as never,
+              deadLetters: { list: () => Promise.resolve({ letters: [] }) } as never,
+              log: silent,
+              pollMs: 100,
+              leaseMs: 1_500,
+            }),
+          );
+        }
+        try {
+          const { keys: asker } = await keys();
+          const actor = { subject: 'ops', roles: ['clinic'] };
+          const ids: string[] = [];
+          for (let n = 0; n < 8; n++) {
+            const patientRef = asker.patientRef(`clinic-${n}`, `p${n}@example.com`);
+            await asker.sealForPatient(patientRef, 'journey-input', 'x');
+            ids.push(
+              (await asker.requestErasure({ clinicId: `clinic-${n}`, patientRef, idempotencyKey: `k${n}`, actor }))
+                .request.erasureId,
+            );
+          }
+          // One more, taken by a replica that then stopped: its lease runs out before anyone carries it out.
+          const stoppedRef = asker.patientRef('clinic-stopped', 'gone@example.com');
+          const stopped = (
+            await asker.requestErasure({
+              clinicId: 'clinic-stopped',
+              patientRef: stoppedRef,
+              idempotencyKey: 'ks',
+              actor,
+            })
+          ).request.erasureId;
+          expect(await h.store().claimErasureRequest(stopped, 'a-stopped-replica', 1_000)).toBe(true);
+          const leased = Date.now();
+          for (const r of runners) r.start();
+          await eventuallyTrue(async () => (await asker.pendingErasureRequests()).length === 0, 20_000).catch(
+            (e: unknown) => {
+              throw new Error(`${String(e)}: ${warnings.slice(0, 5).join('; ')}`);
+            },
+          );
+          const done = events.filter((e) => e.action === 'patient-erasure.done');
+          expect(done.map((e) => e.details?.erasureId).sort()).toEqual([...ids, stopped].sort());
+          for (let n = 0; n < 8; n++) expect(looked.get(`clinic-${n}`)).toBe(1);
+          expect(looked.get('clinic-stopped')).toBe(1);
+          const taken = Date.parse((await asker.erasureRequest(stopped))!.completedAt!);
+          expect(taken - leased).toBeGreaterThanOrEqual(900);
+        } finally {
+          for (const r of runners) await r.close();
+        }
+      }, 60_000);
     }
   });
 });
@@ -455,18 +577,18 @@ describe('the patient key tables and the engine role', () => {
 
   it('upgrades tables made before bindings named their key, and reads their bindings with the key of their time', async () => {
     await owner!.query(`DROP TABLE ${TABLES.map((t) => `public.${t}`).join(', ')}`);
-    // The tables as they were: bindings without a data key or a start's lease.
+    // The tables as they were: bindings without a data key or a start's lease, requests without a holder.
     await owner!.query(
-      PATIENT_KEY_TABLES_SQL.replace(/,\s*dek_id text,.*?starting_until timestamptz/s, '').replace(
-        /CREATE INDEX IF NOT EXISTS patient_erasure_requests_patient_pending[^;]*;/s,
-        '',
-      ),
+      PATIENT_KEY_TABLES_SQL.replace(/,\s*dek_id text,.*?starting_until timestamptz/s, '')
+        .replace(/\s*-- Which replica carries.*?claimed_until timestamptz,/s, '')
+        .replace(/CREATE INDEX IF NOT EXISTS patient_erasure_requests_patient_pending[^;]*;/s, ''),
     );
     const columns = async () =>
       (
         await owner!.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM information_schema.columns
-             WHERE table_name = 'patient_journeys' AND column_name IN ('dek_id', 'starting_until')`,
+             WHERE (table_name = 'patient_journeys' AND column_name IN ('dek_id', 'starting_until'))
+                OR (table_name = 'patient_erasure_requests' AND column_name IN ('claimed_by', 'claimed_until'))`,
         )
       ).rows[0]!.n;
     expect(await columns()).toBe(0);
@@ -501,7 +623,7 @@ describe('the patient key tables and the engine role', () => {
     const s = new PostgresPatientKeyStore({ connectionString: pg!.url });
     try {
       await s.init();
-      expect(await columns()).toBe(2);
+      expect(await columns()).toBe(4);
       expect((await s.bindingOf('journey-old'))?.dekId).toBe(dek(1));
       expect((await s.bindingOf('journey-older'))?.dekId).toBe(dek(2));
     } finally {
