@@ -101,6 +101,9 @@ function metricEvent(event: number): string {
   return event >= 1 && event <= 3 ? String(event) : 'other';
 }
 
+/** Callbacks being taken at once (read, waiting for their durable write) from which the forwarder yields to them. */
+export const BURST_TAKING = 16;
+
 export class CallbackPath {
   readonly inbox: CallbackInbox;
   readonly forwarder: InboxForwarder;
@@ -113,6 +116,8 @@ export class CallbackPath {
   #retentionTimer: NodeJS.Timeout | undefined;
   /** The layers left out for a measurement (empty in a deployment). */
   readonly measureWithout: ReadonlySet<AckLayer>;
+  /** Callbacks in accept() now: read and waiting for their durable write (the forwarder yields while many are). */
+  #taking = 0;
   readonly #readOnce = new Map<string, ReturnType<typeof readCallback>>();
 
   constructor(o: CallbackPathOptions) {
@@ -150,6 +155,7 @@ export class CallbackPath {
       concurrency: config.forwarder.concurrency,
       maxBackoffMs: config.forwarder.maxBackoffMs,
       pressure: () => this.pressure.underPressure(),
+      webhookBusy: () => this.#taking >= BURST_TAKING,
       policy: config.forwarder.policy,
       maxDeferMs: config.forwarder.maxDeferMs,
       probe: () =>
@@ -182,6 +188,15 @@ export class CallbackPath {
    * durable writes took (acknowledgement pressure counts the webhook's own time, not the storage's).
    */
   async accept(journeyId: string, rawBody: string, storeWait?: (ms: number) => void): Promise<Acceptance> {
+    this.#taking++;
+    try {
+      return await this.#accept(journeyId, rawBody, storeWait);
+    } finally {
+      this.#taking--;
+    }
+  }
+
+  async #accept(journeyId: string, rawBody: string, storeWait?: (ms: number) => void): Promise<Acceptance> {
     const { metrics, now } = this.#o;
     const receivedAt = now().toISOString();
     const bodyBytes = Buffer.byteLength(rawBody);

@@ -143,6 +143,14 @@ export interface InboxForwarderOptions {
    */
   pressure?: () => boolean;
   /**
+   * True while the webhook is taking callbacks in numbers (a burst: many requests read and waiting for their durable
+   * write at once). The forwarder then neither claims nor starts a signal until they are answered, at most `yieldMaxMs`
+   * at a time: its claims, the opening of sealed records and its signals run on the webhook's event loop and cores.
+   */
+  webhookBusy?: () => boolean;
+  /** The longest the forwarder yields to one burst before it goes on anyway: 1 s. */
+  yieldMaxMs?: number;
+  /**
    * What pressure does. `adaptive` (the default): nothing waits; the limit halves under pressure down to
    * `minConcurrency` and grows back by one every `recoverMs`, so the journeys keep getting their callbacks at what the
    * machine has left beside the webhook. `surge`: new signals wait (at most `maxDeferMs`) and the limit halves down to
@@ -209,6 +217,7 @@ export class InboxForwarder {
     const max = this.#o.concurrency ?? 16;
     const adaptive = (this.#o.policy ?? 'adaptive') === 'adaptive';
     const floor = adaptive ? Math.min(max, this.#o.minConcurrency ?? 2) : 1;
+    await this.#yieldToWebhook();
     for (;;) {
       const now = Date.now();
       const pressed = this.#o.pressure?.() ?? false;
@@ -234,6 +243,14 @@ export class InboxForwarder {
       }
       await this.#tick();
     }
+  }
+
+  /** Waits while the webhook is taking a burst of callbacks (webhookBusy), at most `yieldMaxMs`. */
+  async #yieldToWebhook(): Promise<void> {
+    const busy = this.#o.webhookBusy;
+    if (!busy?.()) return;
+    const until = Date.now() + (this.#o.yieldMaxMs ?? 1_000);
+    while (!this.#stopping && busy() && Date.now() < until) await this.#tick();
   }
 
   /** One timer for every lane that waits for a slot (not one each): the event loop wakes 200 times a second at most. */
@@ -310,6 +327,7 @@ export class InboxForwarder {
 
   /** One claim, forwarded and settled. */
   async #once(): Promise<'idle' | 'progress' | 'retry'> {
+    await this.#yieldToWebhook();
     const claim = await this.#o.inbox.claim(this.#o.claimJourneys ?? 64, this.#o.claimPerJourney ?? 32);
     if (!claim) return 'idle';
     this.#busy = true;

@@ -90,6 +90,8 @@ describe.each([
       probe?: () => Promise<boolean>;
       maxBackoffMs?: number;
       policy?: ForwarderPolicy;
+      webhookBusy?: () => boolean;
+      yieldMaxMs?: number;
     } = {},
   ) {
     const f = new InboxForwarder({
@@ -107,6 +109,8 @@ describe.each([
       ...(o.maxDeferMs !== undefined ? { maxDeferMs: o.maxDeferMs } : {}),
       ...(o.probe ? { probe: o.probe } : {}),
       ...(o.policy ? { policy: o.policy } : {}),
+      ...(o.webhookBusy ? { webhookBusy: o.webhookBusy } : {}),
+      ...(o.yieldMaxMs !== undefined ? { yieldMaxMs: o.yieldMaxMs } : {}),
     });
     forwarders.push(f);
     return f;
@@ -295,6 +299,30 @@ describe.each([
     expect(f.currentLimit).toBe(2);
     expect(t.maxInFlight()).toBeLessThanOrEqual(8);
     for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+  });
+
+  it('yields to a burst the webhook is taking: claims nothing while it lasts, at most its longest yield, then drains', async () => {
+    const journeys = ['a', 'b', 'c'];
+    const order = await appendInterleaved(journeys, 9);
+    let busy = true;
+    const t = fakeTemporal(() => Promise.resolve());
+    const f = forwarder(t.client, { webhookBusy: () => busy, yieldMaxMs: 60_000 });
+    f.start();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(t.calls).toHaveLength(0);
+    expect((await inbox.stats()).depth).toBe(9);
+    busy = false;
+    expect(await f.drained(20_000)).toBe(true);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+    // A webhook busy for ever holds each claim and each signal back at most its longest yield.
+    await f.stop();
+    await appendInterleaved(['d'], 2);
+    const g = forwarder(t.client, { webhookBusy: () => true, yieldMaxMs: 100 });
+    const t0 = Date.now();
+    g.start();
+    expect(await g.drained(20_000)).toBe(true);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(90);
+    expect(sent(t.calls, 'd')).toHaveLength(2);
   });
 
   it('cuts a long backoff short once Temporal answers again (probe once a second)', async () => {
