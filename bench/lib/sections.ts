@@ -3,6 +3,7 @@
 // between its markers, and `npm run bench:patient-keys` only the per-patient keys' section. Each keeps what the others
 // wrote.
 import { existsSync, readFileSync } from 'node:fs';
+import { GROWTH_BEGIN, GROWTH_END } from './growth-report';
 
 export const SCALE_START = '<!-- scale:start -->';
 export const SCALE_END = '<!-- scale:end -->';
@@ -49,6 +50,7 @@ const SCALE: Markers = { start: SCALE_START, end: SCALE_END };
 const SUSTAINED: Markers = { start: SUSTAINED_START, end: SUSTAINED_END };
 const PATIENT_KEYS: Markers = { start: PATIENT_KEYS_START, end: PATIENT_KEYS_END };
 const ERASURE: Markers = { start: ERASURE_START, end: ERASURE_END };
+const GROWTH: Markers = { start: GROWTH_BEGIN, end: GROWTH_END };
 
 function sectionOf(text: string, m: Markers): string | undefined {
   const start = text.indexOf(m.start);
@@ -95,7 +97,7 @@ export function keepScaleSection(file: string, markdown: string): string {
 
 /**
  * A freshly rendered report with what the file at `file` already had that this run did not measure: its scale
- * section, its per-patient keys' section, and its sustained section when the report's own is empty (a run without the sustained phase).
+ * section, its growth section, its per-patient keys' section, and its sustained section when the report's own is empty (a run without the sustained phase).
  */
 export function keepSections(file: string, markdown: string): string {
   if (!existsSync(file)) return markdown;
@@ -108,6 +110,9 @@ export function keepSections(file: string, markdown: string): string {
   }
   const keptScale = sectionOf(old, SCALE);
   if (keptScale) out = withScaleSection(out, keptScale);
+  // npm run bench:growth's section, after the scale section and before the per-patient keys'.
+  const keptGrowth = sectionOf(old, GROWTH);
+  if (keptGrowth) out = withSection(out, GROWTH, keptGrowth, PATIENT_KEYS);
   const keptKeys = sectionOf(old, PATIENT_KEYS);
   if (keptKeys) out = withPatientKeysSection(out, keptKeys);
   const keptErasure = sectionOf(old, ERASURE);
