@@ -405,9 +405,30 @@ function developmentTuning(r: Results): string[] {
       'One server (the full run of 2026-11-26 16:24 UTC): Temporal up 500/s p99 20.6 ms, 1000/s max 50.5 ms; ' +
       'stopped 500/s p99 7.6 ms; drained at 318/s; one INSERT alone p50 0.2 ms, p99 0.7 ms | ' +
       `${synchronous(r) ? inboxAfter(r, ['postgres']) : 'This run was on one server (`--postgres single`).'} |`,
+    "| **The bench's Temporal dev server no longer re-reads its search attributes for every call, and keeps its " +
+      "store in memory** (scripts/lib/stack/parts.ts, bench/run.ts `--temporal-store`; 2026-11-29). The CLI's " +
+      '`start-dev` forces `system.forceSearchAttributesCacheRefreshOnRead`, so every start, signal and visibility ' +
+      "write read the cluster's metadata from SQLite again (43,514 reads in one shape of section 6's last run), CPU " +
+      "taken from the webhook on the same two cores; and its SQLite file shared the inbox's disk, which a " +
+      "deployment's Temporal does not. | The full run of 2026-11-29 05:57 UTC: files 500/s p99 34.8 ms, 1,000/s " +
+      'max 251.6 ms | ' +
+      '`npm run bench -- --only webhook --stores files --levels 500,1000` (14:02 UTC): the refresh off, store on ' +
+      'disk: 500/s p99 7.3 ms, 1,000/s max 26.5 ms; in memory: 6.8 ms, 14.5 ms |',
+    '| **The forwarder yields to a burst the webhook is taking** (src/inbox/callback-path.ts `BURST_TAKING`, ' +
+      'src/inbox/forwarder.ts `webhookBusy`; 2026-11-29). Pressure is learnt from answers, which a burst gives at ' +
+      "its end; woken by the burst's first write, the forwarder claimed and opened the next entries on the same " +
+      'event loop meanwhile. Now, with 16 or more callbacks read and waiting for their write at once, it neither ' +
+      'claims nor starts a signal until they are answered (at most a second at a time). | `npm run bench -- --only ' +
+      'alone,webhook,burst --stores postgres` (15:29 UTC): bursts of 200 with Temporal up p99 144.1, 140.3 and 116.8 ' +
+      'ms; on new connections 131.6, 98.7 and 96.4 ms | The same (15:45 UTC): 70.0, 73.0 and 86.6 ms; on new ' +
+      "connections 75.5, 117.4 and 112.4 ms (the bare route's on new connections 70.2 ms) |",
     '',
     'Tried and **not** adopted (no difference beyond the noise, or worse):',
     '',
+    '- Two PostgreSQL inbox inserts under way at once instead of one (a callback arriving during an insert starts ' +
+      'the next instead of waiting for it; PostgreSQL flushes concurrent commits together): 500/s p99 25.1 ms ' +
+      'against 25.7 ms with one (`--only alone,webhook,burst --stores postgres`, 15:29 and 15:37 UTC), and two ' +
+      "inserts may commit a journey's callbacks out of their arrival order, which the inbox promises.",
     "- `UV_THREADPOOL_SIZE` 32 or 64 for the API (more threads for the spool's fsyncs, in the design before the " +
       "inbox): 500/s p50 329 ms and 664 ms against 435 ms and 2.03 s with the default 4, in runs where the API's " +
       'event loop waited for a CPU half the time: the threads were not what it waited for. (The inbox writes one ' +
