@@ -44,6 +44,8 @@ async function serve() {
     PAYLOAD_ENCRYPTION_DISABLED: 'true',
     INBOX_STORE: process.env.INBOX_STORE ?? 'files',
     INBOX_DATABASE_URL: process.env.INBOX_DATABASE_URL,
+    // As the stack's API: an A/B of the settles runs the bench with INBOX_SETTLES=durable.
+    INBOX_SETTLES: process.env.INBOX_SETTLES,
     API_PORT: String(PORT),
     LOG_LEVEL: 'warn',
   });

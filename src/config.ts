@@ -166,6 +166,11 @@ const ConfigSchema = z.object({
   inbox: z.discriminatedUnion('store', [
     z.object({
       store: z.literal('files'),
+      /**
+       * INBOX_SETTLES: `deferred` (the default) lets the record that a callback was signalled wait for the webhook's
+       * next write; `durable` writes it at once. A settle lost in a crash is signalled again, and the journey knows it.
+       */
+      settles: z.enum(['deferred', 'durable'], { error: 'INBOX_SETTLES: deferred or durable' }).optional(),
       dir: z.string().min(1),
       deadLetterDir: z.string().min(1),
       /** The spool folder of earlier versions, imported at start. */
@@ -176,6 +181,8 @@ const ConfigSchema = z.object({
       /** postgres://user:password@host:port/database: a secret (INBOX_DATABASE_URL or INBOX_DATABASE_URL_FILE). */
       databaseUrl: z.string().min(1, 'INBOX_DATABASE_URL is required when INBOX_STORE is postgres'),
       poolSize: z.number().int().positive(),
+      /** INBOX_SETTLES: `deferred` commits a claim's settle without waiting for its WAL flush; `durable` waits. */
+      settles: z.enum(['deferred', 'durable'], { error: 'INBOX_SETTLES: deferred or durable' }).optional(),
     }),
   ]),
   forwarder: z.object({
@@ -522,6 +529,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'INBOX_DATABASE_URL',
   'INBOX_DATABASE_URL_FILE',
   'INBOX_DATABASE_POOL_SIZE',
+  'INBOX_SETTLES',
   'FORWARDER_CONCURRENCY',
   'FORWARDER_MAX_BACKOFF_MS',
   'FORWARDER_ACK_PRESSURE_MS',
@@ -859,12 +867,14 @@ export function loadConfig(env: Env = process.env): Config {
               store: 'postgres',
               databaseUrl: secret(env, 'INBOX_DATABASE_URL') ?? '',
               poolSize: num(ms, 'INBOX_DATABASE_POOL_SIZE', env.INBOX_DATABASE_POOL_SIZE, 10),
+              settles: env.INBOX_SETTLES?.trim() || 'deferred',
             }
           : {
               store: env.INBOX_STORE ?? 'files',
               dir: path.resolve(env.INBOX_DIR ?? path.join(dataDir, 'inbox')),
               deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
               legacySpoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
+              settles: env.INBOX_SETTLES?.trim() || 'deferred',
             },
       forwarder: {
         concurrency: num(ms, 'FORWARDER_CONCURRENCY', env.FORWARDER_CONCURRENCY, 16),

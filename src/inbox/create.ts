@@ -27,11 +27,18 @@ export function createInbox(
     return new PostgresInbox({
       connectionString: o.databaseUrl,
       poolSize: o.poolSize,
+      synchronousSettles: o.settles === 'durable',
       ...common,
       ...(hooks.onListenError ? { onListenError: hooks.onListenError } : {}),
     });
   }
-  return new FileInbox({ dir: o.dir, deadLetterDir: o.deadLetterDir, legacySpoolDir: o.legacySpoolDir, ...common });
+  return new FileInbox({
+    dir: o.dir,
+    deadLetterDir: o.deadLetterDir,
+    legacySpoolDir: o.legacySpoolDir,
+    ...(o.settles === 'durable' ? { settleDelayMs: 0 } : {}),
+    ...common,
+  });
 }
 
 /** The at-rest key ring of a configuration: the payload keys whenever there are any (as the payload codec does). */

@@ -38,6 +38,11 @@ export interface PostgresInboxOptions {
   onBatch?: (size: number, seconds: number) => void;
   /** Errors of the background LISTEN connection (it reconnects by itself). */
   onListenError?: (err: unknown) => void;
+  /**
+   * Whether a claim's settle waits for its commit to be flushed (and on the synchronous standby): off unless set, as
+   * a lost settle is only signalled again (docs/design-notes.md#settles-ride-with-appends).
+   */
+  synchronousSettles?: boolean;
   now?: () => Date;
 }
 
@@ -192,8 +197,15 @@ export class PostgresInbox implements CallbackInbox {
     try {
       await client.query('BEGIN');
       open = true;
-      // A forwarder stuck with a claim must not hold the journeys for ever.
-      await client.query(`SET LOCAL idle_in_transaction_session_timeout = '120s'`);
+      // A forwarder stuck with a claim must not hold the journeys for ever. Its commit (the settle) waits for no WAL
+      // flush, here or on the synchronous standby: it would only hold back the flushes the webhook's appends wait
+      // for. A settle lost with the primary is signalled again, and the journey knows each delivery id it has taken
+      // (docs/design-notes.md#settles-ride-with-appends).
+      await client.query(
+        `SET LOCAL idle_in_transaction_session_timeout = '120s'; SET LOCAL synchronous_commit = ${
+          this.#o.synchronousSettles ? 'on' : 'off'
+        }`,
+      );
       // Each journey's oldest entry, locked; a journey another forwarder holds is skipped whole, because its oldest
       // entry is the one that forwarder locked.
       const heads = await client.query<{ journey_id: string }>(

@@ -487,7 +487,12 @@ describeHelm('deploy/helm/patient-journey-engine', () => {
   test("gives each process what it needs: the engine's configuration loads from the rendered environment", () => {
     const apiPod = deployment(objects, 'api').spec.template.spec;
     const api = loadConfig(processEnv(objects, apiPod, apiPod.containers[0]!, dir));
-    expect(api.inbox).toEqual({ store: 'postgres', databaseUrl: SECRET_DATA['inbox-database-url'], poolSize: 10 });
+    expect(api.inbox).toEqual({
+      store: 'postgres',
+      databaseUrl: SECRET_DATA['inbox-database-url'],
+      poolSize: 10,
+      settles: 'deferred',
+    });
     expect(api.attachmentStore).toEqual({ kind: 's3', bucket: 'journey-attachments', prefix: '', region: 'us-east-1' });
     expect(api.temporal).toMatchObject({ address: 'temporal-frontend.temporal.svc:7233', namespace: 'default' });
     expect(api.api.webhookSecret).toBe(SECRET_DATA['webhook-secret']);

@@ -185,6 +185,11 @@ describe('file inbox', () => {
       claim!.entries.map((e) => e.id),
       [],
     );
+    // The settle reaches the log with the next write, or on its own once appends pause (settles ride with appends).
+    const until = Date.now() + 10_000;
+    while (waitingInFolder(dir) !== 5 - claim!.entries.length && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     expect(waitingInFolder(dir)).toBe(5 - claim!.entries.length);
     await inbox.close();
   });

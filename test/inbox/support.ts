@@ -93,6 +93,9 @@ export async function fileHarness(): Promise<StoreHarness> {
       return Buffer.concat(parts);
     },
     async reset() {
+      // The last test's inboxes stop first, as their process would: one still running would write its deferred
+      // settles into the folder that follows.
+      for (const inbox of opened.splice(0)) await inbox.close().catch(() => undefined);
       await rm(root, { recursive: true, force: true });
       await mkdir(root, { recursive: true });
     },

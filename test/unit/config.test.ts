@@ -77,6 +77,7 @@ describe('configuration', () => {
       dir: '/srv/journeys/inbox',
       deadLetterDir: '/srv/journeys/dead-letters',
       legacySpoolDir: '/srv/journeys/spool',
+      settles: 'deferred',
     });
     expect(files.forwarder).toEqual({
       concurrency: 16,
@@ -100,7 +101,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...base, FORWARDER_THREAD_NICE: '20' })).toThrow('FORWARDER_THREAD_NICE');
     const url = 'postgres://journeys:s3cret-pw@db:5432/journeys';
     const pg = loadConfig({ ...base, INBOX_STORE: 'postgres', INBOX_DATABASE_URL: url, FORWARDER_CONCURRENCY: '4' });
-    expect(pg.inbox).toEqual({ store: 'postgres', databaseUrl: url, poolSize: 10 });
+    expect(pg.inbox).toEqual({ store: 'postgres', databaseUrl: url, poolSize: 10, settles: 'deferred' });
+    expect(loadConfig({ ...base, INBOX_SETTLES: 'durable' }).inbox).toMatchObject({ settles: 'durable' });
+    expect(() => loadConfig({ ...base, INBOX_SETTLES: 'later' })).toThrow('INBOX_SETTLES: deferred or durable');
     expect(pg.forwarder.concurrency).toBe(4);
     // The spool's backoff setting of earlier versions still works; the new name wins.
     expect(loadConfig({ ...base, SPOOL_MAX_BACKOFF_MS: '500' }).forwarder.maxBackoffMs).toBe(500);
