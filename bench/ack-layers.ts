@@ -54,7 +54,11 @@ const DATABASE = 'journeys_ack_layers';
 const JOURNEYS = 100;
 const RATE = 500;
 
-/** The layers the in-process measure takes: those the webhook runs for each callback before its 200. */
+/**
+ * The layers the in-process measure takes: those the webhook runs for each callback before its 200, and the forwarder
+ * (its claim, the opening of each entry, the signal handed on and the settle, on the same event loop: measured as the
+ * API with it running, each round drained, against the API without it).
+ */
 export const IN_PROCESS_LAYERS: LayerName[] = [
   'token',
   'reading',
@@ -65,6 +69,7 @@ export const IN_PROCESS_LAYERS: LayerName[] = [
   'pressure',
   'response-schema',
   'store-write',
+  'forwarder',
 ];
 
 const median = (xs: number[]) => {
@@ -90,21 +95,23 @@ export async function layerCpuInProcess(o: {
     payload: event1Body(8_000_000 + i),
   }));
   let n = 0;
+  /** The API less `layer`, its forwarder not started; `forwarder`: every layer on, the forwarder running. */
   const build = async (layer: LayerName, store: InboxStore) => {
     const inboxUrl = store === 'postgres' ? await freshDatabase(o.postgres!, `${DATABASE}_${++n}`) : undefined;
     const { app } = await layerApp({
-      layer,
+      layer: layer === 'forwarder' ? 'all' : layer,
       store,
       dataDir: path.join(work, `data-${++n}`),
       ...(inboxUrl ? { inboxUrl } : {}),
-      startForwarder: false,
+      startForwarder: layer === 'forwarder',
       logTo,
     });
     return app;
   };
   type App = Awaited<ReturnType<typeof build>>;
   let next = 0;
-  const round = async (app: App) => {
+  /** Main-thread CPU per callback of `perRound` callbacks, one at a time (and, `drain`, until the forwarder has them all). */
+  const round = async (app: App, drain = false) => {
     const t0 = process.threadCpuUsage();
     for (let i = 0; i < o.perRound; i++) {
       const b = bodies[next++ % bodies.length]!;
@@ -115,6 +122,9 @@ export async function layerCpuInProcess(o: {
         headers: { 'content-type': 'application/json' },
       });
       if (res.statusCode !== 200) throw new Error(`the webhook answered ${res.statusCode} in the CPU measure`);
+    }
+    if (drain && !(await app.callbacks.forwarder.drained(60_000))) {
+      throw new Error('the forwarder did not empty the inbox in the CPU measure');
     }
     const t = process.threadCpuUsage(t0);
     return (t.user + t.system) / o.perRound;
@@ -127,15 +137,18 @@ export async function layerCpuInProcess(o: {
       try {
         await round(all); // warm: JIT, caches, the first segment
         for (const layer of wanted) {
-          const without = await build(layer, store);
+          // The forwarder's pair is the other way round: the API with it (every layer on) against `all`, without it.
+          const other = await build(layer, store);
+          const forwarder = layer === 'forwarder';
+          const [withIt, without] = forwarder ? [other, all] : [all, other];
           try {
-            await round(without);
+            await round(other, forwarder);
             const diffs: number[] = [];
             const alls: number[] = [];
             for (let r = 0; r < o.rounds; r++) {
-              const a = await round(all);
+              const a = await round(withIt, forwarder);
               const w = await round(without);
-              alls.push(a);
+              alls.push(forwarder ? w : a);
               diffs.push(a - w);
             }
             const cost: LayerCpu = {
@@ -153,7 +166,7 @@ export async function layerCpuInProcess(o: {
                 `(rounds ${cost.spread[0].toFixed(1)} to ${cost.spread[1].toFixed(1)}; every layer ${cost.allUs.toFixed(0)} µs)`,
             );
           } finally {
-            await without.close();
+            await other.close();
           }
         }
       } finally {

@@ -19,7 +19,9 @@ export const ACK_LAYERS = {
   pressure: "the acknowledgement-pressure bookkeeping after each 200 (the answer's time recorded)",
   'response-schema': 'the answer serialized by its response schema (a string written by hand instead)',
   'store-write': 'the durable write (an inbox in memory: nothing stored, the floor of the path without storage)',
-  forwarder: 'the forwarder beside the webhook (not started: the callbacks stay in the inbox)',
+  forwarder:
+    'the forwarder beside the webhook: its claims, the opening of each entry, the signal handed on and the settle ' +
+    '(left out: not started, the callbacks stay in the inbox)',
   standby: 'the synchronous standby (postgres only: a lone server, a commit waits for its own flush only)',
 } as const;
 export type LayerName = keyof typeof ACK_LAYERS;

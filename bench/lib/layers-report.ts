@@ -101,7 +101,9 @@ export function layersSection(results: AckLayerResults): string[] {
       `webhook signalling a fake Temporal whose signals take 5 ms), alone on the machine, measured two ways. ` +
       `**In one process** (the cost): the API with every layer and the API without one layer, built side by side, take ` +
       `the same callbacks in alternating ${rounds} (Fastify's inject: the route, its hooks and the durable write, ` +
-      `no socket); a layer's cost is the median of the rounds' differences in the event loop's CPU per callback. ` +
+      `no socket); a layer's cost is the median of the rounds' differences in the event loop's CPU per callback (the ` +
+      `forwarder's: the API with it running, each round until it has signalled and settled them all, against the API ` +
+      `without it). ` +
       `**Across processes under load** (the effect): the API is started again without each layer in turn and takes ` +
       `${runs[0]?.rate ?? 500} callbacks a second (2 s warm-up, ${seconds} s measured, open loop) for 100 journeys, ` +
       `then bursts of 200 callbacks at once on 200 connections the burst opens (the generator warmed first on a bare ` +
