@@ -7,7 +7,7 @@ import path from 'node:path';
 import { writeFileDurably } from '../attachments/files';
 import { type RecordSealer, type SealedJson } from '../codec/at-rest';
 import type { CallbackSignal } from '../contract/definitions';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../group-commit';
 import { readFrames, SegmentLog, type Segment } from './segment-log';
 import {
   DEAD_LETTER_ID,

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Client as PgClient, Pool, type PoolClient, type PoolConfig } from 'pg';
 import type { RecordSealer, Sealed } from '../codec/at-rest';
 import type { CallbackSignal } from '../contract/definitions';
-import { GroupCommit } from './group-commit';
+import { GroupCommit } from '../group-commit';
 import { MIGRATION_LOCK_KEY, MIGRATIONS, type Migration } from './migrations';
 import {
   DEAD_LETTER_ID,

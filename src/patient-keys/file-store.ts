@@ -11,6 +11,7 @@
 // tombstone or binding they do not have makes them read what the writer added since.
 import { mkdir, open, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { GroupCommit } from '../group-commit';
 import { isPatientRef, type PatientRef } from './envelope';
 import {
   PatientKeyStoreError,
@@ -66,6 +67,28 @@ export class FilePatientKeyStore implements PatientKeyStore {
   /** Changes one at a time: each writes the whole file. */
   #last: Promise<unknown> = Promise.resolve();
   /** The bindings read so far, and how far into the journal. */
+  /**
+   * New keys that arrive while the file is being written share the next write: starts for many new patients at once
+   * (a clinic's batch) rewrite the file once, not once each.
+   */
+  readonly #inserts = new GroupCommit<{ key: WrappedKey; held?: WrappedKey }>((batch) =>
+    this.#change((draft) => {
+      for (const item of batch) {
+        const { key } = item;
+        const held = draft.keys[key.patientRef];
+        if (held) {
+          item.held = toWrapped(key.patientRef, held);
+          continue;
+        }
+        draft.keys[key.patientRef] = {
+          dekId: key.dekId,
+          wrapKeyId: key.wrapKeyId,
+          wrapped: key.wrapped.toString('base64'),
+          createdAt: key.createdAt,
+        };
+      }
+    }),
+  );
   readonly #bindings = new Map<string, JourneyBinding>();
   #journalOffset = 0;
   #journalTail = '';
@@ -79,6 +102,9 @@ export class FilePatientKeyStore implements PatientKeyStore {
   /** A reader's reads, in turn (#readAfterCall), and the one of each kind waiting to begin. */
   #reads: Promise<unknown> = Promise.resolve();
   readonly #waiting = new Map<'keys' | 'journal', Promise<void>>();
+
+  /** How many times this store has written the key file (the whole file each time). */
+  writes = 0;
 
   constructor(file: string, o: { readOnly?: boolean } = {}) {
     this.file = path.resolve(file);
@@ -264,6 +290,7 @@ export class FilePatientKeyStore implements PatientKeyStore {
       await handle.close();
     }
     await rename(tmp, this.file);
+    this.writes += 1;
     const dir = await open(path.dirname(this.file), 'r');
     try {
       await dir.sync();
@@ -291,18 +318,10 @@ export class FilePatientKeyStore implements PatientKeyStore {
     return k ? toWrapped(patientRef, k) : undefined;
   }
 
-  insert(key: WrappedKey): Promise<WrappedKey> {
-    return this.#change((draft) => {
-      const held = draft.keys[key.patientRef];
-      if (held) return toWrapped(key.patientRef, held);
-      draft.keys[key.patientRef] = {
-        dekId: key.dekId,
-        wrapKeyId: key.wrapKeyId,
-        wrapped: key.wrapped.toString('base64'),
-        createdAt: key.createdAt,
-      };
-      return key;
-    });
+  async insert(key: WrappedKey): Promise<WrappedKey> {
+    const item: { key: WrappedKey; held?: WrappedKey } = { key };
+    await this.#inserts.add(item);
+    return item.held ?? key;
   }
 
   async erased(dekId: string): Promise<ErasedKey | undefined> {

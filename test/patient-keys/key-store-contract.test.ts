@@ -200,6 +200,30 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
     expect(await again.setting('patient-ref-key-id')).toBe('k1');
   });
 
+  it('keeps one key per patient when many new patients start at once (the key file: new keys share its writes)', async () => {
+    const s = await store();
+    const writesBefore = s instanceof FilePatientKeyStore ? s.writes : 0;
+    // Twenty patients, each asked for twice at once with two different keys: one of the two holds for both.
+    const asked = Array.from({ length: 20 }, (_x, i) => [
+      wrappedKey(100 + i),
+      { ...wrappedKey(200 + i), patientRef: ref(100 + i) },
+    ]);
+    const got = await Promise.all(asked.flat().map((k) => s.insert(k)));
+    for (let i = 0; i < 20; i++) {
+      const [a, b] = [got[2 * i]!, got[2 * i + 1]!];
+      expect(a).toEqual(b);
+      expect([dek(100 + i), dek(200 + i)]).toContain(a.dekId);
+    }
+    // The file is written once for the first key and once for all that came while it was (not forty times).
+    if (s instanceof FilePatientKeyStore) {
+      expect(s.writes - writesBefore).toBeGreaterThan(0);
+      expect(s.writes - writesBefore).toBeLessThanOrEqual(3);
+    }
+    await closeAll();
+    const again = await store();
+    for (let i = 0; i < 20; i++) expect(await again.get(ref(100 + i))).toEqual(got[2 * i]);
+  });
+
   it("binds a journey to its patient's key once: the first binding holds, and a patient's journeys are listed", async () => {
     const s = await store();
     for (const n of [1, 2]) await s.insert(wrappedKey(n));

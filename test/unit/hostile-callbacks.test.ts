@@ -3,7 +3,7 @@
 // journeys, each without a server.
 import { callbackSignal, nestingOver, readCallback, NORMALIZED_MAX_BYTES } from '../../src/inbox/reading';
 import { FloodWatch } from '../../src/inbox/flood-watch';
-import { GroupCommit } from '../../src/inbox/group-commit';
+import { GroupCommit } from '../../src/group-commit';
 import { forJourney, HELD_BODY_MAX_BYTES } from '../../src/contract/definitions';
 
 class ItemRefused extends Error {}
