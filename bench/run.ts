@@ -33,7 +33,8 @@
 // Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
 //          --stores files,postgres  --postgres synchronous|single (the postgres inbox's PostgreSQL: a primary with a
 //          synchronous standby under Patroni, through HAProxy, as npm run start:production runs it; or one server)
-//          --throughput-journeys 300  --start-concurrency 50  --waiting-journeys 10000
+//          --throughput-journeys 300  --throughput-rounds 2 (raw, visible, GFE; then the mirror order)
+//          --start-concurrency 50  --waiting-journeys 10000
 //          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
 //          --background-cpu group|nice (group: those processes also in a cpu cgroup of the lowest weight, where one can be made)
 //          --npm-test first|full|skip  --timeout-minutes 30 (time enough to park and wake all 10,000)  --port-base 22200
@@ -125,6 +126,7 @@ function parseOptions(argv: string[]): Options {
       'burst-repeats': { type: 'string' },
       stores: { type: 'string' },
       'throughput-journeys': { type: 'string' },
+      'throughput-rounds': { type: 'string' },
       'start-concurrency': { type: 'string' },
       'waiting-journeys': { type: 'string' },
       'provider-delay-ms': { type: 'string' },
@@ -194,6 +196,7 @@ function parseOptions(argv: string[]): Options {
     warmupSeconds: num(v['warmup-seconds'], quick ? 1 : 2),
     hookJourneys: num(v['hook-journeys'], quick ? 100 : 200),
     throughputJourneys: num(v['throughput-journeys'], quick ? 60 : 300),
+    throughputRounds: num(v['throughput-rounds'], quick ? 1 : 2),
     startConcurrency: num(v['start-concurrency'], 50),
     waitingJourneys: num(v['waiting-journeys'], quick ? 600 : 10_000),
     providerDelayMs: num(v['provider-delay-ms'], 1_000),

@@ -89,6 +89,12 @@ function throughputRow(r: ThroughputRun): string {
   return `| ${r.label} | ${r.completed}/${r.n} | ${s1(r.wallSeconds)} | **${r.perSecond.toFixed(1)}/s** | ${ms(r.timeToCompleteMs.p50)} | ${ms(r.timeToCompleteMs.p99)} | ${ms(r.startMs.p50)} / ${ms(r.startMs.p99)} | ${fmtCpuPerJourney(r.cpuPerJourney)} |`;
 }
 
+/** `33.1 and 34.6/s`: the rates of the runs a row pools. */
+function runRates(r: ThroughputRun | undefined): string {
+  const rates = r?.runsPerSecond ?? (r ? [r.perSecond] : []);
+  return `${rates.map((x) => x.toFixed(1)).join(rates.length === 2 ? ' and ' : ', ')}/s`;
+}
+
 /** The share of the raw ceiling the journeys should reach. */
 const THROUGHPUT_TARGET = 0.8;
 
@@ -327,6 +333,17 @@ function databaseWords(r: Results): string {
     : 'one PostgreSQL server (`--postgres single`): a commit waits for its own disk alone';
 }
 
+/** The API alone's p99 at 500/s and 1,000/s on each store, in this run. */
+function aloneAfter(r: Results): string {
+  const parts = STORES.flatMap((store) => {
+    const [a, b] = [aloneAt(r, store, 500), aloneAt(r, store, 1000)];
+    return a || b ? [`${store} ${ms(a?.latencyMs.p99)} and ${ms(b?.latencyMs.p99)}`] : [];
+  });
+  return parts.length > 0
+    ? `the API alone p99 at 500/s and 1,000/s: ${parts.join('; ')}`
+    : 'the API alone not measured';
+}
+
 function inboxAfter(r: Results, stores: InboxStore[] = STORES): string {
   const parts: string[] = [];
   for (const store of stores) {
@@ -422,6 +439,35 @@ function developmentTuning(r: Results): string[] {
       'alone,webhook,burst --stores postgres` (15:29 UTC): bursts of 200 with Temporal up p99 144.1, 140.3 and 116.8 ' +
       'ms; on new connections 131.6, 98.7 and 96.4 ms | The same (15:45 UTC): 70.0, 73.0 and 86.6 ms; on new ' +
       "connections 75.5, 117.4 and 112.4 ms (the bare route's on new connections 70.2 ms) |",
+    '| **Settles ride with appends** (src/inbox/files.ts, src/inbox/postgres.ts, `INBOX_SETTLES`; 2026-11-29). The ' +
+      "record that the forwarder signalled an entry made the webhook's next append wait for a flush of its own " +
+      '(files: a write; PostgreSQL: a commit waiting for the synchronous standby). A lost settle loses nothing (the ' +
+      'entry is signalled again and the journey knows its delivery id), so the files inbox writes settles in the ' +
+      "next append's record (on their own only after 100 ms without a write) and the PostgreSQL claim commits with " +
+      '`synchronous_commit = off`. | `INBOX_SETTLES=durable npm run bench -- --only alone,webhook` (18:17 UTC), the ' +
+      'API alone p99: files 500/s 8.3 ms, 1,000/s 8.4 ms; postgres 500/s 11.1 ms, 1,000/s 50.8 ms | The same ' +
+      'deferred (18:05 and 18:22 UTC): files 5.0 and 3.9 ms, 5.2 and 4.4 ms; postgres 11.0 and 9.9 ms, 15.8 and ' +
+      `22.5 ms. This run: ${aloneAfter(r)} |`,
+    '| **The patient key file takes new keys in group commits** (src/patient-keys/file-store.ts; 2026-11-29). Each ' +
+      "new patient's key rewrote the whole file on the API's event loop, one after another (1.4 ms of CPU at 1,000 " +
+      'keys, growing with them); keys that arrive during a write now share the next. | 40 concurrent new keys: 40 ' +
+      'writes | At most 3 (test/patient-keys/key-store-contract.test.ts) |',
+    '| **Throughput is measured in two mirrored rounds, after a warm-up that has completed** (bench/phases/' +
+      'throughput.ts; 2026-11-29). One run of each kind, the journeys last, five warm-up journeys started and not ' +
+      "waited for: the journeys' first run went at three quarters of the rate of a second (the API's and the " +
+      "worker's code still being compiled), and a drift of the server over the phase weighed on one side. Now raw, " +
+      'visible, GFE, then GFE, visible, raw, each row pooling its runs, after 30 warm-up journeys that have ' +
+      'completed. | `npm run bench -- --only throughput` (18:30 UTC), five warm-ups: GFE 19.9 then 26.2/s, raw ' +
+      '32.4 and 34.3/s (68 % pooled); the full run of 15:54 UTC (one round): 60 % | The same with the warm-up ' +
+      `(18:32 UTC): GFE 25.1 and 26.5/s, raw 36.3 and 32.4/s (75 %). This run: ${
+        r.throughput ? `${pct(r.throughput.ratio)}` : 'not measured'
+      } |`,
+    "| **The forwarder's cost is measured in one process too** (bench/ack-layers.ts; 2026-11-29), as the " +
+      "other layers': the API with it running, each round until it has signalled and settled every callback, " +
+      'against the API without it. Across processes it was the difference of two noisy loads. | The full run of ' +
+      '15:54 UTC: 296 µs, 16.6 %, with the two every-layer runs 397 µs apart | `STORES=files,postgres ' +
+      'LAYERS=forwarder node --import tsx bench/ack-layers.ts` (18:28 UTC): files 64.2 µs (4.8 %), postgres 156.4 ' +
+      'µs (7.1 %); this run: see the layers table |',
     '',
     'Tried and **not** adopted (no difference beyond the noise, or worse):',
     '',
@@ -1174,7 +1220,11 @@ export function renderReport(
     L.push(
       '## 2. Journey throughput',
       '',
-      `${x.gfe.n} GFE journeys started through the API (\`POST /v1/journeys\` with an Idempotency-Key, ` +
+      `${
+        x.gfe.runsPerSecond
+          ? `${x.gfe.n / x.gfe.runsPerSecond.length} GFE journeys in each of ${x.gfe.runsPerSecond.length} runs`
+          : `${x.gfe.n} GFE journeys`
+      } started through the API (\`POST /v1/journeys\` with an Idempotency-Key, ` +
         `${x.concurrency} requests in flight), each completed by the sandbox's simulated provider calling event 1 ` +
         `back through the webhook after ${x.providerDelayMs} ms (test mode). Against, in the same run, the raw ceiling ` +
         "of this server: bench/raw-workflows.ts has a GFE journey's plain shape (two activities for the exam list " +
@@ -1188,6 +1238,16 @@ export function renderReport(
       ...(x.rawVisible ? [throughputRow(x.rawVisible)] : []),
       throughputRow(x.gfe),
       '',
+      ...(x.order && x.gfe.runsPerSecond
+        ? [
+            `Each kind ran ${x.gfe.runsPerSecond.length} times, in this order: ${x.order.join(', ')} (the second round ` +
+              'mirrors the first, so a drift of the server over the phase weighs on the ceiling and the journeys ' +
+              `alike); each row pools its runs (journeys over their summed wall time). Each run: raw ` +
+              `${runRates(x.raw)}; raw telling Temporal what a journey tells it ${runRates(x.rawVisible)}; GFE ` +
+              `${runRates(x.gfe)}.`,
+            '',
+          ]
+        : []),
       ...(x.rawVisible && x.ratioVisible !== undefined
         ? [
             "*Raw workflows telling Temporal what a journey tells it*: the raw shape started with the journey's " +

@@ -28,6 +28,10 @@ export interface ThroughputRun {
    * the work went. `worker` is the raw worker in the raw run.
    */
   cpuPerJourney?: Record<string, number>;
+  /** Each run's journeys per second, in the order they ran, when this row pools several runs. */
+  runsPerSecond?: number[];
+  /** The runs' samples, while they are pooled (not kept in the results). */
+  samples?: { ttc: number[]; start: number[] };
 }
 
 export interface ThroughputResults {
@@ -43,6 +47,12 @@ export interface ThroughputResults {
    */
   rawVisible?: ThroughputRun;
   ratioVisible?: number;
+  /**
+   * The order the runs went in: each kind runs `rounds` times, the second round in the mirror order of the first, so a
+   * drift of the server over the phase (its store growing) weighs on the ceiling and the journeys alike. Absent in
+   * older results (one run of each).
+   */
+  order?: string[];
 }
 
 /** CPU seconds of each process now (the stack's, and the raw worker's as `worker` when it runs). */
@@ -75,6 +85,7 @@ function measure(
   }
   const first = Math.min(...sends.map((s) => s.sentAt));
   const wallSeconds = (last - first) / 1000;
+  const start = sends.map((s) => s.startMs);
   return {
     label,
     n: sends.length,
@@ -82,8 +93,36 @@ function measure(
     wallSeconds,
     perSecond: ttc.length / wallSeconds,
     timeToCompleteMs: summarize(ttc),
-    startMs: summarize(sends.map((s) => s.startMs)),
+    startMs: summarize(start),
     startErrors: sends.filter((s) => !s.ok).length,
+    samples: { ttc, start },
+  };
+}
+
+/**
+ * Runs of one kind as one row: journeys per second over their summed wall time, the latencies of all their journeys,
+ * CPU per journey weighted by the journeys each completed, and each run's own rate.
+ */
+export function pooled(runs: ThroughputRun[]): ThroughputRun {
+  const completed = runs.reduce((a, r) => a + r.completed, 0);
+  const wallSeconds = runs.reduce((a, r) => a + r.wallSeconds, 0);
+  const cpu: Record<string, number> = {};
+  for (const r of runs) {
+    for (const [k, v] of Object.entries(r.cpuPerJourney ?? {})) cpu[k] = (cpu[k] ?? 0) + (v * r.completed) / completed;
+  }
+  const ttc = runs.flatMap((r) => r.samples?.ttc ?? []);
+  const start = runs.flatMap((r) => r.samples?.start ?? []);
+  return {
+    label: runs[0]!.label,
+    n: runs.reduce((a, r) => a + r.n, 0),
+    completed,
+    wallSeconds,
+    perSecond: completed / wallSeconds,
+    timeToCompleteMs: ttc.length > 0 ? summarize(ttc) : runs[0]!.timeToCompleteMs,
+    startMs: start.length > 0 ? summarize(start) : runs[0]!.startMs,
+    startErrors: runs.reduce((a, r) => a + r.startErrors, 0),
+    ...(Object.keys(cpu).length > 0 ? { cpuPerJourney: cpu } : {}),
+    ...(runs.length > 1 ? { runsPerSecond: runs.map((r) => r.perSecond) } : {}),
   };
 }
 
@@ -97,11 +136,19 @@ async function startViaApi(ctx: Ctx, token: string, key: string) {
 export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<ThroughputRun> {
   const { o, client } = ctx;
   const clinic = CLINICS.throughput;
-  // Warm-up (not measured, another clinic): the API's start route compiles its schemas on first use.
-  await pool(
-    Array.from({ length: 5 }, (_, i) => i),
-    5,
+  // Warm-up (not measured, another clinic), waited for until each has completed: the API's start route compiles its
+  // schemas on first use, and the API's and the worker's code is compiled by the JIT over the first journeys (with
+  // five, the first run went at three quarters of the second's rate).
+  const warm = await pool(
+    Array.from({ length: Math.min(30, n) }, (_, i) => i),
+    10,
     (i) => startViaApi(ctx, CLINICS.hook.token, `warm-${ctx.runTag}-${tag}-${i}`),
+  );
+  await waitForClosed(
+    ctx,
+    client,
+    `ClinicId = '${CLINICS.hook.clinicId}' AND ExecutionStatus != 'Running'`,
+    warm.filter((x) => x.ok).map((x) => x.id),
   );
   const idempotencyKeys = Array.from({ length: n }, (_, i) => `tput-${ctx.runTag}-${tag}-${i}`);
   ctx.log(`throughput: starting ${n} GFE journeys through the API (${o.startConcurrency} at a time)...`);
@@ -231,20 +278,46 @@ export function fmtCpuPerJourney(cpu: Record<string, number> | undefined): strin
 
 export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
   const n = ctx.o.throughputJourneys;
-  const raw = await rawThroughput(ctx, n, 'ceiling', 'raw workflows (same shape, no HTTP)');
-  ctx.log(
-    `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}`,
-  );
-  const rawVisible = await rawThroughput(ctx, n, 'visible', 'raw workflows telling Temporal what a journey tells it', {
-    visible: true,
-  });
-  ctx.log(
-    `throughput: raw with the journeys' visibility writes ${rawVisible.completed}/${rawVisible.n} in ${rawVisible.wallSeconds.toFixed(1)} s = ${rawVisible.perSecond.toFixed(1)}/s; CPU per journey ${fmtCpuPerJourney(rawVisible.cpuPerJourney)}`,
-  );
-  const gfe = await gfeThroughput(ctx, n, 'gfe');
-  ctx.log(
-    `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(gfe.cpuPerJourney)}`,
-  );
+  const rounds = Math.max(1, ctx.o.throughputRounds ?? 2);
+  type Kind = 'raw' | 'visible' | 'gfe';
+  const runs: Record<Kind, ThroughputRun[]> = { raw: [], visible: [], gfe: [] };
+  const order: Kind[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const kinds: Kind[] = ['raw', 'visible', 'gfe'];
+    order.push(...(round % 2 === 0 ? kinds : kinds.reverse()));
+  }
+  for (const [i, kind] of order.entries()) {
+    const tag = `${kind}-${i}`;
+    if (kind === 'raw') {
+      const raw = await rawThroughput(ctx, n, `ceiling-${i}`, 'raw workflows (same shape, no HTTP)');
+      runs.raw.push(raw);
+      ctx.log(
+        `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}`,
+      );
+    } else if (kind === 'visible') {
+      const v = await rawThroughput(ctx, n, tag, 'raw workflows telling Temporal what a journey tells it', {
+        visible: true,
+      });
+      runs.visible.push(v);
+      ctx.log(
+        `throughput: raw with the journeys' visibility writes ${v.completed}/${v.n} in ${v.wallSeconds.toFixed(1)} s = ${v.perSecond.toFixed(1)}/s; CPU per journey ${fmtCpuPerJourney(v.cpuPerJourney)}`,
+      );
+    } else {
+      const gfe = await gfeThroughput(ctx, n, tag);
+      runs.gfe.push(gfe);
+      ctx.log(
+        `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(gfe.cpuPerJourney)}`,
+      );
+    }
+  }
+  const gfe = pooled(runs.gfe);
+  const raw = pooled(runs.raw);
+  const rawVisible = pooled(runs.visible);
+  if (rounds > 1) {
+    ctx.log(
+      `throughput, pooled over ${rounds} rounds: raw ${raw.perSecond.toFixed(1)}/s, visible ${rawVisible.perSecond.toFixed(1)}/s, GFE ${gfe.perSecond.toFixed(1)}/s = ${((100 * gfe.perSecond) / raw.perSecond).toFixed(0)} % of raw`,
+    );
+  }
   return {
     providerDelayMs: ctx.o.providerDelayMs,
     concurrency: ctx.o.startConcurrency,
@@ -253,5 +326,8 @@ export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
     ratio: gfe.perSecond / raw.perSecond,
     rawVisible,
     ratioVisible: gfe.perSecond / rawVisible.perSecond,
+    order: order.map((k) =>
+      k === 'visible' ? 'raw telling Temporal what a journey tells it' : k === 'gfe' ? 'GFE' : 'raw',
+    ),
   };
 }
