@@ -447,7 +447,10 @@ function developmentTuning(r: Results): string[] {
       '`synchronous_commit = off`. | `INBOX_SETTLES=durable npm run bench -- --only alone,webhook` (18:17 UTC), the ' +
       'API alone p99: files 500/s 8.3 ms, 1,000/s 8.4 ms; postgres 500/s 11.1 ms, 1,000/s 50.8 ms | The same ' +
       'deferred (18:05 and 18:22 UTC): files 5.0 and 3.9 ms, 5.2 and 4.4 ms; postgres 11.0 and 9.9 ms, 15.8 and ' +
-      `22.5 ms. This run: ${aloneAfter(r)} |`,
+      '22.5 ms. With Temporal up, postgres: 500/s p99 22.2 and 20.4 ms durable, 24.3, 23.8 and 25.2 ms deferred ' +
+      '(its forwarder holds back at this level: settles hardly run); bursts of 200 (`--only webhook,burst ' +
+      '--stores postgres`, 19:19 and 19:22 UTC) p99 71.2, 89.9, 75.0 and on new connections 88.1, 147.9, 86.2 ms ' +
+      `durable; 66.5, 60.1, 87.6 and 64.2, 83.9, 53.9 ms deferred. This run: ${aloneAfter(r)} |`,
     '| **The patient key file takes new keys in group commits** (src/patient-keys/file-store.ts; 2026-11-29). Each ' +
       "new patient's key rewrote the whole file on the API's event loop, one after another (1.4 ms of CPU at 1,000 " +
       'keys, growing with them); keys that arrive during a write now share the next. | 40 concurrent new keys: 40 ' +
