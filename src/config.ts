@@ -823,6 +823,7 @@ export function loadTemporalConfig(env: Env = process.env): Pick<Config, 'tempor
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? '.data');
   const timing = (name: string, fallback: number) => num(ms, name, env[name], fallback);
+  const inboxSettles = env.INBOX_SETTLES?.trim() || 'deferred';
   let raw: unknown;
   if (env.INBOX_STORE !== undefined && !['files', 'postgres'].includes(env.INBOX_STORE)) {
     throw new ConfigError(['INBOX_STORE: must be files or postgres']);
@@ -867,14 +868,14 @@ export function loadConfig(env: Env = process.env): Config {
               store: 'postgres',
               databaseUrl: secret(env, 'INBOX_DATABASE_URL') ?? '',
               poolSize: num(ms, 'INBOX_DATABASE_POOL_SIZE', env.INBOX_DATABASE_POOL_SIZE, 10),
-              settles: env.INBOX_SETTLES?.trim() || 'deferred',
+              settles: inboxSettles,
             }
           : {
               store: env.INBOX_STORE ?? 'files',
               dir: path.resolve(env.INBOX_DIR ?? path.join(dataDir, 'inbox')),
               deadLetterDir: path.resolve(env.DEAD_LETTER_DIR ?? path.join(dataDir, 'dead-letters')),
               legacySpoolDir: path.resolve(env.SPOOL_DIR ?? path.join(dataDir, 'spool')),
-              settles: env.INBOX_SETTLES?.trim() || 'deferred',
+              settles: inboxSettles,
             },
       forwarder: {
         concurrency: num(ms, 'FORWARDER_CONCURRENCY', env.FORWARDER_CONCURRENCY, 16),

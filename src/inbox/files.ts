@@ -171,11 +171,14 @@ export class FileInbox implements CallbackInbox {
    */
   #unwritten: string[] = [];
   #settleTimer: NodeJS.Timeout | undefined;
+  /** FileInboxOptions.settleDelayMs: 0 writes each settle at once. */
+  readonly #settleDelayMs: number;
   /** When the last write to the log ended (performance.now()). */
   #lastWriteAt = 0;
 
   constructor(options: FileInboxOptions) {
     this.#o = options;
+    this.#settleDelayMs = options.settleDelayMs ?? 100;
     this.deadLetters = new FileDeadLetters(options.deadLetterDir, options.sealer);
     this.#log = new SegmentLog({
       dir: options.dir,
@@ -425,7 +428,7 @@ export class FileInbox implements CallbackInbox {
       ids.push(id);
     }
     if (ids.length === 0) return;
-    if (deadLetters.length > 0 || (this.#o.settleDelayMs ?? 100) <= 0) {
+    if (deadLetters.length > 0 || this.#settleDelayMs <= 0) {
       await this.#commit.add({ kind: 'settle', ids });
     } else {
       // The entries have been signalled: their settle record need not hold the webhook's next write back. It rides
@@ -438,15 +441,14 @@ export class FileInbox implements CallbackInbox {
     await work;
   }
 
-  #armSettleTimer(delayMs = this.#o.settleDelayMs ?? 100): void {
+  #armSettleTimer(delayMs = this.#settleDelayMs): void {
     if (this.#settleTimer) return;
     this.#settleTimer = setTimeout(() => {
       this.#settleTimer = undefined;
       if (this.#unwritten.length === 0) return;
       // While the webhook keeps writing, its writes take the settles along: wait for the next one.
       const quietMs = performance.now() - this.#lastWriteAt;
-      const delay = this.#o.settleDelayMs ?? 100;
-      if (quietMs < delay) return this.#armSettleTimer(delay - quietMs);
+      if (quietMs < this.#settleDelayMs) return this.#armSettleTimer(this.#settleDelayMs - quietMs);
       // A failed write puts its settles back and arms the timer again; nothing is waiting on this promise.
       this.#writeSettles().catch(() => undefined);
     }, delayMs);

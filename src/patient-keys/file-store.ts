@@ -66,7 +66,6 @@ export class FilePatientKeyStore implements PatientKeyStore {
   #locked = false;
   /** Changes one at a time: each writes the whole file. */
   #last: Promise<unknown> = Promise.resolve();
-  /** The bindings read so far, and how far into the journal. */
   /**
    * New keys that arrive while the file is being written share the next write: starts for many new patients at once
    * (a clinic's batch) rewrite the file once, not once each.
@@ -89,6 +88,7 @@ export class FilePatientKeyStore implements PatientKeyStore {
       }
     }),
   );
+  /** The bindings read so far, and how far into the journal. */
   readonly #bindings = new Map<string, JourneyBinding>();
   #journalOffset = 0;
   #journalTail = '';

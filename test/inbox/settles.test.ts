@@ -46,7 +46,8 @@ describe('settles, files', () => {
     rmSync(root, { recursive: true, force: true });
   });
   const dir = () => path.join(root, 'inbox');
-  const open = async (settleDelayMs?: number) => {
+  /** An inbox over the folder; `crashes`: one the test never stops (afterEach leaves it as a dead process's). */
+  const open = async (settleDelayMs?: number, { crashes = false } = {}) => {
     const inbox = new FileInbox({
       dir: dir(),
       deadLetterDir: path.join(root, 'dead-letters'),
@@ -54,7 +55,7 @@ describe('settles, files', () => {
       sealer: new RecordSealer([KEY_A]),
       ...(settleDelayMs !== undefined ? { settleDelayMs } : {}),
     });
-    opened.push(inbox);
+    if (!crashes) opened.push(inbox);
     await inbox.init();
     return inbox;
   };
@@ -104,14 +105,7 @@ describe('settles, files', () => {
   });
 
   it('brings entries whose settle a crash lost back to be signalled again, none lost', async () => {
-    const crashed = new FileInbox({
-      dir: dir(),
-      deadLetterDir: path.join(root, 'dead-letters'),
-      legacySpoolDir: path.join(root, 'spool'),
-      sealer: new RecordSealer([KEY_A]),
-      settleDelayMs: 60_000,
-    });
-    await crashed.init();
+    const crashed = await open(60_000, { crashes: true });
     const signalled = [signalFor(), signalFor()];
     for (const s of signalled) await crashed.append('j1', s);
     const waiting = signalFor();
