@@ -4,7 +4,7 @@
 // erasure outlives a restore of the store from a backup taken before it (the erasure log re-applied at start, on the
 // record). PostgreSQL alone: processes that share the store, and the role's privileges checked at start.
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, DeleteObjectCommand, ListObjectVersionsCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -54,16 +54,22 @@ function fileHarness(): Promise<Harness> {
   return Promise.resolve({
     kind: 'files',
     store: () => new FilePatientKeyStore(file),
+    // The key file with its journal of new keys (keys made since its last rewrite are there alone).
     backup: () => {
       const copy = `${file}.backup-${randomBytes(4).toString('hex')}`;
       copyFileSync(file, copy);
+      const journal = existsSync(`${file}.keys`);
+      if (journal) copyFileSync(`${file}.keys`, `${copy}.keys`);
       return Promise.resolve(() => {
         copyFileSync(copy, file);
+        if (journal) copyFileSync(`${copy}.keys`, `${file}.keys`);
+        else rmSync(`${file}.keys`, { force: true });
         return Promise.resolve();
       });
     },
     reset: () => {
       rmSync(file, { force: true });
+      rmSync(`${file}.keys`, { force: true });
       rmSync(`${file}.journeys`, { force: true });
       return Promise.resolve();
     },
@@ -200,9 +206,9 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
     expect(await again.setting('patient-ref-key-id')).toBe('k1');
   });
 
-  it('keeps one key per patient when many new patients start at once (the key file: new keys share its writes)', async () => {
+  it('keeps one key per patient when many new patients start at once (the key file: new keys share a sync of its journal)', async () => {
     const s = await store();
-    const writesBefore = s instanceof FilePatientKeyStore ? s.writes : 0;
+    const writesBefore = s instanceof FilePatientKeyStore ? s.keyJournalSyncs : 0;
     // Twenty patients, each asked for twice at once with two different keys: one of the two holds for both.
     const asked = Array.from({ length: 20 }, (_x, i) => [
       wrappedKey(100 + i),
@@ -214,10 +220,10 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
       expect(a).toEqual(b);
       expect([dek(100 + i), dek(200 + i)]).toContain(a.dekId);
     }
-    // The file is written once for the first key and once for all that came while it was (not forty times).
+    // The journal is synced once for the first key and once for all that came while it was (not forty times).
     if (s instanceof FilePatientKeyStore) {
-      expect(s.writes - writesBefore).toBeGreaterThan(0);
-      expect(s.writes - writesBefore).toBeLessThanOrEqual(3);
+      expect(s.keyJournalSyncs - writesBefore).toBeGreaterThan(0);
+      expect(s.keyJournalSyncs - writesBefore).toBeLessThanOrEqual(3);
     }
     await closeAll();
     const again = await store();
@@ -253,6 +259,35 @@ describe.each(stores)('patient key store (%s)', (_kind, makeHarness) => {
       bound('journey-c', 1, 4).binding,
     ]);
     expect(await again.journeysOf(ref(7))).toEqual([]);
+  });
+
+  it('binds many journeys started at once, each once (the journal: binds that come together share its sync)', async () => {
+    const s = await store();
+    for (const n of [1, 2]) await s.insert(wrappedKey(n));
+    const syncsBefore = s instanceof FilePatientKeyStore ? s.journalSyncs : 0;
+    const at = new Date(Date.UTC(2026, 10, 27, 9, 0, 0)).toISOString();
+    // Forty journeys of two patients, each journey asked for twice at once (a start retried): one binding each.
+    const asks = Array.from({ length: 40 }, (_x, i) => ({
+      workflowId: `journey-m${i}`,
+      patientRef: ref(1 + (i % 2)),
+      dekId: dek(1 + (i % 2)),
+      boundAt: at,
+    }));
+    const got = await Promise.all([...asks, ...asks].map((b) => s.bind(b)));
+    got.forEach((r, i) => expect(r).toEqual({ state: 'bound', binding: asks[i % 40] }));
+    if (s instanceof FilePatientKeyStore) {
+      expect(s.journalSyncs - syncsBefore).toBeGreaterThan(0);
+      expect(s.journalSyncs - syncsBefore).toBeLessThanOrEqual(3);
+    }
+    await closeAll();
+    const again = await store();
+    expect((await again.journeysOf(ref(1))).map((b) => b.workflowId).sort()).toEqual(
+      asks
+        .filter((_b, i) => i % 2 === 0)
+        .map((b) => b.workflowId)
+        .sort(),
+    );
+    expect(await again.boundAmong(asks.map((b) => b.workflowId))).toEqual(new Set(asks.map((b) => b.workflowId)));
   });
 
   it('binds nothing to a patient while an erasure of theirs is pending: bindings and requests never overlap', async () => {
