@@ -21,8 +21,8 @@
 // layers = the acknowledgement's layers, each left out in turn (bench/ack-layers.ts: the API alone as deployed, a fake
 // Temporal), for each store, before the stack starts: the report's per-layer table and its cost target.
 // webhook, burst and outage run for each inbox store in turn (--stores), the API restarted on it: webhook = the
-// levels with Temporal up beside the bare route; burst = 200 simultaneous callbacks, Temporal up and stopped;
-// outage = the levels with Temporal stopped, its restart, the forwarder's drain, Temporal's raw signal rate. After
+// levels with Temporal up beside the bare route and the store's floor (the bare route with one durable write,
+// bench/bare-server.ts); burst = 200 simultaneous callbacks, Temporal up (beside both) and stopped; outage = the levels with Temporal stopped, its restart, the forwarder's drain, Temporal's raw signal rate. After
 // them, every parked journey's snapshot: ack -> applied per level, and each acknowledged callback applied once.
 //
 // At the end it prints each target against the last committed report's (docs/performance.md at HEAD; of an earlier

@@ -12,6 +12,7 @@
 // - outage: the Temporal dev server stopped, the same levels, then restarted: how long the forwarder takes to resume
 //   (its backoff), its drain rate, and beside it Temporal's raw signal rate (a client's signal loop, no API).
 // At the end, every journey's snapshot: each acknowledged callback must be recorded exactly once.
+import path from 'node:path';
 import type { Ctx } from '../lib/context';
 import {
   apiFigures,
@@ -60,6 +61,11 @@ export interface WebhookLevel {
   api: LevelResult;
   /** The bare Fastify route at the same rate, just before (Temporal up only). */
   bare?: LevelResult;
+  /**
+   * The floor of a durable acknowledgement on this store: the bare route storing each body with one durable write
+   * (bench/bare-server.ts BARE_STORE), at the same rate, between the bare route and the API (Temporal up only).
+   */
+  floor?: LevelResult;
   /** The API's counters over the run (warm-up included). */
   figures: ApiFigures;
   /** The inbox's group commit over the run. */
@@ -97,8 +103,18 @@ export interface BurstRun {
   pooled: Summary;
   /** The same bursts against the bare route, just before (pooled): the generator's and the connections' share. */
   bare?: Summary;
-  /** Bursts that opened their connections themselves (as many as established; pooled), API and bare route. */
-  newConnections?: { api: Summary; bare: Summary; writes: number; bursts?: number; ok?: number; sent?: number };
+  /** The same bursts against the floor (the bare route with one durable write on this store), Temporal up (pooled). */
+  floor?: Summary;
+  /** Bursts that opened their connections themselves (as many as established; pooled), API, bare route and floor. */
+  newConnections?: {
+    api: Summary;
+    bare: Summary;
+    floor?: Summary;
+    writes: number;
+    bursts?: number;
+    ok?: number;
+    sent?: number;
+  };
   /** 200s and callbacks sent, every burst (new connections included). */
   ok: number;
   sent: number;
@@ -147,6 +163,8 @@ export interface HookState {
   parkSeconds: number;
   targets: { path: string; body: string }[];
   bare: ManagedProcess | undefined;
+  /** The floor route of the store the API is on (started by the store's webhook levels or bursts). */
+  floor?: { store: InboxStore; process: ManagedProcess };
   /** Every 200 the API gave these journeys' callbacks: deliveryId -> wall-clock ms of the answer. */
   acked: Map<string, number>;
   /** The journey each acknowledged delivery went to. */
@@ -225,6 +243,32 @@ export async function prepareHooks(ctx: Ctx): Promise<HookState> {
     pending: [],
     bursts: 0,
   };
+}
+
+/**
+ * The floor of a durable acknowledgement for the store the API is on (bench/bare-server.ts with BARE_STORE): started
+ * once per store, on the stack's own storage (the API's data folder's disk; the PostgreSQL cluster of its inbox).
+ */
+async function floorOrigin(ctx: Ctx, hooks: HookState): Promise<string> {
+  const { stack, o } = ctx;
+  const store = stack.apiStore;
+  const origin = `http://127.0.0.1:${o.portBase + 2}`;
+  if (hooks.floor?.store === store) return origin;
+  await hooks.floor?.process.stop();
+  hooks.floor = undefined;
+  const env: Record<string, string> = { BARE_PORT: String(o.portBase + 2), BARE_STORE: store };
+  if (store === 'files') env.BARE_DIR = path.join(ctx.config.dataDir, 'floor-log');
+  else if (stack.postgres) env.BARE_DATABASE_URL = stack.postgres.url;
+  const proc = await new ManagedProcess({
+    name: `floor-${store}`,
+    ...tsx('bench/bare-server.ts'),
+    logDir: ctx.logDir,
+    env,
+    ready: httpProbe(`${origin}/healthz`),
+    readyTimeoutMs: 60_000,
+  }).up();
+  hooks.floor = { store, process: proc };
+  return origin;
 }
 
 /** Starts measuring; the returned function gives each part's CPU share of one core since then. */
@@ -350,6 +394,14 @@ export async function webhookPhase(ctx: Ctx, hooks: HookState, into: WebhookResu
       120_000,
     );
     const bare = bareRun.find((r) => r.record)!;
+    ctx.log(`webhook (${store}): ${rate}/s against the floor (the bare route with one durable write)...`);
+    const floorRun = await runLoad(
+      spec(await floorOrigin(ctx, hooks), hooks.targets, levels(ctx, rate, Math.min(2, o.warmupSeconds)), false),
+      ctx.workDir,
+      ctx.logDir,
+      120_000,
+    );
+    const floor = floorRun.find((r) => r.record)!;
     ctx.log(
       `webhook (${store}): ${rate}/s against the API (${o.warmupSeconds} s warm-up, ${o.levelSeconds} s measured)...`,
     );
@@ -357,13 +409,15 @@ export async function webhookPhase(ctx: Ctx, hooks: HookState, into: WebhookResu
     const f0 = (await apiFigures(stack.apiUrl)).forwarded;
     const level = await profiled(ctx, `${store}-${rate}`, () => apiLevel(ctx, hooks, 'up', rate, o.warmupSeconds));
     level.bare = bare;
+    level.floor = floor;
     level.drainSeconds = await waitInboxEmpty(ctx, Math.min(240_000, Math.max(30_000, ctx.remainingMs() - 240_000)));
     const f1 = (await apiFigures(stack.apiUrl)).forwarded;
     level.forwardRate = (f1 - f0) / ((performance.now() - t0) / 1000);
     out.push(level);
     ctx.log(
       `webhook (${store}): ${rate}/s API ${describe(level)}; inbox empty ${ms(level.drainSeconds)} s after, forwarder ${level.forwardRate.toFixed(0)}/s` +
-        `  | bare p50 ${ms(bare.latencyMs.p50)} p99 ${ms(bare.latencyMs.p99)} p99.9 ${ms(bare.latencyMs.p999)} max ${ms(bare.latencyMs.max)} ms`,
+        `  | bare p50 ${ms(bare.latencyMs.p50)} p99 ${ms(bare.latencyMs.p99)} p99.9 ${ms(bare.latencyMs.p999)} max ${ms(bare.latencyMs.max)} ms` +
+        `  | floor p50 ${ms(floor.latencyMs.p50)} p99 ${ms(floor.latencyMs.p99)} p99.9 ${ms(floor.latencyMs.p999)} max ${ms(floor.latencyMs.max)} ms`,
     );
   }
 }
@@ -385,9 +439,9 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
   let ok = 0;
   const burstTargets = (k: number) =>
     Array.from({ length: BURST }, (_, i) => hooks.targets[(i * 2 + k) % hooks.targets.length]!);
-  const bareBurst = async (warm: boolean) => {
+  const bareBurst = async (warm: boolean, origin = bareOrigin) => {
     const runs = await runLoad(
-      burstSpec(bareOrigin, burstTargets(0), false, warm, bareOrigin),
+      burstSpec(origin, burstTargets(0), false, warm, bareOrigin),
       ctx.workDir,
       ctx.logDir,
       60_000,
@@ -427,6 +481,10 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
   const bareSamples: number[] = [];
   for (let b = 0; b < repeats; b++) bareSamples.push(...(await bareBurst(true)));
   const bare = summarize(bareSamples);
+  // Temporal up: the floor too, the bare route storing each callback with one durable write on this store.
+  const floorAt = temporal === 'up' ? await floorOrigin(ctx, hooks) : undefined;
+  const floorSamples: number[] = [];
+  for (let b = 0; floorAt && b < repeats; b++) floorSamples.push(...(await bareBurst(true, floorAt)));
   const all0 = await apiFigures(stack.apiUrl);
   for (let b = 0; b < repeats; b++) {
     const { r, d, latencies, deliveries } = await profiled(ctx, `${stack.apiStore}-burst-${temporal}-${b + 1}`, () =>
@@ -447,6 +505,8 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
   const bareNewSamples: number[] = [];
   for (let b = 0; b < repeats; b++) bareNewSamples.push(...(await bareBurst(false)));
   const bareNew = summarize(bareNewSamples);
+  const floorNewSamples: number[] = [];
+  for (let b = 0; floorAt && b < repeats; b++) floorNewSamples.push(...(await bareBurst(false, floorAt)));
   const apiNewSamples: number[] = [];
   let newWrites = 0;
   let newOk = 0;
@@ -462,6 +522,13 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
   ctx.log(
     `burst (bare route, beside ${stack.apiStore}, Temporal ${temporal}): established connections p50 ${ms(bare.p50)} p99 ${ms(bare.p99)} max ${ms(bare.max)} ms over ${repeats}; new connections p99 ${ms(bareNew.p99)} ms`,
   );
+  const floor = floorAt ? summarize(floorSamples) : undefined;
+  const floorNew = floorAt ? summarize(floorNewSamples) : undefined;
+  if (floor && floorNew) {
+    ctx.log(
+      `burst (floor, ${stack.apiStore}, Temporal ${temporal}): established connections p50 ${ms(floor.p50)} p99 ${ms(floor.p99)} max ${ms(floor.max)} ms over ${repeats}; new connections p99 ${ms(floorNew.p99)} ms`,
+    );
+  }
   const run: BurstRun = {
     store: stack.apiStore,
     temporal,
@@ -469,9 +536,11 @@ export async function burstRun(ctx: Ctx, hooks: HookState, temporal: TemporalSta
     bursts,
     pooled: summarize(samples),
     bare,
+    ...(floor ? { floor } : {}),
     newConnections: {
       api: summarize(apiNewSamples),
       bare: bareNew,
+      ...(floorNew ? { floor: floorNew } : {}),
       writes: newWrites,
       bursts: repeats,
       ok: newOk,
@@ -642,4 +711,6 @@ export async function finalCheck(
 
 export async function stopBare(hooks: HookState | undefined): Promise<void> {
   await hooks?.bare?.stop();
+  await hooks?.floor?.process.stop();
+  if (hooks) hooks.floor = undefined;
 }
