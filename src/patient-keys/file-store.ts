@@ -123,6 +123,8 @@ export class FilePatientKeyStore implements PatientKeyStore {
       await this.#readJournal();
       if (!this.readOnly) {
         await this.#journeys.dropTornTail();
+        // A torn last line alone is not counted in the journal's bytes: cut off here, or the next key is glued to it.
+        await this.#keyJournal.dropTornTail();
         // The keys a stop or a crash left in the journal go into the key file, and the journal starts empty.
         await this.#compact();
       }

@@ -99,6 +99,22 @@ describe('the patient key file: new keys in a journal', () => {
     expect((await third.get(ref(9)))?.dekId).toBe(dek(9));
   });
 
+  it('drops a torn line that is all a crash left in the journal, and journals the next key whole', async () => {
+    const file = path.join(dir, 'patient-keys.json');
+    const s = await store(file);
+    await s.settleSetting('patient-ref-key-id', 'k1');
+    await s.close();
+    appendFileSync(`${file}.keys`, '{"p":"pt_0000000000000000000009","k":"dk_');
+    const again = await store(file);
+    await again.insert(key(1));
+    const reader = await store(file, true);
+    expect((await reader.get(ref(1)))?.dekId).toBe(dek(1));
+    await again.close();
+    const third = await store(file);
+    expect((await third.get(ref(1)))?.dekId).toBe(dek(1));
+    expect(await third.get(ref(9))).toBeUndefined();
+  });
+
   it('never brings a destroyed key back from a journal the key file already held', async () => {
     const file = path.join(dir, 'patient-keys.json');
     const s = await store(file);
