@@ -180,7 +180,12 @@ export class FilePatientKeyStore implements PatientKeyStore {
   async #compact(): Promise<void> {
     if (this.#keyJournal.bytes === 0) return;
     await this.#write(this.#s);
-    await this.#keyJournal.replaceWithEmpty();
+    await this.#keysTakenIn();
+  }
+
+  /** The key file just written holds every key: the journal of new keys starts empty again. */
+  async #keysTakenIn(): Promise<void> {
+    if (this.#keyJournal.bytes > 0) await this.#keyJournal.replaceWithEmpty();
   }
 
   /**
@@ -298,8 +303,7 @@ export class FilePatientKeyStore implements PatientKeyStore {
       const result = change(draft);
       await this.#write(draft);
       this.#state = draft;
-      // The file holds every key now: the journal of new keys starts empty again.
-      if (this.#keyJournal.bytes > 0) await this.#keyJournal.replaceWithEmpty();
+      await this.#keysTakenIn();
       return result;
     });
   }
@@ -415,7 +419,6 @@ export class FilePatientKeyStore implements PatientKeyStore {
         }
       }
       if (added.size === 0) return;
-      await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
       await this.#journeys.append(
         [...added.values()].map((b) => ({ w: b.workflowId, p: b.patientRef, k: b.dekId, at: b.boundAt })),
       );

@@ -2,7 +2,7 @@
 // what was appended since they last looked. A reader's place is the end of the last whole line it read: a line still
 // being written (or cut short by a crash, and cut off by the writer's next start) is read again next time, whole. A
 // journal replaced by an empty one (a new file renamed over it) is read again from its start.
-import { open, rename, truncate } from 'node:fs/promises';
+import { open, rename, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import { PatientKeyStoreError } from './types';
 
@@ -69,18 +69,13 @@ export class LineJournal {
    * never acknowledged; a line appended after it would otherwise be glued to it.
    */
   async dropTornTail(): Promise<void> {
-    let size: number;
-    try {
-      const handle = await open(this.file, 'r');
-      try {
-        size = (await handle.stat()).size;
-      } finally {
-        await handle.close();
-      }
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
+    const size = await stat(this.file).then(
+      (st) => st.size,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return 0;
+        throw err;
+      },
+    );
     if (size > this.#offset) await truncate(this.file, this.#offset);
   }
 
