@@ -1,7 +1,7 @@
 // The PostgreSQL inbox: one table shared by every API replica; forwarders claim whole journeys in a transaction, so a
 // replica that disappears loses nothing (docs/design-notes.md#the-postgresql-inbox).
 import { randomBytes } from 'node:crypto';
-import { Client as PgClient, Pool, type PoolClient, type PoolConfig } from 'pg';
+import { Client as PgClient, Pool, type PoolClient, type PoolConfig, type QueryResult } from 'pg';
 import type { RecordSealer, Sealed } from '../codec/at-rest';
 import type { CallbackSignal } from '../contract/definitions';
 import { GroupCommit } from '../group-commit';
@@ -65,6 +65,18 @@ interface PendingAppend {
  * Whether PostgreSQL refused a value rather than failed as a store: data exceptions (class 22), integrity violations
  * (23) and program limits (54, a value too large) are a row's doing; connection loss and timeouts are not.
  */
+/** A positive integer written into a statement (the claim's limits). */
+function count(n: number, name: string): number {
+  if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`${name} must be a positive integer, not ${n}`);
+  return n;
+}
+
+/** An inbox entry's id written into a statement: the table's bigint, as text. */
+function entryId(id: string): string {
+  if (!/^[0-9]{1,19}$/.test(id)) throw new RangeError(`an inbox entry id is a bigint, not ${JSON.stringify(id)}`);
+  return id;
+}
+
 function refusedValue(err: unknown): boolean {
   const code = ((err as { cause?: { code?: unknown } } | undefined)?.cause?.code ?? '') as string;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
@@ -195,38 +207,37 @@ export class PostgresInbox implements CallbackInbox {
     this.#openClaims.add(abort);
     let open = false;
     try {
-      await client.query('BEGIN');
-      open = true;
+      // Two round trips a claim: this one opens the transaction and takes the journeys, the settle deletes and
+      // commits (each round trip is PostgreSQL's work beside the webhook's appends, on the same cores).
       // A forwarder stuck with a claim must not hold the journeys for ever. Its commit (the settle) waits for no WAL
       // flush, here or on the synchronous standby: it would only hold back the flushes the webhook's appends wait
       // for. A settle lost with the primary is signalled again, and the journey knows each delivery id it has taken
       // (docs/design-notes.md#settles-ride-with-appends).
-      await client.query(
-        `SET LOCAL idle_in_transaction_session_timeout = '120s'; SET LOCAL synchronous_commit = ${
-          this.#o.synchronousSettles ? 'on' : 'off'
-        }`,
-      );
-      // Each journey's oldest entry, locked; a journey another forwarder holds is skipped whole, because its oldest
-      // entry is the one that forwarder locked.
-      const heads = await client.query<{ journey_id: string }>(
-        `SELECT i.journey_id FROM callback_inbox i
-          WHERE NOT EXISTS (SELECT 1 FROM callback_inbox p WHERE p.journey_id = i.journey_id AND p.id < i.id)
-          ORDER BY i.id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [maxJourneys],
-      );
-      if (heads.rows.length === 0) {
+      // Each journey's oldest entry is locked; a journey another forwarder holds is skipped whole, because its oldest
+      // entry is the one that forwarder locked. Its first `maxPerJourney` entries, in order, come with it.
+      open = true;
+      const opened = (await client.query(
+        `BEGIN;
+         SET LOCAL idle_in_transaction_session_timeout = '120s';
+         SET LOCAL synchronous_commit = ${this.#o.synchronousSettles ? 'on' : 'off'};
+         WITH heads AS MATERIALIZED (
+           SELECT i.journey_id FROM callback_inbox i
+            WHERE NOT EXISTS (SELECT 1 FROM callback_inbox p WHERE p.journey_id = i.journey_id AND p.id < i.id)
+            ORDER BY i.id LIMIT ${count(maxJourneys, 'maxJourneys')} FOR UPDATE SKIP LOCKED
+         )
+         SELECT t.id::text AS id, t.journey_id, t.key_id, t.body FROM (
+           SELECT c.id, c.journey_id, c.key_id, c.body,
+                  row_number() OVER (PARTITION BY c.journey_id ORDER BY c.id) AS rn
+             FROM callback_inbox c WHERE c.journey_id IN (SELECT journey_id FROM heads)
+         ) t WHERE t.rn <= ${count(maxPerJourney, 'maxPerJourney')} ORDER BY t.id`,
+      )) as unknown as QueryResult<Row>[];
+      const rows = opened.at(-1)!;
+      if (rows.rows.length === 0) {
         await client.query('COMMIT');
         open = false;
         release();
         return undefined;
       }
-      const rows = await client.query<Row>(
-        `SELECT t.id::text AS id, t.journey_id, t.key_id, t.body FROM (
-           SELECT c.*, row_number() OVER (PARTITION BY journey_id ORDER BY id) AS rn
-             FROM callback_inbox c WHERE journey_id = ANY($1::text[])
-         ) t WHERE t.rn <= $2 ORDER BY t.id`,
-        [heads.rows.map((r) => r.journey_id), maxPerJourney],
-      );
       const entries: InboxEntry[] = [];
       const corrupt: DeadLetterSettlement[] = [];
       // Opened a slice at a time: the webhook's acknowledgements are answered between slices (yielding.ts).
@@ -267,8 +278,12 @@ export class PostgresInbox implements CallbackInbox {
                 letters.map((l) => l.letter),
               );
             const ids = [...done, ...letters.map((l) => l.entryId)];
-            if (ids.length > 0) await client.query('DELETE FROM callback_inbox WHERE id = ANY($1::bigint[])', [ids]);
-            await client.query('COMMIT');
+            // The delete and the commit in one round trip; the ids are the table's own (checked to be integers).
+            await client.query(
+              ids.length > 0
+                ? `DELETE FROM callback_inbox WHERE id IN (${ids.map((id) => entryId(id)).join(',')}); COMMIT`
+                : 'COMMIT',
+            );
             release();
           } catch (err) {
             await client.query('ROLLBACK').catch(() => undefined);
