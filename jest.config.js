@@ -39,6 +39,9 @@ module.exports = {
   // not of a project: jest reads a project's testTimeout no more than its maxWorkers.)
   testTimeout: 60_000,
   maxWorkers: 2,
+  // A test worker that has run many files holds on to what their modules left (a whole run grew each worker past a
+  // gigabyte and a half): one whose heap is over this after a file is replaced by a fresh one before the next.
+  workerIdleMemoryLimit: '600MB',
   // The longest files first, by test/durations.json where jest's cache has nothing (a fresh clone).
   testSequencer: '<rootDir>/jest.sequencer.js',
   // After jest's own summary, one line per tier (its files, tests and time) and the slowest files.
