@@ -82,6 +82,14 @@ export interface SegmentLogOptions {
   segmentBytes: number;
 }
 
+/** A write asked of a log that is closed, or closed while the write waited for its segment. */
+export class SegmentLogClosedError extends Error {
+  constructor() {
+    super('the segment log is closed');
+    this.name = 'SegmentLogClosedError';
+  }
+}
+
 export class SegmentLog {
   readonly #o: SegmentLogOptions;
   /** Every segment on disk, oldest first (the current one last). */
@@ -89,6 +97,8 @@ export class SegmentLog {
   #current: OpenSegment | undefined;
   #next: Promise<OpenSegment | undefined> | undefined;
   #nextSeq = 1;
+  /** Set by close: no write starts after it, and a segment a write was preparing meanwhile is discarded. */
+  #closed = false;
 
   constructor(options: SegmentLogOptions) {
     this.#o = options;
@@ -125,6 +135,7 @@ export class SegmentLog {
    * starts a new segment at the next write, so a folder that comes back is written to again.
    */
   async write(payloads: Buffer[]): Promise<Segment> {
+    if (this.#closed) throw new SegmentLogClosedError();
     const bytes = Buffer.concat(payloads.map(frame));
     let current = await this.#usable();
     if (current.position + bytes.length > current.size) current = await this.#rotate(bytes.length);
@@ -149,6 +160,7 @@ export class SegmentLog {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     const next = await this.#next?.catch(() => undefined);
     this.#next = undefined;
     if (next) await this.#discard(next);
@@ -181,6 +193,12 @@ export class SegmentLog {
       next = undefined;
     }
     next ??= await this.#prepare(Math.max(this.#o.segmentBytes, need));
+    if (this.#closed) {
+      // Closed while the segment was being prepared: its handle would outlive the log (closed, at best, by the
+      // garbage collector), and nothing was written to it.
+      await this.#discard(next);
+      throw new SegmentLogClosedError();
+    }
     if (this.#current) await this.#current.handle.close().catch(() => undefined);
     this.#current = next;
     this.segments.push(next.segment);

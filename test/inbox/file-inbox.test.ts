@@ -1,12 +1,21 @@
 // What only the file inbox does: its log of preallocated segments (torn last writes ignored, damage reported and
 // set aside, old segments deleted or carried forward), upgrading from the spool and the batch files of earlier
 // versions, reading dead letters written before sealing, and setting aside a record it cannot read.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RecordSealer } from '../../src/codec/at-rest';
 import { FileInbox, waitingInFolder } from '../../src/inbox/files';
-import { frame, readFrames } from '../../src/inbox/segment-log';
+import { frame, readFrames, SegmentLog, SegmentLogClosedError } from '../../src/inbox/segment-log';
 import { KEY_A, KEY_B, signalFor } from './support';
 
 describe('file inbox', () => {
@@ -103,6 +112,35 @@ describe('file inbox', () => {
     expect(claim!.entries.map((e) => e.signal)).toEqual([kept]);
     await claim!.settle([], []);
     await restored.close();
+  });
+
+  it('closed while a write prepares its segment: the write is refused and no file is left open or behind', async () => {
+    const dir = path.join(root, 'log');
+    // The files this process holds open in the log's folder (a handle left open would be closed by the collector).
+    const openIn = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${dir}/`);
+        } catch {
+          return false;
+        }
+      });
+    const log = new SegmentLog({ dir, segmentBytes: 256 * 1024 });
+    await log.readExisting();
+    const write = log.write([Buffer.from('{"a":1}')]);
+    await log.close();
+    await expect(write).rejects.toBeInstanceOf(SegmentLogClosedError);
+    await expect(log.write([Buffer.from('{"b":2}')])).rejects.toBeInstanceOf(SegmentLogClosedError);
+    expect(openIn()).toEqual([]);
+    expect(readdirSync(dir)).toEqual([]);
+
+    // Closed with a segment written and the next one being prepared ahead: both closed, the unused one removed.
+    const again = new SegmentLog({ dir, segmentBytes: 256 * 1024 });
+    await again.readExisting();
+    const segment = await again.write([Buffer.from('{"c":3}')]);
+    await again.close();
+    expect(openIn()).toEqual([]);
+    expect(readdirSync(dir)).toEqual([segment.name]);
   });
 
   it('reads records up to a torn last write (never acknowledged) and reports damage before the end', () => {
