@@ -8,7 +8,7 @@ import { writeFileDurably } from '../attachments/files';
 import { type RecordSealer, type SealedJson } from '../codec/at-rest';
 import type { CallbackSignal } from '../contract/definitions';
 import { GroupCommit } from '../group-commit';
-import { readFrames, SegmentLog, type Segment } from './segment-log';
+import { readFrames, SegmentLog, SegmentLogClosedError, type Segment } from './segment-log';
 import {
   DEAD_LETTER_ID,
   newDeadLetterId,
@@ -85,6 +85,7 @@ async function removeTempFiles(dir: string): Promise<void> {
 }
 
 function unavailable(err: unknown): InboxUnavailableError {
+  if (err instanceof SegmentLogClosedError) return new InboxUnavailableError('the inbox is closed', { cause: err });
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   return new InboxUnavailableError(`the inbox folder cannot be written${code ? ` (${code})` : ''}`, { cause: err });
 }
@@ -171,6 +172,8 @@ export class FileInbox implements CallbackInbox {
    */
   #unwritten: string[] = [];
   #settleTimer: NodeJS.Timeout | undefined;
+  /** Set by close, once the last settles are written. */
+  #closed = false;
   /** FileInboxOptions.settleDelayMs: 0 writes each settle at once. */
   readonly #settleDelayMs: number;
   /** When the last write to the log ended (performance.now()). */
@@ -273,9 +276,15 @@ export class FileInbox implements CallbackInbox {
   }
 
   async close(): Promise<void> {
+    if (this.#closed) return;
     await this.#maintenance;
     await this.#writeSettles();
     await this.#commit.idle();
+    // Settles that come after this are not written (their entries are signalled again at the next start, and each
+    // journey knows the delivery ids it has taken): no timer keeps retrying a closed log.
+    this.#closed = true;
+    clearTimeout(this.#settleTimer);
+    this.#settleTimer = undefined;
     await this.#log.close();
   }
 
@@ -442,7 +451,7 @@ export class FileInbox implements CallbackInbox {
   }
 
   #armSettleTimer(delayMs = this.#settleDelayMs): void {
-    if (this.#settleTimer) return;
+    if (this.#settleTimer || this.#closed) return;
     this.#settleTimer = setTimeout(() => {
       this.#settleTimer = undefined;
       if (this.#unwritten.length === 0) return;

@@ -143,6 +143,25 @@ describe('file inbox', () => {
     expect(readdirSync(dir)).toEqual([segment.name]);
   });
 
+  it('a settle that comes after the close is not retried against the closed log', async () => {
+    const inbox = await open();
+    await inbox.append('late', signalFor());
+    const claim = await inbox.claim(10, 10);
+    await inbox.close();
+    const timers = jest.spyOn(global, 'setTimeout');
+    try {
+      // Not written (the entry is signalled again at the next start); it may be refused, as the inbox is closed.
+      await claim!.settle([claim!.entries[0]!.id], []).catch((err: unknown) => {
+        expect(String(err)).toMatch(/the inbox is closed/);
+      });
+      await new Promise((r) => setTimeout(r, 350));
+      // The sleep's own timer only: no settle timer armed, and none re-armed after a failed write every 100 ms.
+      expect(timers).toHaveBeenCalledTimes(1);
+    } finally {
+      timers.mockRestore();
+    }
+  });
+
   it('reads records up to a torn last write (never acknowledged) and reports damage before the end', () => {
     const a = frame(Buffer.from('{"t":"s","ids":["e_000000000000001"]}'));
     const b = frame(Buffer.from('{"t":"s","ids":["e_000000000000002"]}'));
