@@ -172,8 +172,6 @@ export class FileInbox implements CallbackInbox {
    */
   #unwritten: string[] = [];
   #settleTimer: NodeJS.Timeout | undefined;
-  /** Set by close, once the last settles are written. */
-  #closed = false;
   /** FileInboxOptions.settleDelayMs: 0 writes each settle at once. */
   readonly #settleDelayMs: number;
   /** When the last write to the log ended (performance.now()). */
@@ -276,13 +274,13 @@ export class FileInbox implements CallbackInbox {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#log.closed) return;
     await this.#maintenance;
     await this.#writeSettles();
     await this.#commit.idle();
     // Settles that come after this are not written (their entries are signalled again at the next start, and each
-    // journey knows the delivery ids it has taken): no timer keeps retrying a closed log.
-    this.#closed = true;
+    // journey knows the delivery ids it has taken): no timer keeps retrying a closed log. The log counts as closed
+    // from close's first step, before anything else runs.
     clearTimeout(this.#settleTimer);
     this.#settleTimer = undefined;
     await this.#log.close();
@@ -451,7 +449,7 @@ export class FileInbox implements CallbackInbox {
   }
 
   #armSettleTimer(delayMs = this.#settleDelayMs): void {
-    if (this.#settleTimer || this.#closed) return;
+    if (this.#settleTimer || this.#log.closed) return;
     this.#settleTimer = setTimeout(() => {
       this.#settleTimer = undefined;
       if (this.#unwritten.length === 0) return;

@@ -104,6 +104,11 @@ export class SegmentLog {
     this.#o = options;
   }
 
+  /** Whether close was called (from its first step: no write starts after it). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   get currentSegment(): Segment | undefined {
     return this.#current?.segment;
   }
