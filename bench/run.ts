@@ -61,7 +61,7 @@ import type { Client } from '@temporalio/client';
 import YAML from 'yaml';
 import { OPT_IN_PHASES, PHASES, type Ctx, type Options, type Phase } from './lib/context';
 import { benchClient, benchConfig, closeBenchClient } from './lib/journeys';
-import { cpuBusySampler, describeMachine, loadAverage } from './lib/machine';
+import { cpuShareSampler, describeMachine, loadAverage } from './lib/machine';
 import { backgroundCpuGroup, liveProcesses, memoryLimitGroup, ROOT } from '../scripts/lib/processes';
 import { compareWithCommitted, comparisonText } from './lib/regression';
 import { renderReport, targets, type Results } from './lib/report';
@@ -237,7 +237,7 @@ async function main() {
   await mkdir(logDir, { recursive: true });
   const log = (m: string) => console.log(`[bench +${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${m}`);
   const remainingMs = () => started + o.timeoutMs - Date.now() - 45_000;
-  const busy = cpuBusySampler();
+  const shares = cpuShareSampler();
   const results: Results = {
     startedAt: new Date(started).toISOString(),
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
@@ -245,6 +245,7 @@ async function main() {
     machine: describeMachine(),
     loadBefore: loadAverage(),
     cpuBusy: [],
+    cpuSteal: [],
     phaseSeconds: {},
     errors: [],
   };
@@ -291,7 +292,11 @@ async function main() {
   });
   let hooks: HookState | undefined;
   let client: Client | undefined;
-  const busyTimer = setInterval(() => results.cpuBusy.push(busy()), 5_000);
+  const busyTimer = setInterval(() => {
+    const { busy, steal } = shares();
+    results.cpuBusy.push(busy);
+    results.cpuSteal?.push(steal);
+  }, 5_000);
 
   let finishing: Promise<void> | undefined;
   const finish = (code: number, why?: string) => {

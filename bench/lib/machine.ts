@@ -67,20 +67,45 @@ export function loadAverage(): { one: number; five: number; fifteen: number; run
   return { one: Number(one), five: Number(five), fifteen: Number(fifteen), running: running ?? '' };
 }
 
-/** Whole-machine CPU busy share since the previous call (from /proc/stat). */
-export function cpuBusySampler(): () => number {
+/** The whole machine's CPU since the previous call, as shares of all its cores' time (from /proc/stat). */
+export interface CpuShares {
+  /** Running anything: user, nice, system, interrupts. */
+  busy: number;
+  /**
+   * Taken by the hypervisor for other machines while this one had work to run (steal): time the engine's processes
+   * lost that no figure of theirs shows, the usual cause of a run slower than its neighbours on a shared host.
+   */
+  steal: number;
+}
+
+export function cpuShareSampler(): () => CpuShares {
   const read = () => {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    const idle = (line[3] ?? 0) + (line[4] ?? 0);
-    const total = line.reduce((a, b) => a + b, 0);
-    return { idle, total };
+    // user nice system idle iowait irq softirq steal (guest time is counted in user and nice already)
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = readFileSync(
+      '/proc/stat',
+      'utf8',
+    )
+      .split('\n')[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1, 9)
+      .map(Number);
+    const busy = user + nice + system + irq + softirq;
+    return { busy, steal, total: busy + idle + iowait + steal };
   };
   let last = read();
   return () => {
     const now = read();
     const dt = now.total - last.total;
-    const busy = dt > 0 ? 1 - (now.idle - last.idle) / dt : 0;
+    const shares =
+      dt > 0 ? { busy: (now.busy - last.busy) / dt, steal: (now.steal - last.steal) / dt } : { busy: 0, steal: 0 };
     last = now;
-    return busy;
+    return shares;
   };
+}
+
+/** Whole-machine CPU busy share since the previous call (steal not counted: cpuShareSampler). */
+export function cpuBusySampler(): () => number {
+  const sample = cpuShareSampler();
+  return () => sample().busy;
 }

@@ -41,6 +41,8 @@ export interface Results {
   loadAfter?: Load;
   /** Whole-machine CPU busy share, every 5 s. */
   cpuBusy: number[];
+  /** The share the hypervisor took (steal), every 5 s; absent in older results. */
+  cpuSteal?: number[];
   /** Wall time of each phase. */
   phaseSeconds: Record<string, number>;
   stackStartSeconds?: number;
@@ -73,6 +75,7 @@ const STORES: InboxStore[] = ['files', 'postgres'];
 const ms = (v: number | undefined) => fmtMs(v);
 const s1 = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)} s` : '–');
 const pct = (v: number) => `${(v * 100).toFixed(0)} %`;
+const pct1 = (v: number) => `${(v * 100).toFixed(1)} %`;
 const met = (ok: boolean) => (ok ? '**met**' : '**missed**');
 const per = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? '–' : `${v.toFixed(0)}/s`);
 
@@ -89,10 +92,15 @@ function throughputRow(r: ThroughputRun): string {
   return `| ${r.label} | ${r.completed}/${r.n} | ${s1(r.wallSeconds)} | **${r.perSecond.toFixed(1)}/s** | ${ms(r.timeToCompleteMs.p50)} | ${ms(r.timeToCompleteMs.p99)} | ${ms(r.startMs.p50)} / ${ms(r.startMs.p99)} | ${fmtCpuPerJourney(r.cpuPerJourney)} |`;
 }
 
-/** `33.1 and 34.6/s`: the rates of the runs a row pools. */
-function runRates(r: ThroughputRun | undefined): string {
+/** `33.1 and 34.6/s`: the rates of the runs a row pools (and the CPU the hypervisor took in each, when measured). */
+export function runRates(r: ThroughputRun | undefined): string {
   const rates = r?.runsPerSecond ?? (r ? [r.perSecond] : []);
-  return `${rates.map((x) => x.toFixed(1)).join(rates.length === 2 ? ' and ' : ', ')}/s`;
+  const join = (xs: string[]) => xs.join(xs.length === 2 ? ' and ' : ', ');
+  const steal = r?.runsSteal ?? (r?.steal !== undefined ? [r.steal] : undefined);
+  return (
+    `${join(rates.map((x) => x.toFixed(1)))}/s` +
+    (steal ? ` (the hypervisor took ${join(steal.map((x) => (x * 100).toFixed(1)))} % of the CPU)` : '')
+  );
 }
 
 /** The share of the raw ceiling the journeys should reach. */
@@ -1252,7 +1260,10 @@ export function renderReport(
   const o = r.options;
   const L: string[] = [];
   const loadLine = (l: Load | undefined) => (l ? `${l.one} / ${l.five} / ${l.fifteen}` : '–');
-  const busy = r.cpuBusy.length ? r.cpuBusy.reduce((a, b) => a + b, 0) / r.cpuBusy.length : NaN;
+  const mean = (xs: number[] | undefined) => (xs?.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+  const busy = mean(r.cpuBusy);
+  const steal = mean(r.cpuSteal);
+  const stealMax = r.cpuSteal?.length ? Math.max(...r.cpuSteal) : NaN;
   L.push(
     '# Performance',
     '',
@@ -1277,6 +1288,12 @@ export function renderReport(
     `| Fastify | ${m.fastify} |`,
     `| Load average (1/5/15 min) | before ${loadLine(r.loadBefore)}; after ${loadLine(r.loadAfter)} |`,
     `| CPU busy during the run | ${Number.isFinite(busy) ? pct(busy) : '–'} on average (whole machine, /proc/stat, every 5 s) |`,
+    ...(Number.isFinite(steal)
+      ? [
+          `| CPU taken by the hypervisor (steal) | ${pct1(steal)} on average, ${pct1(stealMax)} in the worst 5 s: time ` +
+            'the machine had work to run and another guest of its host ran instead, which slows every figure of that moment and none shows |',
+        ]
+      : []),
     `| CPU weights | ${cpuWeights(o)} |`,
     `| Temporal's store | ${temporalStoreLine(o)} |`,
     '',

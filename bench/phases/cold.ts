@@ -70,6 +70,9 @@ export async function coldStartPhase(
       if (Number.isNaN(apiUpMs) && (await httpOk(`${api}/healthz`, 1_000))) apiUpMs = performance.now() - t0;
       if (await httpOk(`${api}/readyz`, 1_000)) {
         readyMs = performance.now() - t0;
+        // Up by the time it is ready, when no probe of /healthz saw it first (a first answer slower than the probe's
+        // second, or the API listening between that probe and this one).
+        if (Number.isNaN(apiUpMs)) apiUpMs = readyMs;
         break;
       }
       await sleep(50);

@@ -4,10 +4,11 @@
 // on its own worker and task queue (bench/raw-workflows.ts).
 import { Client, Connection } from '@temporalio/client';
 import type { Ctx } from '../lib/context';
-import { listWorkflows, pool, startThroughApi } from '../lib/journeys';
+import { countWorkflows, listWorkflows, pool, startThroughApi } from '../lib/journeys';
 import { cpuSeconds, ManagedProcess, outputProbe, tsx } from '../../scripts/lib/processes';
 import { CLINICS } from '../lib/stack';
 import { summarize, type Summary } from '../lib/stats';
+import { cpuShareSampler } from '../lib/machine';
 import { RAW_TASK_QUEUE } from '../raw-workflows';
 import { SearchAttr } from '../../src/contract/definitions';
 
@@ -30,6 +31,10 @@ export interface ThroughputRun {
   cpuPerJourney?: Record<string, number>;
   /** Each run's journeys per second, in the order they ran, when this row pools several runs. */
   runsPerSecond?: number[];
+  /** The share of the machine's CPU the hypervisor took (steal) over the run; absent in older results. */
+  steal?: number;
+  /** Each run's steal, as runsPerSecond. */
+  runsSteal?: number[];
   /** The runs' samples, while they are pooled (not kept in the results). */
   samples?: { ttc: number[]; start: number[] };
 }
@@ -123,6 +128,7 @@ export function pooled(runs: ThroughputRun[]): ThroughputRun {
     startErrors: runs.reduce((a, r) => a + r.startErrors, 0),
     ...(Object.keys(cpu).length > 0 ? { cpuPerJourney: cpu } : {}),
     ...(runs.length > 1 ? { runsPerSecond: runs.map((r) => r.perSecond) } : {}),
+    ...(runs.length > 1 && runs.every((r) => r.steal !== undefined) ? { runsSteal: runs.map((r) => r.steal!) } : {}),
   };
 }
 
@@ -139,6 +145,7 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
   // Warm-up (not measured, another clinic), waited for until each has completed: the API's start route compiles its
   // schemas on first use, and the API's and the worker's code is compiled by the JIT over the first journeys (with
   // five, the first run went at three quarters of the second's rate).
+  const warmSince = new Date();
   const warm = await pool(
     Array.from({ length: Math.min(30, n) }, (_, i) => i),
     10,
@@ -149,10 +156,13 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
     client,
     `ClinicId = '${CLINICS.hook.clinicId}' AND ExecutionStatus != 'Running'`,
     warm.filter((x) => x.ok).map((x) => x.id),
+    warmSince,
   );
   const idempotencyKeys = Array.from({ length: n }, (_, i) => `tput-${ctx.runTag}-${tag}-${i}`);
   ctx.log(`throughput: starting ${n} GFE journeys through the API (${o.startConcurrency} at a time)...`);
   const cpu0 = await cpuNow(ctx);
+  const shares = cpuShareSampler();
+  const since = new Date();
   const sends = await pool(idempotencyKeys, o.startConcurrency, (key) => startViaApi(ctx, clinic.token, key));
   const okCount = sends.filter((s) => s.ok).length;
   ctx.log(`throughput: ${okCount} started; waiting for them to complete...`);
@@ -161,9 +171,11 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
     client,
     `ClinicId = '${clinic.clinicId}'`,
     sends.filter((x) => x.ok).map((x) => x.id),
+    since,
   );
   const cpuPerJourney = perJourney(cpu0, await cpuNow(ctx), closed.size);
-  return { ...measure('GFE journeys (API, sandbox callbacks)', sends, closed), cpuPerJourney };
+  const { steal } = shares();
+  return { ...measure('GFE journeys (API, sandbox callbacks)', sends, closed), cpuPerJourney, steal };
 }
 
 export async function rawThroughput(
@@ -191,6 +203,8 @@ export async function rawThroughput(
     const ids = Array.from({ length: n }, (_, i) => `raw-${ctx.runTag}-${tag}-${i}`);
     ctx.log(`throughput: starting ${n} raw workflows (${label})...`);
     const cpu0 = await cpuNow(ctx, worker);
+    const shares = cpuShareSampler();
+    const since = new Date();
     const sends = await pool(ids, o.startConcurrency, async (id) => {
       const sentAt = Date.now();
       const t = performance.now();
@@ -220,9 +234,11 @@ export async function rawThroughput(
       raw,
       `WorkflowType = 'rawJourney'`,
       sends.filter((x) => x.ok).map((x) => x.id),
+      since,
     );
     const cpuPerJourney = perJourney(cpu0, await cpuNow(ctx, worker), closed.size);
-    return { ...measure(label, sends, closed), cpuPerJourney };
+    const { steal } = shares();
+    return { ...measure(label, sends, closed), cpuPerJourney, steal };
   } finally {
     await connection.close();
     await worker.stop(30_000);
@@ -230,25 +246,43 @@ export async function rawThroughput(
 }
 
 /**
- * Polls the list until every one of these workflows has closed (or the time is up); the close time of each that
- * completed. Counting only our own ids: a count of the whole query would include warm-ups and earlier runs.
+ * Waits until every one of these workflows has closed (or the time is up); the close time of each that completed.
+ * While they run it polls two counts of the run's own workflows (those started since `since`), which the server
+ * answers without reading them; the list, with the close times, is read once nothing of the run is running. A list
+ * every second of every workflow the query matched (earlier runs' too) cost the server more with each run, and that
+ * cost was counted against the run's journeys. Only our own ids are kept: the query may match warm-ups.
  */
-async function waitForClosed(ctx: Ctx, client: Client, query: string, ids: string[]): Promise<Map<string, number>> {
+async function waitForClosed(
+  ctx: Ctx,
+  client: Client,
+  query: string,
+  ids: string[],
+  since?: Date,
+): Promise<Map<string, number>> {
   const want = new Set(ids);
+  const scoped = since ? `(${query}) AND StartTime >= '${since.toISOString()}'` : query;
   const until = Date.now() + Math.min(300_000, ctx.remainingMs());
   for (;;) {
-    const closed = new Map<string, number>();
-    let open = 0;
-    for (const w of await listWorkflows(client, query).catch(() => [])) {
-      if (!want.has(w.workflowId)) continue;
-      if (!w.closeTime) open++;
-      else if (w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
-    }
-    const seen = closed.size + open;
-    if ((open === 0 && seen >= want.size) || Date.now() > until) {
-      if (open > 0 || seen < want.size)
-        ctx.log(`throughput: ${want.size - closed.size} of ${want.size} not completed in time`);
-      return closed;
+    const [running, seen] = await Promise.all([
+      countWorkflows(client, `(${scoped}) AND ExecutionStatus = 'Running'`).catch(() => undefined),
+      countWorkflows(client, scoped).catch(() => undefined),
+    ]);
+    const late = Date.now() > until;
+    if ((running === 0 && seen !== undefined && seen >= want.size) || late) {
+      const closed = new Map<string, number>();
+      let open = 0;
+      let listed = 0;
+      for (const w of await listWorkflows(client, scoped).catch(() => [])) {
+        if (!want.has(w.workflowId)) continue;
+        listed++;
+        if (!w.closeTime) open++;
+        else if (w.status === 'COMPLETED') closed.set(w.workflowId, w.closeTime.getTime());
+      }
+      if ((open === 0 && listed >= want.size) || late) {
+        if (open > 0 || listed < want.size)
+          ctx.log(`throughput: ${want.size - closed.size} of ${want.size} not completed in time`);
+        return closed;
+      }
     }
     await new Promise((r) => setTimeout(r, 1_000));
   }
@@ -265,6 +299,11 @@ function startRawWorker(ctx: Ctx, tag: string, address: string): Promise<Managed
     cpuGroup: ctx.o.backgroundGroup,
     ready: outputProbe('raw worker polling'),
   }).up();
+}
+
+/** `; the hypervisor took 0.4 % of the CPU` for a run whose steal was measured. */
+function fmtSteal(r: ThroughputRun): string {
+  return r.steal === undefined ? '' : `; the hypervisor took ${(r.steal * 100).toFixed(1)} % of the CPU`;
 }
 
 /** `temporal 31 ms, worker 12 ms, ...` (CPU milliseconds per journey, largest first). */
@@ -292,7 +331,7 @@ export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
       const raw = await rawThroughput(ctx, n, `ceiling-${i}`, 'raw workflows (same shape, no HTTP)');
       runs.raw.push(raw);
       ctx.log(
-        `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}`,
+        `throughput: raw ${raw.completed}/${raw.n} in ${raw.wallSeconds.toFixed(1)} s = ${raw.perSecond.toFixed(1)}/s, time to complete p50 ${raw.timeToCompleteMs.p50.toFixed(0)} p99 ${raw.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(raw.cpuPerJourney)}${fmtSteal(raw)}`,
       );
     } else if (kind === 'visible') {
       const v = await rawThroughput(ctx, n, tag, 'raw workflows telling Temporal what a journey tells it', {
@@ -300,13 +339,13 @@ export async function throughputPhase(ctx: Ctx): Promise<ThroughputResults> {
       });
       runs.visible.push(v);
       ctx.log(
-        `throughput: raw with the journeys' visibility writes ${v.completed}/${v.n} in ${v.wallSeconds.toFixed(1)} s = ${v.perSecond.toFixed(1)}/s; CPU per journey ${fmtCpuPerJourney(v.cpuPerJourney)}`,
+        `throughput: raw with the journeys' visibility writes ${v.completed}/${v.n} in ${v.wallSeconds.toFixed(1)} s = ${v.perSecond.toFixed(1)}/s; CPU per journey ${fmtCpuPerJourney(v.cpuPerJourney)}${fmtSteal(v)}`,
       );
     } else {
       const gfe = await gfeThroughput(ctx, n, tag);
       runs.gfe.push(gfe);
       ctx.log(
-        `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(gfe.cpuPerJourney)}`,
+        `throughput: GFE ${gfe.completed}/${gfe.n} in ${gfe.wallSeconds.toFixed(1)} s = ${gfe.perSecond.toFixed(1)}/s, time to complete p50 ${gfe.timeToCompleteMs.p50.toFixed(0)} p99 ${gfe.timeToCompleteMs.p99.toFixed(0)} ms; CPU per journey ${fmtCpuPerJourney(gfe.cpuPerJourney)}${fmtSteal(gfe)}`,
       );
     }
   }
