@@ -553,6 +553,15 @@ function developmentTuning(r: Results): string[] {
       `(18:32 UTC): GFE 25.1 and 26.5/s, raw 36.3 and 32.4/s (75 %). This run: ${
         r.throughput ? `${pct(r.throughput.ratio)}` : 'not measured'
       } |`,
+    "| **Throughput's runs wait on counts of their own workflows** (bench/phases/throughput.ts; 2026-11-30). Each " +
+      "run listed every workflow its query matched, earlier runs' too, every second until its last one closed: the " +
+      'server paid more for that list with each run, and the raw kinds, whose query matched every raw run, paid ' +
+      "most, on the same cores as the workflows measured. Now two counts of the run's own workflows (started since " +
+      'its first start) each second, and one list at the end. | `npm run bench -- --only throughput` (03:53 UTC): ' +
+      'raw 25.5 and 20.3/s, visible 20.1 and 19.0/s, GFE 18.4 and 15.6/s: 75 % | The same at 03:57 UTC: raw 29.4 ' +
+      `and 28.6/s, visible 22.0 and 22.5/s, GFE 18.6 and 19.2/s: 65 %: the runs of a kind agree, and the ceiling is higher. This run: ${
+        r.throughput ? `${pct(r.throughput.ratio)}` : 'not measured'
+      } |`,
     "| **The forwarder's cost is measured in one process too** (bench/ack-layers.ts; 2026-11-29), as the " +
       "other layers': the API with it running, each round until it has signalled and settled every callback, " +
       'against the API without it. Across processes it was the difference of two noisy loads. | The full run of ' +
