@@ -108,6 +108,8 @@ export async function npmTestPhase(
     command: 'npm',
     args: ['test', '--', '--ci'],
     logDir,
+    // An interrupted bench stops the whole run, not npm alone.
+    stopsAsGroup: true,
     env: { FORCE_COLOR: '0' },
   });
   let firstResultMs = NaN;

@@ -54,6 +54,11 @@ export interface ProcessOptions {
   readyTimeoutMs?: number;
   /** SIGTERM grace before SIGKILL; default 15 s. */
   stopGraceMs?: number;
+  /**
+   * Every stop signals its whole process group, not the process alone: for a command whose own exit does not end what
+   * it started (npm exits on SIGTERM and leaves jest, its workers and the servers they run).
+   */
+  stopsAsGroup?: boolean;
   /** Called when the process exits without having been asked to (a crash, a kill from outside). */
   onUnexpectedExit?: (why: string) => void;
   /** Supervised: started again this long after it exits on its own, as an orchestrator would. */
@@ -218,7 +223,7 @@ export class ManagedProcess {
     this.#wanted = false;
     const child = this.#child;
     if (!child) return;
-    signalPid(child.pid, signal, group);
+    signalPid(child.pid, signal, group || this.o.stopsAsGroup === true);
     const timer = setTimeout(() => {
       this.o.log?.(`${this.name} did not stop in ${Math.round(graceMs / 1000)} s; killing it`);
       signalPid(child.pid, 'SIGKILL', true);
