@@ -9,7 +9,7 @@ import type { PatientKeys } from '../../src/patient-keys/patient-keys';
 import { connectClient } from '../../src/temporal';
 import { webhookToken } from '../../src/webhook-url';
 import { journeyWorkflowId, SearchAttr } from '../../src/contract/definitions';
-import type { JourneyInput } from '../../src/contract/journey-request';
+import { JOURNEY_RULES, type JourneyInput } from '../../src/contract/journey-request';
 import { sleep } from '../../scripts/lib/processes';
 
 export function benchConfig(env: Record<string, string>): Config {
@@ -64,6 +64,7 @@ export function gfeInput(config: Config, clinicId: string, journeyId: string, la
     additionalData: JSON.stringify({ bench: journeyId }),
     timings: config.timings,
     callbackFloodLimit: config.callbackFloodLimit,
+    rules: JOURNEY_RULES,
   };
 }
 

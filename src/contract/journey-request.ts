@@ -346,9 +346,21 @@ export const JourneyRequest = z
   });
 export type JourneyRequest = z.infer<typeof JourneyRequest>;
 
+/**
+ * The rules a journey started now runs by, named in its start (JourneyInput's `rules`): the newest rules of
+ * src/workflows/journey-rules.ts, by the name of their patch marker. A worker that knows them runs them and records no
+ * marker for them; one that does not (an earlier release, during a deploy) records the markers of its own rules.
+ */
+export const JOURNEY_RULES = 'journey-rules-2027-02';
+
 /** What the workflow receives: the request with every timing resolved (deployment defaults, then overrides). */
 export type JourneyInput = Omit<JourneyRequest, 'timings'> & {
   timings: JourneyTimings;
+  /**
+   * The rules its starter named (JOURNEY_RULES). Absent (a journey started before starters named them): the patch
+   * markers of its history decide, recorded at its first workflow task.
+   */
+  rules?: string;
   /**
    * The deployment's (never the clinic's) number of callbacks after which the journey asks for a person, and again each
    * time as many more came (JOURNEY_CALLBACK_FLOOD_LIMIT). Absent: 100, as for journeys started before it was set.

@@ -1,7 +1,9 @@
-// The rules a journey runs by: today's, or those its history was made with. Each rule came as a patch of the workflow;
-// a journey of today's rules records one marker for all of them, and one started before replays, and goes on, with the
-// rules of its history (each patch asked in the order it always was).
-import { patched } from '@temporalio/workflow';
+// The rules a journey runs by: today's, or those its history was made with. Each rule came as a patch of the workflow.
+// A journey whose start named today's rules (the API names them: JOURNEY_RULES) runs them and records no marker; one
+// started without, or whose first task a worker of an earlier release ran, records one marker for all the rules it
+// runs; one started before replays, and goes on, with the rules of its history (each patch asked in the order it
+// always was).
+import { patched, workflowInfo } from '@temporalio/workflow';
 import type { JourneyRules } from './journey-state';
 /** Callbacks lacking ids resolved by rx number and by drug (journey-state's `callbackRules` 2). */
 const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
@@ -78,8 +80,42 @@ export interface HistoryRules extends JourneyRules {
   asksUntilKnown: boolean;
 }
 
+/**
+ * The rules a start request can name (JourneyInput's `rules`): a journey started with them runs today's rules and
+ * records no marker for them. The newest rules marker's name, so that a marker recorded for them says the same.
+ */
+export const TODAYS_RULES = JOURNEY_RULES_2027_02;
+
+/** Today's rules: every patch above in force. */
+const TODAY: HistoryRules = {
+  callbackRules: 2,
+  deferredWaits: true,
+  adoptsEvidence: true,
+  drugsGrace: true,
+  provesOwnership: true,
+  shipmentsAwaitProof: true,
+  current: true,
+  inSequence: true,
+  sendingRecorded: true,
+  asksUntilKnown: true,
+};
+
+/**
+ * The rules this history runs by. A journey whose start request named today's rules (`started`) runs them: decided
+ * the first time its first workflow task runs, no marker recorded, nothing asked of the SDK. Replayed, the markers its
+ * history holds decide, asked as always: a worker of an earlier release, which does not read the start request's
+ * rules, may have run that first task (during a deploy) and recorded the markers of its own rules. Without a marker and
+ * without named rules, the history is one of the oldest, as before.
+ */
+export function rulesOfThisHistory(started?: string): HistoryRules {
+  const named = started === TODAYS_RULES;
+  if (named && !workflowInfo().unsafe.isReplaying) return TODAY;
+  const marked = markedRules();
+  return named && !marked.anyMarker ? TODAY : marked;
+}
+
 /** Asks the patches, in the order the workflow always asked them, and names what each decided. */
-export function rulesOfThisHistory(): HistoryRules {
+function markedRules(): HistoryRules & { anyMarker: boolean } {
   const asksUntilKnown = patched(JOURNEY_RULES_2027_02);
   const shipmentsAwaitProof = asksUntilKnown || patched(JOURNEY_RULES_2027_01);
   const provesOwnership = shipmentsAwaitProof || patched(JOURNEY_RULES_2026_12);
@@ -92,6 +128,8 @@ export function rulesOfThisHistory(): HistoryRules {
   const inSequence = current || patched(NOTIFICATIONS_IN_SEQUENCE);
   const sendingRecorded = current || patched(INVITE_SENDING_RECORDED);
   return {
+    anyMarker:
+      current || callbackRules === 2 || deferredWaits || adoptsEvidence || drugsGrace || inSequence || sendingRecorded,
     callbackRules,
     deferredWaits,
     adoptsEvidence,

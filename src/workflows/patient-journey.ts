@@ -10,7 +10,7 @@ import type { JourneySummary } from './journey-state';
 
 export async function patientJourney(input: JourneyInput): Promise<JourneySummary> {
   // Set up: the rules this history was made with, the journey, the signals, query and updates it answers.
-  const journey = openJourney(input, rulesOfThisHistory());
+  const journey = openJourney(input, rulesOfThisHistory(input.rules));
   takeMessages(journey);
   journey.publish();
 

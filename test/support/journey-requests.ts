@@ -2,6 +2,7 @@
 import type { AttachmentStore } from '../../src/attachments/types';
 import {
   DEFAULT_TIMINGS,
+  JOURNEY_RULES,
   type CustomPharmacy,
   type JourneyInput,
   type Scenario,
@@ -85,5 +86,6 @@ export function journeyInput(
     additionalData: JSON.stringify({ clinicRef: journeyId }),
     // Drugs one per event 2 (the flat layout) come within moments here: a short wait for more.
     timings: { ...DEFAULT_TIMINGS, moreDrugsGraceMs: 2_000 },
+    rules: JOURNEY_RULES,
   };
 }

@@ -18,6 +18,7 @@ import {
 } from '../../src/contract/definitions';
 import {
   DEFAULT_TIMINGS,
+  JOURNEY_RULES,
   JourneyRequest,
   resolveTimings,
   type JourneyInput,
@@ -128,7 +129,8 @@ export function journeyInput(
     custom_pharmacy: OWN_PHARMACY_EXAM,
     partner_pharmacy: PARTNER_EXAM,
   };
-  const { timings, ...rest } = overrides;
+  // Today's rules named as the API names them; `rules: undefined` starts one as a starter of an earlier release did.
+  const { timings, rules = 'rules' in overrides ? undefined : JOURNEY_RULES, ...rest } = overrides;
   const exams = rest.exams ?? [exam[scenario].id];
   // Checked as the API would check a clinic's request, so every journey here is one a clinic could start.
   const request = JourneyRequest.parse({
@@ -141,7 +143,11 @@ export function journeyInput(
     ...rest,
     timings,
   });
-  return { ...request, timings: resolveTimings(DEFAULT_TIMINGS, request.timings) };
+  return {
+    ...request,
+    timings: resolveTimings(DEFAULT_TIMINGS, request.timings),
+    ...(rules !== undefined ? { rules } : {}),
+  };
 }
 
 /** The documents the catalog requires of these exams (attachments_required 2), one file each. */

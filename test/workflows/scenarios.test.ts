@@ -20,10 +20,38 @@ import {
 } from './harness';
 import { attachmentRetentionId } from '../../src/workflows/attachment-retention';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { JOURNEY_RULES } from '../../src/contract/journey-request';
+import { TODAYS_RULES } from '../../src/workflows/journey-rules';
 
 const h = useHarness();
 
 const containsPhi = (text: string) => PHI_VALUES.filter((v) => text.includes(v));
+
+type History = temporal.api.history.v1.IHistory;
+
+/** Replays a history against today's workflow code: undefined, or the replay's error. */
+async function replays(history: History, workflowId: string): Promise<void> {
+  await Worker.runReplayHistory({ workflowBundle: h.bundle }, history, workflowId);
+}
+
+/** The history with these fields added to its start's input (the journey's input is the start's one JSON payload). */
+function withStartInput(history: History, fields: Record<string, unknown>): History {
+  const History = temporal.api.history.v1.History;
+  const copy = History.decode(History.encode(history).finish());
+  const payload = copy.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload?.data) throw new Error('the history starts without an input');
+  const input = JSON.parse(Buffer.from(payload.data).toString('utf8')) as Record<string, unknown>;
+  payload.data = Buffer.from(JSON.stringify({ ...input, ...fields }));
+  return copy;
+}
+
+describe('the rules a start names', () => {
+  it("are the workflow's own today's rules (a start naming rules a worker does not know records its own marker)", () => {
+    expect(JOURNEY_RULES).toBe(TODAYS_RULES);
+  });
+});
 
 describe('good faith exam', () => {
   it('completes on event 1 with the verdict, keeping search attributes current, without PHI anywhere', async () => {
@@ -82,12 +110,22 @@ describe('good faith exam', () => {
       expect(j.service.count('exam_invite_resend')).toBe(0);
       expect(j.service.count('exam_invite_cancel')).toBe(0);
 
-      // What it cost Temporal: one patch marker for today's rules (not one per rule, each with its own upsert of
-      // TemporalChangeVersion), the exam list read by a local activity (a marker, no activity task), one activity
-      // (the invite), and at most one upsert of the journey's own attributes per workflow task.
-      const events = (await j.handle.fetchHistory()).events ?? [];
+      // What it cost Temporal: no patch marker (its start named today's rules; a marker is one more event and the
+      // SDK's upsert of TemporalChangeVersion, a write to the visibility store), the exam list read by a local
+      // activity (a marker, no activity task), one activity (the invite), and at most one upsert of the journey's own
+      // attributes per workflow task.
+      const history = await j.handle.fetchHistory();
+      const events = history.events ?? [];
       const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
-      expect(markers).toEqual(['core_patch', 'core_local_activity']);
+      expect(markers).toEqual(['core_local_activity']);
+      expect(
+        events.some(
+          (e) =>
+            e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion,
+        ),
+      ).toBe(false);
+      // Its history replays with today's rules decided again without the marker.
+      await expect(replays(history, j.handle.workflowId)).resolves.toBeUndefined();
       expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
       // The journey's own upserts: the stages it went through, each once (several changes within one workflow task
       // activation published together), and only the attributes that changed.
@@ -103,6 +141,27 @@ describe('good faith exam', () => {
         'awaiting_consultation: ExamStatus,JourneyStage,PatientExamIds',
         'completed: ExamStatus,JourneyStage',
       ]);
+    });
+  });
+
+  it("records today's rules as one marker when its start names none, and replays by it", async () => {
+    // A start from a release before starters named the rules (or a client of its own that does not).
+    const input = journeyInput('gfe', { rules: undefined });
+    expect(input).not.toHaveProperty('rules');
+    await withJourney(h, { input }, async (j) => {
+      const id = await j.firstPatientExamId();
+      await j.consultation(id, 'Approved');
+      const result = await j.handle.result();
+      expect(result.stage).toBe('completed');
+      const history = await j.handle.fetchHistory();
+      const markers = (history.events ?? []).flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
+      expect(markers).toEqual(['core_patch', 'core_local_activity']);
+      await expect(replays(history, j.handle.workflowId)).resolves.toBeUndefined();
+      // The same history, as if its start had named the rules and a worker of an earlier release (which does not
+      // read them) had run its first task: the marker it recorded decides, and the history replays.
+      await expect(
+        replays(withStartInput(history, { rules: JOURNEY_RULES }), j.handle.workflowId),
+      ).resolves.toBeUndefined();
     });
   });
 

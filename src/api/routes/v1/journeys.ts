@@ -45,7 +45,12 @@ import {
   resendUpdate,
   submitAnswersUpdate,
 } from '../../../contract/definitions';
-import { resolveTimings, type AttachmentRef, type JourneyInput } from '../../../contract/journey-request';
+import {
+  JOURNEY_RULES,
+  resolveTimings,
+  type AttachmentRef,
+  type JourneyInput,
+} from '../../../contract/journey-request';
 import { rulesOf } from '../../../contract/request-rules';
 
 /** What an action on a journey (an update) may answer beside 200. */
@@ -366,6 +371,7 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
           journeyId,
           timings: resolveTimings(ctx.config.timings, body.timings),
           callbackFloodLimit: ctx.config.callbackFloodLimit,
+          rules: JOURNEY_RULES,
         };
         const outcome = await ctx.journeys.start(
           input,
