@@ -562,6 +562,14 @@ function developmentTuning(r: Results): string[] {
       `and 28.6/s, visible 22.0 and 22.5/s, GFE 18.6 and 19.2/s: 65 %: the runs of a kind agree, and the ceiling is higher. This run: ${
         r.throughput ? `${pct(r.throughput.ratio)}` : 'not measured'
       } |`,
+    "| **A journey whose start names today's rules records no patch marker** (src/workflows/journey-rules.ts; " +
+      "2026-11-30). The API names the rules in the journey's input; a worker that knows them runs them without " +
+      '`patched()`: no marker event and no upsert of TemporalChangeVersion, a write to the visibility store. Replayed, ' +
+      'the markers of a history still decide first (a first task run by an earlier release during a ramp). | ' +
+      '`npm run bench -- --only throughput` (03:57 UTC): GFE 18.6 and 19.2/s, the server 45.9 and 46.1 ms and the ' +
+      'worker 33.1 and 31.2 ms of CPU per journey: 65 % of raw | The same (04:49 and 04:53 UTC): GFE 21.8 and 22.4/s, ' +
+      'then 23.2 and 23.9/s; the server 35.0 to 38.6 ms, the worker 25.0 to 27.2 ms per journey: 73 % and 82 % of ' +
+      `raw (the raw runs 26.1 to 31.7/s). This run: ${r.throughput ? `${pct(r.throughput.ratio)}` : 'not measured'} |`,
     "| **The forwarder's cost is measured in one process too** (bench/ack-layers.ts; 2026-11-29), as the " +
       "other layers': the API with it running, each round until it has signalled and settled every callback, " +
       'against the API without it. Across processes it was the difference of two noisy loads. | The full run of ' +
