@@ -5,15 +5,14 @@
 // (bench/raw-worker.ts).
 //
 // With `visible`, the same shape also tells Temporal what a journey tells it for the clinic and the operators, and
-// nothing more: started with the journey's search attributes, one patch marker (with the SDK's upsert of
-// TemporalChangeVersion), its stage upserted as a journey's is (inviting, awaiting_consultation with the exam
-// status, completed), and the invite's heartbeat (the journey's evidence of sending). The gap between the two is what
+// nothing more: started with the journey's search attributes, its stage upserted as a journey's is (inviting,
+// awaiting_consultation with the exam status, completed), and the invite's heartbeat (the journey's evidence of
+// sending). No patch marker: a journey whose start names today's rules records none. The gap between the two is what
 // the visibility writes cost this server; the gap from there to the journeys is the engine's own.
 // Workflow code: deterministic, imports @temporalio/workflow and the journeys' search attribute keys only.
 import {
   condition,
   defineSignal,
-  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -34,17 +33,13 @@ export const rawCallback = defineSignal<[{ event: number; patientExamId: number 
 
 const act = proxyActivities<RawActivities>({ startToCloseTimeout: '45 seconds', retry: { maximumAttempts: 8 } });
 
-/** The marker a `visible` raw workflow records (a journey records one for its rules). */
-export const RAW_RULES_PATCH = 'bench-raw-rules';
-
 export async function rawJourney(input: { delayMs: number; visible?: boolean }): Promise<{ patientExamId: number }> {
   const visible = input.visible === true;
   let received: number | undefined;
   setHandler(rawCallback, (cb) => {
     received = cb.patientExamId;
   });
-  if (visible && patched(RAW_RULES_PATCH))
-    upsertSearchAttributes([{ key: SearchAttr.JourneyStage, value: 'inviting' }]);
+  if (visible) upsertSearchAttributes([{ key: SearchAttr.JourneyStage, value: 'inviting' }]);
   await act.rawCatalog();
   await act.rawInvite(workflowInfo().workflowId, input.delayMs, visible);
   if (visible) {

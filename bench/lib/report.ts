@@ -911,7 +911,7 @@ function analysis(r: Results): string[] {
         `CPU per journey: the server ${c(t.gfe, 'temporal').toFixed(1)} ms against ${c(t.raw, 'temporal').toFixed(1)} ms ` +
         'per raw workflow; what a GFE journey asks of it beyond its raw twin is what a clinic sees of it (search ' +
         'attributes written at each stage it can be found in: a start with them, then inviting, awaiting consultation ' +
-        "and completed; the patch marker of today's rules with the SDK's upsert of TemporalChangeVersion; the " +
+        'and completed; the ' +
         'heartbeat that records the invite as being sent; encrypted payloads). Beside it: the worker ' +
         `${c(t.gfe, 'worker').toFixed(1)} ms against ${c(t.raw, 'worker').toFixed(1)} ms (HTTP to the service, the ` +
         `payload codec, the journey's own code), the API ${c(t.gfe, 'api').toFixed(1)} ms (the start request, the ` +
@@ -1382,7 +1382,7 @@ export function renderReport(
       ...(x.rawVisible && x.ratioVisible !== undefined
         ? [
             "*Raw workflows telling Temporal what a journey tells it*: the raw shape started with the journey's " +
-              "search attributes, one patch marker (with the SDK's upsert of TemporalChangeVersion), its stage " +
+              'search attributes, its stage ' +
               "upserted as a journey's is (inviting; awaiting consultation with the exam status; completed) and " +
               "the invite's heartbeat awaited by the server (bench/raw-workflows.ts `visible`). It ran at " +
               `**${pct(x.rawVisible.perSecond / x.raw.perSecond)}** of the raw ceiling: what the clinic's and the ` +
@@ -1402,7 +1402,8 @@ export function renderReport(
         `the rules of 2026-11, 41 events: 6 patch markers, each with the SDK's upsert of TemporalChangeVersion, and ` +
         '6 upserts of its own search attributes (three of them within one workflow task), 2 activities (the exam list ' +
         "and the invite), 4 workflow tasks. With today's rules (`journey-rules-2026-11`, since `journey-rules-2026-12`, `journey-rules-2027-01` and `journey-rules-2027-02`, " +
-        'src/workflows/journey-rules.ts), 23 events: one patch marker for all the rules, the exam list read by a local ' +
+        'src/workflows/journey-rules.ts), 23 events: one patch marker for all the rules; since 2026-11-30, when the ' +
+        'start names those rules (the API does), 21: no marker and no upsert of TemporalChangeVersion. The exam list read by a local ' +
         "activity (from the worker's cache, no activity task and no workflow task of its own), search attributes " +
         'written once per workflow task activation and only those that changed (the start request carries the first ' +
         'ones), 3 workflow tasks, 1 activity. Measured the day it changed (`npm run bench -- --only throughput`, ' +

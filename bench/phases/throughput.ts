@@ -47,8 +47,7 @@ export interface ThroughputResults {
   ratio: number;
   /**
    * The raw shape telling Temporal what a journey tells it (search attributes at the start and at each stage, the
-   * patch marker, the invite's heartbeat; bench/raw-workflows.ts `visible`), and the journeys against it. Absent in
-   * older results.
+   * invite's heartbeat; bench/raw-workflows.ts `visible`), and the journeys against it. Absent in older results.
    */
   rawVisible?: ThroughputRun;
   ratioVisible?: number;
