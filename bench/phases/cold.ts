@@ -95,6 +95,10 @@ export async function coldStartPhase(
  * `npm test -- --ci` in its own process group. "first": until the first test file reports (PASS/FAIL), then the
  * group is stopped (SIGTERM, then SIGKILL: jest, its workers and the servers they started). "full": to the end.
  */
+/** A test file's result line: `PASS test/x.test.ts`, or with the tier the project's reporter names (`PASS unit test/...`). */
+const TEST_RESULT = /^(PASS|FAIL) (?:[a-z-]+ )?(\S+\.test\.[cm]?[jt]s)/m;
+const FAILED_FILE = /^FAIL (?:[a-z-]+ )?(\S+\.test\.[cm]?[jt]s)/gm;
+
 export async function npmTestPhase(
   mode: 'first' | 'full',
   logDir: string,
@@ -118,7 +122,7 @@ export async function npmTestPhase(
   while (child.running && performance.now() - t0 < limit) {
     if (!firstResult) {
       const text = child.output();
-      const m = /^(PASS|FAIL) (\S+)/m.exec(text);
+      const m = TEST_RESULT.exec(text);
       if (m) {
         firstResultMs = performance.now() - t0;
         firstResult = `${m[1]} ${m[2]}`;
@@ -138,7 +142,7 @@ export async function npmTestPhase(
   await child.stop(5_000, 'SIGTERM', true);
   const text = child.output();
   const summary = text.split('\n').filter((l) => /^(Test Suites|Tests|Snapshots|Time):/.test(l));
-  const failed = [...new Set([...text.matchAll(/^FAIL (\S+)/gm)].map((m) => m[1]!))];
+  const failed = [...new Set([...text.matchAll(FAILED_FILE)].map((m) => m[1]!))];
   if (fullMs !== undefined)
     log(`npm test: whole run ${(fullMs / 1000).toFixed(0)} s, exit ${exitCode}; ${summary.join('; ')}`);
   return {
