@@ -5,6 +5,7 @@
 // always was).
 import { patched, workflowInfo } from '@temporalio/workflow';
 import type { JourneyRules } from './journey-state';
+import { TODAYS_RULES as TODAYS_JOURNEY_RULES } from './journey-state/reducer';
 /** Callbacks lacking ids resolved by rx number and by drug (journey-state's `callbackRules` 2). */
 const CALLBACK_RULES_2 = 'callback-rules-2-rx-number-and-drug';
 /** Deferred to Medical Director waits for the final verdict, with its own deadline (journey-state's `deferredWaits`). */
@@ -88,12 +89,7 @@ export const TODAYS_RULES = JOURNEY_RULES_2027_02;
 
 /** Today's rules: every patch above in force. */
 const TODAY: HistoryRules = {
-  callbackRules: 2,
-  deferredWaits: true,
-  adoptsEvidence: true,
-  drugsGrace: true,
-  provesOwnership: true,
-  shipmentsAwaitProof: true,
+  ...TODAYS_JOURNEY_RULES,
   current: true,
   inSequence: true,
   sendingRecorded: true,
