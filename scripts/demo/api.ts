@@ -59,15 +59,19 @@ export class ApiClient {
 
   /**
    * Runs one call of the generated client (given the request's signal); 429 is retried after Retry-After (a few
-   * times), and a call sent with an Idempotency-Key (`idempotent`) also on 500, 502, 503 and 504 (the same request
-   * again is safe: a failover's minute, with backoff and jitter); another non-2xx answer throws HttpError, no answer at
-   * all UnreachableError.
+   * times). A call that is safe to send again is also sent again on 500, 502, 503 and 504 and when no answer came (a
+   * connection closed or reset, a timeout), with backoff and jitter for about a failover's minute: a GET or one with an
+   * Idempotency-Key (`idempotent`: the same request again is the same journey), unless `resend` is false (a caller
+   * that asks again itself); and one with `resend` true (an upload: a repeat costs at most an unused document, which
+   * the API sweeps). Another non-2xx answer throws HttpError, no answer to another call (or after the last attempt)
+   * UnreachableError.
    */
   async call<T>(
-    what: { method: 'GET' | 'POST'; route: string; idempotent?: boolean },
+    what: { method: 'GET' | 'POST'; route: string; idempotent?: boolean; resend?: boolean },
     send: (signal: AbortSignal) => Promise<Answer<T>>,
     timeoutMs = 20_000,
   ): Promise<{ status: number; body: T }> {
+    const safe = what.resend ?? (what.method === 'GET' || what.idempotent === true);
     for (let attempt = 1; ; attempt++) {
       let answer: Answer<T>;
       try {
@@ -75,10 +79,13 @@ export class ApiClient {
       } catch (err) {
         const timedOut = err instanceof Error && err.name === 'TimeoutError';
         const cause = err instanceof Error ? (err.cause as { code?: string } | undefined) : undefined;
-        throw new UnreachableError(
-          this.base,
-          timedOut ? `no answer in ${timeoutMs / 1000} s` : (cause?.code ?? (err as Error).message),
-        );
+        const reason = timedOut ? `no answer in ${timeoutMs / 1000} s` : (cause?.code ?? (err as Error).message);
+        if (safe && attempt < IDEMPOTENT_ATTEMPTS) {
+          this.#retried(NO_ANSWER);
+          await sleep(backoffMs(attempt));
+          continue;
+        }
+        throw new UnreachableError(this.base, reason);
       }
       const { response } = answer;
       if (response.status === 429 && attempt < 5) {
@@ -86,7 +93,7 @@ export class ApiClient {
         await sleep(Math.min(retryAfterMs(response) ?? 1_000, 10_000));
         continue;
       }
-      if (what.idempotent && retriable(response.status, attempt)) {
+      if (safe && retriable(response.status, attempt)) {
         this.#retried(response.status);
         await sleep(backoffMs(attempt, retryAfterMs(response)));
         continue;
@@ -134,7 +141,10 @@ export class ApiClient {
     }
   }
 
-  /** How many answers of each status were sent again (429 after Retry-After; 5xx with the same Idempotency-Key). */
+  /**
+   * How many requests were sent again after each status (429 after Retry-After; 5xx for a request safe to send
+   * again), and after no answer at all (NO_ANSWER).
+   */
   readonly retriedAnswers = new Map<number, number>();
 
   #retried(status: number): void {
@@ -144,8 +154,10 @@ export class ApiClient {
   /** A line saying what was sent again, by status, or that nothing was. */
   retriedSummary(): string {
     if (this.retriedAnswers.size === 0) return 'No request had to be sent again.';
-    const counts = [...this.retriedAnswers.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s} x${n}`);
-    return `Requests sent again after answers: ${counts.join(', ')} (5xx with the same Idempotency-Key).`;
+    const counts = [...this.retriedAnswers.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s === NO_ANSWER ? 'no answer' : s} x${n}`);
+    return `Requests sent again after answers: ${counts.join(', ')} (429 after Retry-After; 5xx or no answer only for a read, the same Idempotency-Key or an upload).`;
   }
 
   /** GET /readyz: resolves when the API is ready, throws HttpError (503 while not) or UnreachableError. */
@@ -191,6 +203,8 @@ export interface JourneyView extends Pick<
 /** Answers a request with an Idempotency-Key is sent again on: the server (or what is behind it) failing for now. */
 const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
 const IDEMPOTENT_ATTEMPTS = 10;
+/** The key of retriedAnswers for a request that got no answer (its connection closed or reset, or it timed out). */
+const NO_ANSWER = 0;
 
 const retriable = (status: number, attempt: number) => RETRIED_STATUSES.has(status) && attempt < IDEMPOTENT_ATTEMPTS;
 

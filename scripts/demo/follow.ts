@@ -50,7 +50,8 @@ export async function follow(
     }
     try {
       const { body } = await client.call(
-        { method: 'GET', route: '/v1/journeys/{journeyId}' },
+        // Asked again on the next round, soon, and only while the stack runs.
+        { method: 'GET', route: '/v1/journeys/{journeyId}', resend: false },
         (signal) =>
           client.api.GET('/v1/journeys/{journeyId}', { params: { path: { journeyId: run.journeyId } }, signal }),
         Math.max(1_000, Math.min(20_000, deadline - Date.now())),

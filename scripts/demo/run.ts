@@ -48,7 +48,7 @@ async function uploadAttachments(client: ApiClient, s: DemoScenario, catalog: Ma
     if (!entry) throw new SetupError(`exam ${examId} is not in the clinic's exam list (GET /v1/catalog/exams)`);
     if (entry.attachmentsRequired !== 2) continue;
     for (const kind of entry.attachments) {
-      const { status, body } = await client.call({ method: 'POST', route: '/v1/attachments' }, (signal) =>
+      const { status, body } = await client.call({ method: 'POST', route: '/v1/attachments', resend: true }, (signal) =>
         client.api.POST('/v1/attachments', { body: sampleAttachment(kind, examId), signal }),
       );
       if (status !== 201) throw new SetupError(`POST /v1/attachments answered ${status}, expected 201`);
