@@ -44,7 +44,8 @@
 //          --temporal-store memory|disk (the Temporal dev server's SQLite file in /dev/shm, the default, as a
 //          deployment's Temporal keeps its store off the inbox's disk; or on the disk beside the inbox)
 //          --extra-ab (adds the keep-alive and SQLite pragma A/Bs to the tuning phase: about 1.5 minutes more)
-//          BENCH_API_CPU_PROFILE=1 (with --keep-data): the API's CPU profile around each measured level and burst,
+//          BENCH_API_CPU_PROFILE=1 (with --keep-data): the API's CPU profile around each measured level and burst
+//          and each run of GFE journeys in the throughput phase,
 //          kept under <work folder>/profiles for `npm run profile` (docs/cpu-profiles.md)
 //          sustained: --sustained-rates 50,100,150,200,300  --sustained-seconds 180  --sustained-drain-seconds 120
 //          --sustained-svg <svg> (default: sustained-inbox-depth.svg beside --svg, else beside the report)

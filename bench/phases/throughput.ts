@@ -4,6 +4,7 @@
 // on its own worker and task queue (bench/raw-workflows.ts).
 import { Client, Connection } from '@temporalio/client';
 import type { Ctx } from '../lib/context';
+import { profiled } from '../lib/cpu-profiles';
 import { countWorkflows, listWorkflows, pool, startThroughApi } from '../lib/journeys';
 import { cpuSeconds, ManagedProcess, outputProbe, tsx } from '../../scripts/lib/processes';
 import { CLINICS } from '../lib/stack';
@@ -11,6 +12,7 @@ import { summarize, type Summary } from '../lib/stats';
 import { cpuShareSampler } from '../lib/machine';
 import { RAW_TASK_QUEUE } from '../raw-workflows';
 import { SearchAttr } from '../../src/contract/definitions';
+import { waitQuiet } from './webhook';
 
 export interface ThroughputRun {
   label: string;
@@ -131,6 +133,16 @@ export function pooled(runs: ThroughputRun[]): ThroughputRun {
   };
 }
 
+/**
+ * Waits (up to 30 s) for the Temporal server and the worker to go quiet (under 30 % of a core together) before a run:
+ * a run's workflows are closed before the server is done with them (their visibility records, their deletion's
+ * tasks), and a run started at once paid for the one before it. Answers how long it took, for the log.
+ */
+async function settle(ctx: Ctx): Promise<string> {
+  const seconds = await waitQuiet(ctx, 0.3, 30_000);
+  return `${seconds.toFixed(0)} s for the server and worker to go quiet`;
+}
+
 /** POST /v1/journeys for a GFE journey whose test patient the sandbox's provider approves. */
 async function startViaApi(ctx: Ctx, token: string, key: string) {
   const sentAt = Date.now();
@@ -158,20 +170,27 @@ export async function gfeThroughput(ctx: Ctx, n: number, tag: string): Promise<T
     warmSince,
   );
   const idempotencyKeys = Array.from({ length: n }, (_, i) => `tput-${ctx.runTag}-${tag}-${i}`);
-  ctx.log(`throughput: starting ${n} GFE journeys through the API (${o.startConcurrency} at a time)...`);
+  const settled = await settle(ctx);
+  ctx.log(
+    `throughput: starting ${n} GFE journeys through the API (${o.startConcurrency} at a time; after ${settled})...`,
+  );
   const cpu0 = await cpuNow(ctx);
   const shares = cpuShareSampler();
   const since = new Date();
-  const sends = await pool(idempotencyKeys, o.startConcurrency, (key) => startViaApi(ctx, clinic.token, key));
-  const okCount = sends.filter((s) => s.ok).length;
-  ctx.log(`throughput: ${okCount} started; waiting for them to complete...`);
-  const closed = await waitForClosed(
-    ctx,
-    client,
-    `ClinicId = '${clinic.clinicId}'`,
-    sends.filter((x) => x.ok).map((x) => x.id),
-    since,
-  );
+  // With BENCH_API_CPU_PROFILE=1, the API's CPU profile over the run (its starts, callbacks and signals).
+  const { sends, closed } = await profiled(ctx, `throughput-gfe-${tag}`, async () => {
+    const sends = await pool(idempotencyKeys, o.startConcurrency, (key) => startViaApi(ctx, clinic.token, key));
+    const okCount = sends.filter((s) => s.ok).length;
+    ctx.log(`throughput: ${okCount} started; waiting for them to complete...`);
+    const closed = await waitForClosed(
+      ctx,
+      client,
+      `ClinicId = '${clinic.clinicId}'`,
+      sends.filter((x) => x.ok).map((x) => x.id),
+      since,
+    );
+    return { sends, closed };
+  });
   const cpuPerJourney = perJourney(cpu0, await cpuNow(ctx), closed.size);
   const { steal } = shares();
   return { ...measure('GFE journeys (API, sandbox callbacks)', sends, closed), cpuPerJourney, steal };
@@ -200,7 +219,8 @@ export async function rawThroughput(
       ),
     );
     const ids = Array.from({ length: n }, (_, i) => `raw-${ctx.runTag}-${tag}-${i}`);
-    ctx.log(`throughput: starting ${n} raw workflows (${label})...`);
+    const settled = await settle(ctx);
+    ctx.log(`throughput: starting ${n} raw workflows (${label}; after ${settled})...`);
     const cpu0 = await cpuNow(ctx, worker);
     const shares = cpuShareSampler();
     const since = new Date();
