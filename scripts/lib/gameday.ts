@@ -17,7 +17,7 @@ import { EncryptionCodec } from '../../src/codec/encryption-codec';
 import { PatientCodec, PayloadErasedError } from '../../src/codec/patient-codec';
 import { journeyWorkflowId } from '../../src/contract/definitions';
 import { parseEncryptionKeys } from '../../src/encryption-keys';
-import { historyPayloads } from '../../test/support/history-payloads';
+import { encodingOf, historyPayloads } from '../../test/support/history-payloads';
 import { waitForPoller } from '../../test/faults/harness/pollers';
 import { ApiClient, type JourneyView } from '../demo/api';
 import { eachLimit, statusesOf } from '../park-journeys';
@@ -365,11 +365,13 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
     done: boolean;
     covered: string[];
     again?: string;
+    /** When its first start and its erasure were asked for and when it was seen done (the run's clock, for the log). */
+    times: string[];
   }
   const erasures: Erasure[] = [];
   const eraseOne = async (k: number) => {
     const patient = drillPatient(o.runId, 'erased', k, true);
-    const e: Erasure = { email: patient.email, done: false, covered: [] };
+    const e: Erasure = { email: patient.email, done: false, covered: [], times: [`started ${since(Date.now())}`] };
     erasures.push(e);
     const first = await untilAnswered(
       'POST',
@@ -383,6 +385,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
     }
     e.first = first.body!.journeyId!;
     // At once: the erasure races the journey's invite and its callbacks.
+    e.times.push(`erasure asked ${since(Date.now())}`);
     const asked = await untilAnswered(
       'POST',
       '/v1/patients/erasure',
@@ -399,6 +402,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
       const s = await clinic('GET', `/v1/patients/erasure/${e.erasureId}`);
       if (s.status === 200 && s.body?.status === 'done') {
         e.done = true;
+        e.times.push(`done ${since(Date.now())}`);
         e.covered = s.body.journeys ?? [];
         break;
       }
@@ -534,14 +538,17 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
         }
         if (!e.covered.includes(e.first!)) problems.push(`the erasure of ${e.first}'s patient did not cover it`);
         const seen = await clinic('GET', `/v1/journeys/${e.first}`);
-        if (JSON.stringify(seen.body ?? '').includes(e.email)) readable.push(`${e.first}: its view`);
+        const when = `(${e.times.join(', ')})`;
+        if (JSON.stringify(seen.body ?? '').includes(e.email)) readable.push(`${e.first} ${when}: its view`);
         const history = await temporal.workflow.getHandle(journeyWorkflowId(e.first!)).fetchHistory();
         for (const { payload, at } of historyPayloads(history).own) {
-          const opened = await codec.decode([payload]).then(
-            () => true,
-            (err: unknown) => !(err instanceof PayloadErasedError),
+          // Opened, or failed otherwise than as erased (which hides what it was sealed under): both are said.
+          const how = await codec.decode([payload]).then(
+            () => `opened (${encodingOf(payload)})`,
+            (err: unknown) =>
+              err instanceof PayloadErasedError ? undefined : `not opened, but not as erased: ${(err as Error).name}`,
           );
-          if (opened) readable.push(`${e.first}: ${at}`);
+          if (how) readable.push(`${e.first} ${when}: ${at} ${how}`);
         }
       },
     );
@@ -615,7 +622,9 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   if (doubleInvites.length > 0) problems.push(`${doubleInvites.length} journeys invited twice`);
   if (endedWrong.length > 0)
     problems.push(`${endedWrong.length} journeys did not end as planned: ${endedWrong.join('; ')}`);
-  if (readable.length > 0) problems.push(`${readable.length} things of erased patients still readable`);
+  if (readable.length > 0) {
+    problems.push(`${readable.length} things of erased patients still readable: ${readable.join('; ')}`);
+  }
   if (answers500 > 0) problems.push(`${answers500} answers of 500`);
   if (!audit.ok) problems.push('the audit chain is not whole');
   if (records === 0) problems.push('the audit trail holds no record to check');
@@ -708,19 +717,30 @@ async function inject(
     case 'postgres-primary': {
       const cluster = stack.cluster!;
       const before = await cluster.primary();
+      // A kill with no synchronous standby to promote is a lost cluster, not a failover: said as that, at once.
+      await cluster.waitForSynchronousStandby(30_000).catch(async () => {
+        throw new Error(
+          `no synchronous standby to fail over to before the primary's kill (${await membersSaid(cluster)})`,
+        );
+      });
+      const killedAt = Date.now();
       const killed = await cluster.killPrimary();
       let now: string | undefined;
       while (!now || now === before) {
-        if (Date.now() - t > 120_000) throw new Error(`no new primary two minutes after the kill of ${killed.node}`);
+        if (Date.now() - killedAt > 120_000) {
+          throw new Error(
+            `no new primary two minutes after the kill of ${killed.node} (${await membersSaid(cluster)})`,
+          );
+        }
         await sleep(200);
         now = await cluster.primary().catch(() => undefined);
       }
-      const downMs = Date.now() - t;
+      const downMs = Date.now() - killedAt;
       await cluster.startNode(killed.node);
       await cluster.waitForReplica(killed.node);
       await cluster.waitForSynchronousStandby();
       return {
-        what: `${killed.node}, the primary, SIGKILLed (${killed.pids.length} processes); ${now} the primary after ${secs(downMs)}; ${killed.node} its synchronous standby again after ${secs(Date.now() - t)}`,
+        what: `${killed.node}, the primary, SIGKILLed (${killed.pids.length} processes); ${now} the primary after ${secs(downMs)}; ${killed.node} its synchronous standby again after ${secs(Date.now() - killedAt)}`,
         downMs,
       };
     }
@@ -774,4 +794,11 @@ async function inject(
       };
     }
   }
+}
+
+/** The cluster's members as Patroni names them (name, role, state), for an error that says what the cluster was. */
+async function membersSaid(cluster: NonNullable<ProductionStack['cluster']>): Promise<string> {
+  const members = await cluster.members().catch(() => []);
+  if (members.length === 0) return 'no Patroni answered';
+  return members.map((m) => `${m.name} ${m.role} ${m.state}`).join(', ');
 }
