@@ -2,7 +2,8 @@
 // (Temporal Cloud with mTLS or an API key) and the payload codec, so every client reads and writes the same way.
 import { Client, Connection, type ConnectionOptions, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { encodeToPayloads } from '@temporalio/common/lib/internal-non-workflow/codec-helpers';
+import type { Info as ActivityInfo } from '@temporalio/activity';
+import { encodeToPayloadsWithContext } from '@temporalio/common/lib/internal-non-workflow/codec-helpers';
 import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers';
 import { toClientOptions } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
@@ -149,22 +150,37 @@ export async function connectWorkerConnection(t: TemporalConfig): Promise<Native
 /** How long a worker waits for Temporal to record an activity's heartbeat before it counts as not recorded. */
 const HEARTBEAT_RECORD_TIMEOUT_MS = 10_000;
 
+/** What heartbeatRecorder needs of the activity (its Info): the task, and whose payloads its details are. */
+export type HeartbeatingActivity = Pick<ActivityInfo, 'taskToken' | 'activityId' | 'isLocal' | 'workflowExecution'>;
+
 /**
  * Records an activity's heartbeat details with Temporal and resolves only once the server has them (the SDK's own
- * `heartbeat()` is sent later, without an answer). Details go through the data converter, encrypted like any payload.
+ * `heartbeat()` is sent later, without an answer). Details go through the data converter with the activity's
+ * serialization context, as the SDK's own heartbeats do: a journey's are sealed for its patient like any of its
+ * payloads (a timed-out attempt's failure carries them into the history), so an erasure leaves them unreadable too.
  */
 export function heartbeatRecorder(
   connection: NativeConnection,
   namespace: string,
   dataConverter?: DataConverter,
-): (taskToken: Uint8Array, details: unknown[]) => Promise<void> {
+): (activity: HeartbeatingActivity, details: unknown[]) => Promise<void> {
   const converter = loadDataConverter(dataConverter);
   const identity = `${process.pid}@journey-worker`;
-  return async (taskToken, details) => {
-    const payloads = await encodeToPayloads(converter, ...details);
+  return async (activity, details) => {
+    const payloads = await encodeToPayloadsWithContext(
+      converter,
+      {
+        type: 'activity',
+        namespace,
+        activityId: activity.activityId,
+        workflowId: activity.workflowExecution?.workflowId,
+        isLocal: activity.isLocal,
+      },
+      details,
+    );
     await connection.withDeadline(Date.now() + HEARTBEAT_RECORD_TIMEOUT_MS, () =>
       connection.workflowService.recordActivityTaskHeartbeat({
-        taskToken,
+        taskToken: activity.taskToken,
         namespace,
         identity,
         ...(payloads ? { details: { payloads } } : {}),

@@ -49,7 +49,7 @@ export function activityDeps(
     attachments: createAttachmentStore(config, new RecordSealer(sealerKeys(config)), patientKeys),
     notificationSecretFor: (clinicId) => clinicById(config, clinicId)?.notificationSecret,
     catalogTtlMs: config.examService.catalogCacheTtlMs,
-    recordHeartbeat: heartbeatRecorder(connection, config.temporal.namespace, dataConverterOf(config)),
+    recordHeartbeat: heartbeatRecorder(connection, config.temporal.namespace, dataConverterOf(config, patientKeys)),
     listWorkflowIds: workflowIdLister(connection, config.temporal.namespace),
     init: async () => {
       await audit?.init();

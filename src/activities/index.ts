@@ -1,6 +1,6 @@
 // Every side effect of the journey. The workflow sees only the JourneyActivities interface; the api_key stays here,
 // looked up by clinic id, so it never enters a workflow history.
-import { ApplicationFailure, Context, log, metricMeter } from '@temporalio/activity';
+import { ApplicationFailure, Context, log, metricMeter, type Info } from '@temporalio/activity';
 import type { AuditEvent } from '../audit/types';
 import type { ExamServiceApi } from '../exam-service/client';
 import { isExamServiceError } from '../exam-service/errors';
@@ -39,9 +39,13 @@ export interface ActivityDeps {
   catalogTtlMs: number;
   /**
    * Records an activity's heartbeat details with Temporal, resolving once the server has them (src/temporal.ts
-   * `heartbeatRecorder`): `sendInvite` records INVITE_SENDING this way before it sends.
+   * `heartbeatRecorder`): `sendInvite` records INVITE_SENDING this way before it sends. Given the activity's Info:
+   * its details are sealed for the journey's patient like the journey's other payloads.
    */
-  recordHeartbeat(taskToken: Uint8Array, details: unknown[]): Promise<void>;
+  recordHeartbeat(
+    activity: Pick<Info, 'taskToken' | 'activityId' | 'isLocal' | 'workflowExecution'>,
+    details: unknown[],
+  ): Promise<void>;
   sendNotification?: NotificationSender;
   now?: () => number;
   /**
@@ -219,7 +223,7 @@ export function createActivities(deps: ActivityDeps): JourneyActivities {
 
     async sendInvite(req) {
       try {
-        await deps.recordHeartbeat(Context.current().info.taskToken, [INVITE_SENDING]);
+        await deps.recordHeartbeat(Context.current().info, [INVITE_SENDING]);
       } catch {
         // Nothing went out: the workflow sends it again (the error itself may name the server, nothing more).
         fail(

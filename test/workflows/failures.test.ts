@@ -67,7 +67,7 @@ describe('an invite that may or may not have been created', () => {
 
   it('is sent again when Temporal could not record that it was about to be sent (nothing went out)', async () => {
     let recordings = 0;
-    const recordHeartbeat = (_token: Uint8Array, details: unknown[]) => {
+    const recordHeartbeat = (_activity: unknown, details: unknown[]) => {
       expect(details).toEqual([INVITE_SENDING]);
       return ++recordings === 1 ? Promise.reject(new Error('deadline exceeded')) : Promise.resolve();
     };
