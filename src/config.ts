@@ -195,10 +195,11 @@ const ConfigSchema = z.object({
     /** Under that pressure a callback waits to be signalled at most this long after it was received. */
     maxDeferMs: z.number().int().min(0),
     /**
-     * What that pressure does (FORWARDER_POLICY): `adaptive` (the default) holds nothing and halves the signals in
-     * flight, down to 2; `surge` holds new signals back (up to maxDeferMs) (docs/design-notes.md#acknowledgement-pressure).
+     * What that pressure does (FORWARDER_POLICY): `adaptive` (the default) holds new signals through a burst (each up to
+     * maxDeferMs) and otherwise halves the signals in flight, down to 2; `steady` only halves them; `surge` holds new
+     * signals under any pressure (up to maxDeferMs) (docs/design-notes.md#acknowledgement-pressure).
      */
-    policy: z.enum(['surge', 'adaptive'], { error: 'FORWARDER_POLICY: surge or adaptive' }),
+    policy: z.enum(['adaptive', 'steady', 'surge'], { error: 'FORWARDER_POLICY: adaptive, steady or surge' }),
     /**
      * Deadline of one forwarded signal. Short on purpose: while Temporal is away a signal fails at its deadline (the
      * client retries within it), and the forwarder's probe finds Temporal back sooner than a long deadline runs out.

@@ -1,6 +1,25 @@
 // Whether the webhook is under a surge (a few slow answers within a second; it lasts while callbacks keep coming at
-// half that rate, at most `holdMs`): the forwarder holds new signals (docs/design-notes.md#acknowledgement-pressure).
-// Fed only the answers to callbacks the webhook took, so no refusal, however slow or many, starts or keeps a surge.
+// half that rate, at most `holdMs`), and whether it comes in a burst (callbacks at twice the rate or more of the ten
+// seconds before they rose): the forwarder yields to it as its policy says
+// (docs/design-notes.md#acknowledgement-pressure). Fed only the answers to callbacks the webhook took, so no refusal,
+// however slow or many, starts or keeps a surge.
+/**
+ * A burst: callbacks at this many times the rate of the BASELINE_SECONDS before they rose, or more (and at least
+ * BURST_MIN within the window). It lasts while they keep coming at that, at most BURST_MAX_MS: a rate held longer is
+ * the steady run.
+ */
+export const BURST_RISE = 2;
+export const BURST_MIN = 10;
+export const BURST_MAX_MS = 30_000;
+/** The seconds a rise is measured against, before the window the rate is counted over. */
+export const BASELINE_SECONDS = 10;
+
+function sum(ring: number[]): number {
+  let n = 0;
+  for (const x of ring) n += x;
+  return n;
+}
+
 export class AckPressure {
   /** When the latest slow answers came (performance.now()), oldest first, at most `minSlow` of them. */
   readonly #slowAt: number[] = [];
@@ -12,6 +31,12 @@ export class AckPressure {
   #surgeRate = 0;
   /** When the answers were last slow (a surge's evidence). */
   #lastSlowAt = Number.NEGATIVE_INFINITY;
+  /** Answers per second, a ring over the baseline and the window after it (a slot per second since the clock's origin). */
+  readonly #perSecond = new Array<number>(BASELINE_SECONDS + 2).fill(0);
+  /** The second the ring's latest slot is for. */
+  #second = Number.NEGATIVE_INFINITY;
+  /** The burst under way: the rate per window it rose from, and when. */
+  #rise: { from: number; at: number } | undefined;
 
   /**
    * @param thresholdMs an acknowledgement slower than this is slow; 0 turns the pacing off.
@@ -30,10 +55,33 @@ export class AckPressure {
     if (this.thresholdMs <= 0) return;
     this.#advance(now);
     this.#counts[this.#tenth % 10]! += 1;
+    this.#perSecond[this.#second % this.#perSecond.length]! += 1;
+    const rate = this.#rate();
+    // A surge whose callbacks eased off has passed, whether or not the forwarder asked in the meantime.
+    if (this.#surgeRate > 0 && rate * 2 < this.#surgeRate) this.#surgeRate = 0;
+    if (this.#rise && (rate < BURST_MIN || rate < BURST_RISE * this.#rise.from || now - this.#rise.at > BURST_MAX_MS)) {
+      this.#rise = undefined;
+    }
+    if (!this.#rise && rate >= BURST_MIN) {
+      const from = this.#baseline();
+      if (rate >= BURST_RISE * from) this.#rise = { from, at: now };
+    }
     if (elapsedMs <= this.thresholdMs) return;
     this.#slowAt.push(now);
     if (this.#slowAt.length > this.minSlow) this.#slowAt.shift();
     if (this.#slow(now)) this.#surge(now);
+  }
+
+  /**
+   * Under pressure in a burst: the callbacks rose to BURST_RISE times the rate of the BASELINE_SECONDS before or more,
+   * and still come at that (at most BURST_MAX_MS). The answers may turn slow seconds into it, once the journeys'
+   * signals keep the Temporal server and the worker busy. A steady run is no burst, even when its answers turn slow.
+   */
+  burst(now = performance.now()): boolean {
+    if (!this.underPressure(now) || !this.#rise) return false;
+    // Callbacks that stopped coming end a burst as they end a surge (the rate is counted at each answer).
+    if (now - this.#rise.at > BURST_MAX_MS || this.#rate() < BURST_MIN) this.#rise = undefined;
+    return this.#rise !== undefined;
   }
 
   underPressure(now = performance.now()): boolean {
@@ -49,15 +97,22 @@ export class AckPressure {
   }
 
   #surge(now: number): void {
+    if (now - this.#lastSlowAt >= this.holdMs) this.#surgeRate = 0; // the one before has passed: this one is new
     this.#surgeRate = Math.max(this.#surgeRate, this.#rate());
     this.#lastSlowAt = now;
   }
 
   /** Answers within the last window. */
   #rate(): number {
-    let sum = 0;
-    for (const n of this.#counts) sum += n;
-    return sum;
+    return sum(this.#counts);
+  }
+
+  /** Answers per window over the BASELINE_SECONDS before the last window (the seconds it may reach into left out). */
+  #baseline(): number {
+    const n = this.#perSecond.length;
+    let total = 0;
+    for (let s = this.#second - n + 1; s <= this.#second - 2; s++) total += this.#perSecond[((s % n) + n) % n]!;
+    return (total / BASELINE_SECONDS) * (this.windowMs / 1_000);
   }
 
   #slow(now: number): boolean {
@@ -66,6 +121,13 @@ export class AckPressure {
 
   /** Moves the ring to `now`, emptying the slots of the tenths that passed without an answer. */
   #advance(now: number): void {
+    const second = Math.floor(now / 1_000);
+    if (second !== this.#second) {
+      const n = this.#perSecond.length;
+      if (second - this.#second >= n) this.#perSecond.fill(0);
+      else for (let s = this.#second + 1; s <= second; s++) this.#perSecond[s % n] = 0;
+      this.#second = second;
+    }
     const tenth = Math.floor(now / (this.windowMs / 10));
     if (tenth === this.#tenth) return;
     if (tenth - this.#tenth >= 10) this.#counts.fill(0);

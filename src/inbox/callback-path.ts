@@ -155,6 +155,7 @@ export class CallbackPath {
       concurrency: config.forwarder.concurrency,
       maxBackoffMs: config.forwarder.maxBackoffMs,
       pressure: () => this.pressure.underPressure(),
+      burst: () => this.pressure.burst(),
       webhookBusy: () => this.#taking >= BURST_TAKING,
       policy: config.forwarder.policy,
       maxDeferMs: config.forwarder.maxDeferMs,

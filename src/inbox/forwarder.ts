@@ -151,10 +151,18 @@ export interface InboxForwarderOptions {
   /** The longest the forwarder yields to one burst before it goes on anyway: 1 s. */
   yieldMaxMs?: number;
   /**
-   * What pressure does. `adaptive` (the default): nothing waits; the limit halves under pressure down to
-   * `minConcurrency` and grows back by one every `recoverMs`, so the journeys keep getting their callbacks at what the
-   * machine has left beside the webhook. `surge`: new signals wait (at most `maxDeferMs`) and the limit halves down to
-   * 1 (under a steady run it holds the journeys back for as long as the run lasts: docs/performance.md).
+   * True while the pressure under way began as a burst: callbacks taken faster than the forwarder was signalling them
+   * (AckPressure.burst). The adaptive policy holds new signals through it.
+   */
+  burst?: () => boolean;
+  /**
+   * What pressure does. `adaptive` (the default): through a burst new signals wait, each at most `maxDeferMs` (the
+   * journeys could not have kept up with it anyway, and the Temporal server and the worker stay off the webhook's
+   * cores); otherwise nothing waits: the limit halves under pressure down to `minConcurrency` and grows back by one
+   * every `recoverMs`, so under a steady run the journeys keep getting their callbacks at what the machine has left
+   * beside the webhook. `steady`: the same without the burst's hold (the default before 2026-11-30). `surge`: new
+   * signals wait under any pressure (at most `maxDeferMs`, then one at a time) and the limit halves down to 1 (under a
+   * steady run it holds the journeys back for as long as the run lasts: docs/performance.md).
    */
   policy?: ForwarderPolicy;
   /** The adaptive policy's floor of signals in flight. Default 2. */
@@ -173,7 +181,7 @@ export interface InboxForwarderOptions {
   flood?: Partial<FloodWatchOptions>;
 }
 
-export const FORWARDER_POLICIES = ['surge', 'adaptive'] as const;
+export const FORWARDER_POLICIES = ['adaptive', 'steady', 'surge'] as const;
 export type ForwarderPolicy = (typeof FORWARDER_POLICIES)[number];
 
 export class InboxForwarder {
@@ -215,12 +223,21 @@ export class InboxForwarder {
    */
   async #slot(entry: InboxEntry): Promise<void> {
     const max = this.#o.concurrency ?? 16;
-    const adaptive = (this.#o.policy ?? 'adaptive') === 'adaptive';
-    const floor = adaptive ? Math.min(max, this.#o.minConcurrency ?? 2) : 1;
+    const policy = this.#o.policy ?? 'adaptive';
+    const paced = policy !== 'surge';
+    const floor = paced ? Math.min(max, this.#o.minConcurrency ?? 2) : 1;
+    const maxDeferMs = this.#o.maxDeferMs ?? 10_000;
     await this.#yieldToWebhook();
     for (;;) {
       const now = Date.now();
       const pressed = this.#o.pressure?.() ?? false;
+      const overdue = now - Date.parse(entry.signal.receivedAt) >= maxDeferMs;
+      // Through a burst (adaptive) the limit stays as it was: nothing goes, and the inbox drains at full pace after.
+      const held = pressed && policy === 'adaptive' && !overdue && (this.#o.burst?.() ?? false);
+      if (held && !this.#stopping) {
+        await this.#tick();
+        continue;
+      }
       if (pressed) {
         if (this.#limit > floor && now - this.#lastChange >= 100) {
           this.#limit = Math.max(floor, Math.floor(this.#limit / 2));
@@ -232,10 +249,8 @@ export class InboxForwarder {
       }
       const allowed =
         !pressed ||
-        adaptive ||
-        (this.#inFlight === 0 &&
-          now - Date.parse(entry.signal.receivedAt) >= (this.#o.maxDeferMs ?? 10_000) &&
-          now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20));
+        paced ||
+        (this.#inFlight === 0 && overdue && now - this.#lastSignalAt >= (this.#o.pressureIntervalMs ?? 20));
       if ((allowed && this.#inFlight < this.#limit) || this.#stopping) {
         this.#inFlight++;
         this.#lastSignalAt = now;

@@ -86,6 +86,7 @@ describe.each([
       idlePollMs?: number;
       on?: CallbackInbox;
       pressure?: () => boolean;
+      burst?: () => boolean;
       maxDeferMs?: number;
       probe?: () => Promise<boolean>;
       maxBackoffMs?: number;
@@ -106,6 +107,7 @@ describe.each([
       idlePollMs: o.idlePollMs ?? 200,
       log: silentLog,
       ...(o.pressure ? { pressure: o.pressure, recoverMs: 50 } : {}),
+      ...(o.burst ? { burst: o.burst } : {}),
       ...(o.maxDeferMs !== undefined ? { maxDeferMs: o.maxDeferMs } : {}),
       ...(o.probe ? { probe: o.probe } : {}),
       ...(o.policy ? { policy: o.policy } : {}),
@@ -285,7 +287,7 @@ describe.each([
     for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
   });
 
-  it('adaptive (the default): under lasting pressure nothing waits, with fewer signals in flight (not below its floor of 2)', async () => {
+  it('adaptive (the default): under lasting pressure that is no burst nothing waits, with fewer signals in flight (not below its floor of 2)', async () => {
     const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
     const order = await appendInterleaved(journeys, 36);
     // Signals slow enough (40 ms) for the limit to halve a few times (at most every 100 ms) before the end.
@@ -298,6 +300,62 @@ describe.each([
     expect(t.calls).toHaveLength(36);
     expect(f.currentLimit).toBe(2);
     expect(t.maxInFlight()).toBeLessThanOrEqual(8);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+  });
+
+  it('adaptive: holds new signals through a burst, then drains at the limit it had, in order', async () => {
+    const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const order = await appendInterleaved(journeys, 36);
+    let pressure = true;
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
+    const f = forwarder(t.client, {
+      concurrency: 8,
+      pressure: () => pressure,
+      burst: () => pressure,
+      maxDeferMs: 60_000,
+    });
+    f.start();
+    await new Promise((r) => setTimeout(r, 500));
+    // The callbacks came faster than the journeys took them: they wait (durably) until the burst has passed.
+    expect(t.calls).toHaveLength(0);
+    expect((await inbox.stats()).depth).toBe(36);
+    // Nothing went, so nothing was halved: the drain after it runs at the full limit.
+    expect(f.currentLimit).toBe(8);
+    pressure = false;
+    expect(await f.drained(20_000)).toBe(true);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+    expect(t.maxInFlight()).toBeGreaterThan(2);
+  });
+
+  it('adaptive: a burst that outlasts the longest deferral holds each callback that long, then paces it (never one at a time)', async () => {
+    const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const order = await appendInterleaved(journeys, 24);
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 40)));
+    const f = forwarder(t.client, { concurrency: 8, pressure: () => true, burst: () => true, maxDeferMs: 300 });
+    const t0 = Date.now();
+    f.start();
+    expect(await f.drained(20_000)).toBe(true);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    expect(t.calls).toHaveLength(24);
+    // Past the deferral the callbacks go as under any other pressure: the limit halved to its floor of 2, not 1.
+    expect(t.maxInFlight()).toBeGreaterThanOrEqual(2);
+    expect(f.currentLimit).toBe(2);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+  });
+
+  it('steady: holds nothing through a burst (fewer signals in flight only)', async () => {
+    const journeys = ['a', 'b', 'c'];
+    const order = await appendInterleaved(journeys, 12);
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
+    const f = forwarder(t.client, {
+      concurrency: 4,
+      pressure: () => true,
+      burst: () => true,
+      maxDeferMs: 60_000,
+      policy: 'steady',
+    });
+    f.start();
+    expect(await f.drained(20_000)).toBe(true);
     for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
   });
 

@@ -1,6 +1,6 @@
 // When the forwarder holds its signals back: a surge that made the acknowledgements slow, for as long as the callbacks
 // keep coming; not one slow answer now and then, and not a high rate the webhook answers quickly.
-import { AckPressure } from '../../src/inbox/ack-pressure';
+import { AckPressure, BURST_MAX_MS } from '../../src/inbox/ack-pressure';
 
 /** Answers every `everyMs` from `from` to `to` (excluded), each taking `ms`. */
 function answers(p: AckPressure, from: number, to: number, everyMs: number, ms = 1): void {
@@ -66,6 +66,58 @@ describe('acknowledgement pressure', () => {
       answers(p, t + 1, t + 700, 1);
       expect(p.underPressure(t + 700)).toBe(false);
     }
+  });
+
+  it('calls a surge a burst when the callbacks came at twice the rate of the ten seconds before or more', () => {
+    const p = new AckPressure(5);
+    answers(p, 0, 20_000, 20); // 50 a second
+    // Then 500 a second.
+    answers(p, 20_000, 21_500, 2);
+    expect(p.burst(21_500)).toBe(false); // no pressure yet
+    for (const t of [21_500, 21_501, 21_502]) p.record(20, t);
+    expect(p.underPressure(21_503)).toBe(true);
+    expect(p.burst(21_503)).toBe(true);
+    // Through the surge it stays a burst while the callbacks keep coming at twice the rate before, until they ease off.
+    answers(p, 21_503, 30_000, 2);
+    expect(p.burst(30_000)).toBe(true);
+    answers(p, 30_000, 32_000, 10);
+    expect(p.underPressure(32_000)).toBe(false);
+    expect(p.burst(32_000)).toBe(false);
+  });
+
+  it('calls a surge of a steady run no burst, nor a rise under twice the rate before', () => {
+    const p = new AckPressure(5);
+    // About 143 a second, for longer than a burst from quiet lasts.
+    answers(p, 0, BURST_MAX_MS + 10_000, 7);
+    const t0 = BURST_MAX_MS + 10_000;
+    for (const t of [t0, t0 + 1, t0 + 2]) p.record(20, t);
+    expect(p.underPressure(t0 + 3)).toBe(true);
+    expect(p.burst(t0 + 3)).toBe(false);
+    // Ended (the hold after the last slow answer), then a rise to about 1.4 times the rate: no burst either.
+    answers(p, t0 + 3, t0 + 11_000, 7);
+    expect(p.underPressure(t0 + 11_000)).toBe(false);
+    answers(p, t0 + 11_000, t0 + 13_000, 5);
+    const t1 = t0 + 13_000;
+    for (const t of [t1, t1 + 1, t1 + 2]) p.record(20, t);
+    expect(p.underPressure(t1 + 3)).toBe(true);
+    expect(p.burst(t1 + 3)).toBe(false);
+  });
+
+  it('calls slow answers seconds into a rise from quiet a burst; a rate held past its longest is the steady run', () => {
+    const p = new AckPressure(5);
+    // 500 a second out of nothing, every answer fast for six seconds (the journeys' signals not yet felt).
+    answers(p, 0, 6_000, 2);
+    for (const t of [6_000, 6_001, 6_002]) p.record(20, t);
+    expect(p.underPressure(6_003)).toBe(true);
+    expect(p.burst(6_003)).toBe(true);
+    // Nothing for a while: it has passed.
+    expect(p.burst(9_000)).toBe(false);
+    // 250 a second from quiet, for longer than a burst lasts: its slow answers then are the steady run's.
+    answers(p, 20_000, 20_000 + BURST_MAX_MS + 5_000, 4);
+    const t1 = 20_000 + BURST_MAX_MS + 5_000;
+    for (const t of [t1, t1 + 1, t1 + 2]) p.record(20, t);
+    expect(p.underPressure(t1 + 3)).toBe(true);
+    expect(p.burst(t1 + 3)).toBe(false);
   });
 
   it('never presses with the threshold at 0 (pacing off)', () => {

@@ -90,7 +90,9 @@ describe('configuration', () => {
       threadNice: 5,
     });
     expect(loadConfig({ ...base, FORWARDER_POLICY: 'surge' }).forwarder.policy).toBe('surge');
-    expect(() => loadConfig({ ...base, FORWARDER_POLICY: 'eager' })).toThrow('FORWARDER_POLICY: surge or adaptive');
+    expect(() => loadConfig({ ...base, FORWARDER_POLICY: 'eager' })).toThrow(
+      'FORWARDER_POLICY: adaptive, steady or surge',
+    );
     expect(loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: '0' }).forwarder.maxDeferMs).toBe(0);
     expect(() => loadConfig({ ...base, FORWARDER_MAX_DEFER_MS: 'soon' })).toThrow('FORWARDER_MAX_DEFER_MS');
     expect(loadConfig({ ...base, FORWARDER_THREAD: 'false', FORWARDER_THREAD_NICE: '0' }).forwarder).toMatchObject({
