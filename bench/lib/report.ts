@@ -570,6 +570,22 @@ function developmentTuning(r: Results): string[] {
       'worker 33.1 and 31.2 ms of CPU per journey: 65 % of raw | The same (04:49 and 04:53 UTC): GFE 21.8 and 22.4/s, ' +
       'then 23.2 and 23.9/s; the server 35.0 to 38.6 ms, the worker 25.0 to 27.2 ms per journey: 73 % and 82 % of ' +
       `raw (the raw runs 26.1 to 31.7/s). This run: ${r.throughput ? `${pct(r.throughput.ratio)}` : 'not measured'} |`,
+    '| **Through a burst the forwarder holds its signals** (src/inbox/ack-pressure.ts `burst`, src/inbox/forwarder.ts; ' +
+      '2026-11-30). Under pressure the adaptive policy kept two signals in flight: at 500/s the forwarder signalled ' +
+      'about 250 a second through the level, and each woke the Temporal server and the worker (together about 85 % ' +
+      "of a core) on the webhook's cores, its event loop waiting for a CPU 14-19 % of the time. Now pressure during " +
+      'a burst (callbacks at twice the rate of the ten seconds before they rose, for at most 30 s) holds new signals, ' +
+      'each callback at most `FORWARDER_MAX_DEFER_MS`, and the inbox drains at the full limit after it; the rise is ' +
+      'measured from before it began, since the answers to a rise from quiet turn slow seconds into it. The earlier ' +
+      'adaptive policy is `FORWARDER_POLICY=steady`. | `BENCH_API_ENV=\'{"FORWARDER_POLICY":"steady"}\' npm run ' +
+      'bench -- --only webhook,burst` (10:43 and 11:02 UTC): 500/s p99 files 24.7 and 25.8 ms, PostgreSQL 25.2 and ' +
+      '61.3 ms; 1,000/s max files 469.4 and 20.3 ms, PostgreSQL 77.2 and 174.5 ms; bursts of 200 on new connections ' +
+      'p99 88.1 to 178.7 ms (5 of 12 over 100 ms); the last callback of the 500/s level applied 7.6 s (files) and 13.3 s ' +
+      '(PostgreSQL) after its answer | The same with the default (10:53 UTC): 500/s p99 files 5.5 ms, PostgreSQL ' +
+      '17.5 ms (its floor 7.8 ms); 1,000/s max 31.9 and 31.8 ms; the Temporal server and the worker 9 % and 7 % of a ' +
+      'core through the 500/s level; bursts of 200 on new connections p99 65.2 to 97.9 ms (none over 100 ms); the ' +
+      "500/s level's last callback applied 13.4 s (files) and 13.6 s (PostgreSQL) after its answer, the 1,000/s " +
+      "level's 20.6 s against 19.8 s |",
     "| **The forwarder's cost is measured in one process too** (bench/ack-layers.ts; 2026-11-29), as the " +
       "other layers': the API with it running, each round until it has signalled and settled every callback, " +
       'against the API without it. Across processes it was the difference of two noisy loads. | The full run of ' +
