@@ -85,8 +85,11 @@ describe('callback delivery', () => {
     receiver.delayMs = 0;
     await approvedGfe();
     const log = (await getJson(`${sandbox.baseUrl}/_sandbox/deliveries`)).body.deliveries;
-    expect(log.map((d: any) => d.attempts[0].slow)).toEqual([true, false]);
     expect(log[0].attempts[0].latency_ms).toBeGreaterThanOrEqual(150);
+    expect(log[0].attempts[0].slow).toBe(true);
+    // The prompt receiver's flag follows its own measured time: a loaded machine can take 100 ms over any exchange.
+    const prompt = log[1].attempts[0];
+    expect(prompt.slow).toBe(prompt.latency_ms > 100);
   });
 });
 
