@@ -157,8 +157,22 @@ describe('operators sign in: the Web UI, the codec server and Temporal by the id
       await link.waitFor({ timeout: 60_000 });
       await link.click();
       await page.waitForURL((u) => u.pathname.includes(`/workflows/${workflowId}/`));
-      // The input is shown once the codec server has answered (decoded, or as stored when refused).
-      await page.getByText(shows).first().waitFor({ timeout: 60_000 });
+      // The input is shown once the codec server has answered (decoded, or as stored when refused). The UI asks for
+      // it once per page load: if that answer never came (a machine so loaded that the UI gave up on it), the person
+      // at the browser reloads the page, and so does this test, once, naming what the codec server had answered.
+      const shown = () => page.getByText(shows).first().waitFor({ timeout: 45_000 });
+      await shown().catch(async (err: unknown) => {
+        const before = [...codecAnswers];
+        await page.reload();
+        await shown().catch(() => {
+          throw new Error(
+            `the journey's page never showed ${user === 'operator' ? 'its decoded input' : 'the redaction marker'} ` +
+              `(the codec server's answers to this browser: ${JSON.stringify(before)} before a reload, ` +
+              `${JSON.stringify(codecAnswers.slice(before.length))} after it)`,
+            { cause: err },
+          );
+        });
+      });
       await page.waitForLoadState('networkidle');
       return { text: await page.locator('body').innerText(), codecAnswers };
     } finally {
