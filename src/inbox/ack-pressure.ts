@@ -59,9 +59,7 @@ export class AckPressure {
     const rate = this.#rate();
     // A surge whose callbacks eased off has passed, whether or not the forwarder asked in the meantime.
     if (this.#surgeRate > 0 && rate * 2 < this.#surgeRate) this.#surgeRate = 0;
-    if (this.#rise && (rate < BURST_MIN || rate < BURST_RISE * this.#rise.from || now - this.#rise.at > BURST_MAX_MS)) {
-      this.#rise = undefined;
-    }
+    if (this.#riseOver(rate, now)) this.#rise = undefined;
     if (!this.#rise && rate >= BURST_MIN) {
       const from = this.#baseline();
       if (rate >= BURST_RISE * from) this.#rise = { from, at: now };
@@ -80,8 +78,14 @@ export class AckPressure {
   burst(now = performance.now()): boolean {
     if (!this.underPressure(now) || !this.#rise) return false;
     // Callbacks that stopped coming end a burst as they end a surge (the rate is counted at each answer).
-    if (now - this.#rise.at > BURST_MAX_MS || this.#rate() < BURST_MIN) this.#rise = undefined;
+    if (this.#riseOver(this.#rate(), now)) this.#rise = undefined;
     return this.#rise !== undefined;
+  }
+
+  /** Whether the burst under way has passed: the callbacks fell below its rise, or it has lasted its longest. */
+  #riseOver(rate: number, now: number): boolean {
+    const rise = this.#rise;
+    return rise !== undefined && (rate < BURST_MIN || rate < BURST_RISE * rise.from || now - rise.at > BURST_MAX_MS);
   }
 
   underPressure(now = performance.now()): boolean {

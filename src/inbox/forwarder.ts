@@ -151,8 +151,8 @@ export interface InboxForwarderOptions {
   /** The longest the forwarder yields to one burst before it goes on anyway: 1 s. */
   yieldMaxMs?: number;
   /**
-   * True while the pressure under way began as a burst: callbacks taken faster than the forwarder was signalling them
-   * (AckPressure.burst). The adaptive policy holds new signals through it.
+   * True while the pressure under way comes in a burst: callbacks at twice the rate of the ten seconds before they
+   * rose, or more (AckPressure.burst). The adaptive policy holds new signals through it.
    */
   burst?: () => boolean;
   /**
