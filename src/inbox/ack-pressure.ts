@@ -13,6 +13,12 @@ export const BURST_MIN = 10;
 export const BURST_MAX_MS = 30_000;
 /** The seconds a rise is measured against, before the window the rate is counted over. */
 export const BASELINE_SECONDS = 10;
+/**
+ * Through a rise, an answer this many times the threshold in all, its durable write included, is slow too. The write
+ * waits for the cores the journeys' signals take (the Temporal server and the worker beside the webhook), which the
+ * webhook's own time does not show: a files inbox's flush slowed by them leaves its own time fast and its answers slow.
+ */
+export const BURST_SLOW_FACTOR = 2;
 
 function sum(ring: number[]): number {
   let n = 0;
@@ -35,8 +41,10 @@ export class AckPressure {
   readonly #perSecond = new Array<number>(BASELINE_SECONDS + 2).fill(0);
   /** The second the ring's latest slot is for. */
   #second = Number.NEGATIVE_INFINITY;
-  /** The burst under way: the rate per window it rose from, and when. */
-  #rise: { from: number; at: number } | undefined;
+  /** The burst under way: the rate per window it rose from, when, and whether its answers turned slow in all. */
+  #rise: { from: number; at: number; felt: boolean } | undefined;
+  /** When the latest answers slow in all (BURST_SLOW_FACTOR) came through the rise under way, oldest first. */
+  readonly #slowInAllAt: number[] = [];
 
   /**
    * @param thresholdMs an acknowledgement slower than this is slow; 0 turns the pacing off.
@@ -50,8 +58,11 @@ export class AckPressure {
     private readonly minSlow = 3,
   ) {}
 
-  /** The answer to one taken callback and how long it took. */
-  record(elapsedMs: number, now = performance.now()): void {
+  /**
+   * The answer to one taken callback: how long it took in all, and how much of that it waited for its durable write
+   * (a surge counts the webhook's own time: a slow disk is not something holding the signals back makes faster).
+   */
+  record(elapsedMs: number, now = performance.now(), storeWaitMs = 0): void {
     if (this.thresholdMs <= 0) return;
     this.#advance(now);
     this.#counts[this.#tenth % 10]! += 1;
@@ -62,24 +73,39 @@ export class AckPressure {
     if (this.#riseOver(rate, now)) this.#rise = undefined;
     if (!this.#rise && rate >= BURST_MIN) {
       const from = this.#baseline();
-      if (rate >= BURST_RISE * from) this.#rise = { from, at: now };
+      if (rate >= BURST_RISE * from) {
+        this.#rise = { from, at: now, felt: false };
+        this.#slowInAllAt.length = 0;
+      }
     }
-    if (elapsedMs <= this.thresholdMs) return;
+    if (this.#rise && !this.#rise.felt && elapsedMs > BURST_SLOW_FACTOR * this.thresholdMs) {
+      this.#slowInAllAt.push(now);
+      if (this.#slowInAllAt.length > this.minSlow) this.#slowInAllAt.shift();
+      if (this.#within(this.#slowInAllAt, now)) this.#rise.felt = true;
+    }
+    if (elapsedMs - storeWaitMs <= this.thresholdMs) return;
     this.#slowAt.push(now);
     if (this.#slowAt.length > this.minSlow) this.#slowAt.shift();
     if (this.#slow(now)) this.#surge(now);
   }
 
   /**
-   * Under pressure in a burst: the callbacks rose to BURST_RISE times the rate of the BASELINE_SECONDS before or more,
-   * and still come at that (at most BURST_MAX_MS). The answers may turn slow seconds into it, once the journeys'
-   * signals keep the Temporal server and the worker busy. A steady run is no burst, even when its answers turn slow.
+   * A burst the webhook feels: the callbacks rose to BURST_RISE times the rate of the BASELINE_SECONDS before or more,
+   * and still come at that (at most BURST_MAX_MS), and its answers are slow (under pressure), or were slow in all
+   * (`minSlow` within a window over BURST_SLOW_FACTOR times the threshold, the durable write included) at any time
+   * through it: then it lasts as long as the rise does, however fast the answers are once the signals wait. The
+   * answers may turn slow seconds into it, once the journeys' signals keep the Temporal server and the worker busy. A
+   * steady run is no burst, even when its answers turn slow.
    */
   burst(now = performance.now()): boolean {
-    if (!this.underPressure(now) || !this.#rise) return false;
+    if (!this.#rise) return false;
     // Callbacks that stopped coming end a burst as they end a surge (the rate is counted at each answer).
-    if (this.#riseOver(this.#rate(), now)) this.#rise = undefined;
-    return this.#rise !== undefined;
+    this.#advance(now);
+    if (this.#riseOver(this.#rate(), now)) {
+      this.#rise = undefined;
+      return false;
+    }
+    return this.#rise.felt || this.underPressure(now);
   }
 
   /** Whether the burst under way has passed: the callbacks fell below its rise, or it has lasted its longest. */
@@ -120,7 +146,12 @@ export class AckPressure {
   }
 
   #slow(now: number): boolean {
-    return this.#slowAt.length >= this.minSlow && now - this.#slowAt[0]! < this.windowMs;
+    return this.#within(this.#slowAt, now);
+  }
+
+  /** Whether `minSlow` of these times (the latest, oldest first) fall within the window before `now`. */
+  #within(times: number[], now: number): boolean {
+    return times.length >= this.minSlow && now - times[0]! < this.windowMs;
   }
 
   /** Moves the ring to `now`, emptying the slots of the tenths that passed without an answer. */

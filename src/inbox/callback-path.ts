@@ -289,9 +289,9 @@ export class CallbackPath {
   answered(elapsedMs: number, storeWaitMs: number): void {
     this.#o.metrics.ackSeconds.observe(elapsedMs / 1000);
     if (this.measureWithout.has('pressure')) return;
-    // The webhook's own time: a durable write the storage was slow with (a disk's flush stall) is not something
-    // holding the journeys' signals back could make faster.
-    this.pressure.record(Math.max(0, elapsedMs - storeWaitMs));
+    // A surge counts the webhook's own time (a durable write the storage was slow with, a disk's flush stall, is not
+    // something holding the journeys' signals back could make faster); a burst also the time in all (AckPressure).
+    this.pressure.record(elapsedMs, performance.now(), storeWaitMs);
   }
 
   /**

@@ -151,8 +151,9 @@ export interface InboxForwarderOptions {
   /** The longest the forwarder yields to one burst before it goes on anyway: 1 s. */
   yieldMaxMs?: number;
   /**
-   * True while the pressure under way comes in a burst: callbacks at twice the rate of the ten seconds before they
-   * rose, or more (AckPressure.burst). The adaptive policy holds new signals through it.
+   * True through a burst the webhook feels: callbacks at twice the rate of the ten seconds before they rose, or more,
+   * its answers slow now or slow in all at some time through it (AckPressure.burst). The adaptive policy holds new
+   * signals through it.
    */
   burst?: () => boolean;
   /**
@@ -232,8 +233,9 @@ export class InboxForwarder {
       const now = Date.now();
       const pressed = this.#o.pressure?.() ?? false;
       const overdue = now - Date.parse(entry.signal.receivedAt) >= maxDeferMs;
-      // Through a burst (adaptive) the limit stays as it was: nothing goes, and the inbox drains at full pace after.
-      const held = pressed && policy === 'adaptive' && !overdue && (this.#o.burst?.() ?? false);
+      // Through a burst (adaptive) the limit stays as it was: nothing goes, and the inbox drains at full pace after. A
+      // burst the webhook felt holds while it lasts, its answers fast again or not (AckPressure.burst).
+      const held = policy === 'adaptive' && !overdue && (this.#o.burst?.() ?? false);
       if (held && !this.#stopping) {
         await this.#tick();
         continue;

@@ -327,6 +327,21 @@ describe.each([
     expect(t.maxInFlight()).toBeGreaterThan(2);
   });
 
+  it('adaptive: holds through a burst the webhook felt while its answers are fast again (no pressure now)', async () => {
+    const journeys = ['a', 'b'];
+    const order = await appendInterleaved(journeys, 10);
+    let felt = true;
+    const t = fakeTemporal(() => new Promise((r) => setTimeout(r, 5)));
+    const f = forwarder(t.client, { concurrency: 4, pressure: () => false, burst: () => felt, maxDeferMs: 60_000 });
+    f.start();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.calls).toHaveLength(0);
+    felt = false;
+    expect(await f.drained(20_000)).toBe(true);
+    expect(f.currentLimit).toBe(4);
+    for (const j of journeys) expect(sent(t.calls, j)).toEqual(order[j]);
+  });
+
   it('adaptive: a burst that outlasts the longest deferral holds each callback that long, then paces it (never one at a time)', async () => {
     const journeys = ['a', 'b', 'c', 'd', 'e', 'f'];
     const order = await appendInterleaved(journeys, 24);

@@ -2,9 +2,9 @@
 // keep coming; not one slow answer now and then, and not a high rate the webhook answers quickly.
 import { AckPressure, BURST_MAX_MS } from '../../src/inbox/ack-pressure';
 
-/** Answers every `everyMs` from `from` to `to` (excluded), each taking `ms`. */
-function answers(p: AckPressure, from: number, to: number, everyMs: number, ms = 1): void {
-  for (let t = from; t < to; t += everyMs) p.record(ms, t);
+/** Answers every `everyMs` from `from` to `to` (excluded), each taking `ms` in all, `storeWaitMs` of it the write's. */
+function answers(p: AckPressure, from: number, to: number, everyMs: number, ms = 1, storeWaitMs = 0): void {
+  for (let t = from; t < to; t += everyMs) p.record(ms, t, storeWaitMs);
 }
 
 describe('acknowledgement pressure', () => {
@@ -118,6 +118,36 @@ describe('acknowledgement pressure', () => {
     for (const t of [t1, t1 + 1, t1 + 2]) p.record(20, t);
     expect(p.underPressure(t1 + 3)).toBe(true);
     expect(p.burst(t1 + 3)).toBe(false);
+  });
+
+  it('calls a rise whose answers are slow in all, the durable write included, a burst the webhook feels, for as long as the rise lasts', () => {
+    const p = new AckPressure(5);
+    // 500 a second from quiet; its own time 2 ms, the write's 6 ms more: slow in all under twice the threshold.
+    answers(p, 0, 2_000, 2, 8, 6);
+    expect(p.underPressure(2_000)).toBe(false);
+    expect(p.burst(2_000)).toBe(false);
+    // The write now waits 10 ms (its flush behind the journeys' signals for the cores): 12 ms in all, 2 ms its own.
+    answers(p, 2_000, 2_010, 2, 12, 10);
+    expect(p.underPressure(2_010)).toBe(false); // a surge counts the webhook's own time
+    expect(p.burst(2_010)).toBe(true);
+    // The signals held, the answers are fast again: it is a burst while the callbacks keep coming at that rate.
+    answers(p, 2_010, 7_000, 2, 1);
+    expect(p.burst(7_000)).toBe(true);
+    // They stopped: it has passed.
+    expect(p.burst(8_500)).toBe(false);
+    // A rise after it starts unfelt again.
+    answers(p, 30_000, 31_000, 2, 1);
+    expect(p.burst(31_000)).toBe(false);
+  });
+
+  it('calls answers slow in all through a steady run neither a surge nor a burst', () => {
+    const p = new AckPressure(5);
+    // About 143 a second for longer than a burst from quiet lasts, then its writes turn slow.
+    answers(p, 0, BURST_MAX_MS + 5_000, 7);
+    const t0 = BURST_MAX_MS + 5_000;
+    answers(p, t0, t0 + 2_000, 7, 30, 28);
+    expect(p.underPressure(t0 + 2_000)).toBe(false);
+    expect(p.burst(t0 + 2_000)).toBe(false);
   });
 
   it('never presses with the threshold at 0 (pacing off)', () => {
