@@ -1,5 +1,6 @@
 // Acknowledgement pressure counts the webhook's own time: answers slowed by the store's durable write (a disk's flush
-// stall) do not hold the journeys' signals back, while answers slowed in the webhook itself (its CPU taken) do.
+// stall) make no surge, while answers slowed in the webhook itself (its CPU taken) do. Through a rise of callbacks
+// the time in all counts too: a burst whose writes waited is one the webhook felt.
 // Through the real webhook route and the real file inbox. The margins are wide (a 100 ms threshold against 400 ms
 // writes and 250 ms of the webhook's own work) and the route is warmed up first, so a busy machine cannot decide it:
 // the answers' own part would have to be starved for 100 ms of the 400 they wait.
@@ -71,6 +72,20 @@ describe('acknowledgement pressure and the store', () => {
     expect(performance.now() - t0).toBeGreaterThanOrEqual(400);
     // ... but the webhook's own part of them was not.
     expect(api.callbacks.pressure.underPressure()).toBe(false);
+  });
+
+  it('makes a rise of answers slowed by the durable write a burst the webhook felt (no surge)', async () => {
+    storeDelayMs = 400;
+    handlerBusyMs = 0;
+    // 80 at once: past BURST_MIN within the second their answers come in, each over twice the threshold in all.
+    const answers = await Promise.all(
+      Array.from({ length: 80 }, (_, i) =>
+        api.inject({ method: 'POST', url: webhookPath('jpress1'), payload: event1(82_000 + i) }),
+      ),
+    );
+    for (const res of answers) expect(res.statusCode).toBe(200);
+    expect(api.callbacks.pressure.underPressure()).toBe(false);
+    expect(api.callbacks.pressure.burst()).toBe(true);
   });
 
   it('is raised by answers the webhook itself was slow with', async () => {

@@ -150,6 +150,18 @@ describe('acknowledgement pressure', () => {
     expect(p.burst(t0 + 2_000)).toBe(false);
   });
 
+  it('calls a rise to fewer than BURST_MIN a second no burst, its answers slow or not', () => {
+    const p = new AckPressure(5);
+    // 40 a second from quiet (journeys completing), every answer slow in all and in its own time.
+    answers(p, 0, 3_000, 25, 30, 0);
+    expect(p.underPressure(3_000)).toBe(true);
+    expect(p.burst(3_000)).toBe(false);
+    // 100 a second is one.
+    const q = new AckPressure(5);
+    answers(q, 0, 3_000, 10, 30, 0);
+    expect(q.burst(3_000)).toBe(true);
+  });
+
   it('never presses with the threshold at 0 (pacing off)', () => {
     const p = new AckPressure(0);
     for (let t = 0; t < 100; t += 10) p.record(500, t);
