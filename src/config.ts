@@ -93,6 +93,10 @@ export const ClinicConfig = z.object({
 });
 export type ClinicConfig = z.infer<typeof ClinicConfig>;
 
+/** What webhook pressure does to the inbox forwarder (FORWARDER_POLICY; src/inbox/forwarder.ts). */
+export const FORWARDER_POLICIES = ['adaptive', 'steady', 'surge'] as const;
+export type ForwarderPolicy = (typeof FORWARDER_POLICIES)[number];
+
 const ConfigSchema = z.object({
   /** The Temporal connection as the CLI resolves it: a temporal.toml profile, then the TEMPORAL_* variables. */
   temporal: z.object({
@@ -199,7 +203,7 @@ const ConfigSchema = z.object({
      * maxDeferMs) and otherwise halves the signals in flight, down to 2; `steady` only halves them; `surge` holds new
      * signals under any pressure (up to maxDeferMs) (docs/design-notes.md#acknowledgement-pressure).
      */
-    policy: z.enum(['adaptive', 'steady', 'surge'], { error: 'FORWARDER_POLICY: adaptive, steady or surge' }),
+    policy: z.enum(FORWARDER_POLICIES, { error: 'FORWARDER_POLICY: adaptive, steady or surge' }),
     /**
      * Deadline of one forwarded signal. Short on purpose: while Temporal is away a signal fails at its deadline (the
      * client retries within it), and the forwarder's probe finds Temporal back sooner than a long deadline runs out.

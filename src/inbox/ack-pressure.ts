@@ -84,14 +84,10 @@ export class AckPressure {
       }
     }
     if (this.#rise && !this.#rise.felt && elapsedMs > BURST_SLOW_FACTOR * this.thresholdMs) {
-      this.#slowInAllAt.push(now);
-      if (this.#slowInAllAt.length > this.minSlow) this.#slowInAllAt.shift();
-      if (this.#within(this.#slowInAllAt, now)) this.#rise.felt = true;
+      if (this.#noteSlow(this.#slowInAllAt, now)) this.#rise.felt = true;
     }
     if (elapsedMs - storeWaitMs <= this.thresholdMs) return;
-    this.#slowAt.push(now);
-    if (this.#slowAt.length > this.minSlow) this.#slowAt.shift();
-    if (this.#slow(now)) this.#surge(now);
+    if (this.#noteSlow(this.#slowAt, now)) this.#surge(now);
   }
 
   /**
@@ -152,6 +148,13 @@ export class AckPressure {
 
   #slow(now: number): boolean {
     return this.#within(this.#slowAt, now);
+  }
+
+  /** Notes a slow answer among the latest `minSlow` of its kind; whether they now fall within the window. */
+  #noteSlow(times: number[], now: number): boolean {
+    times.push(now);
+    if (times.length > this.minSlow) times.shift();
+    return this.#within(times, now);
   }
 
   /** Whether `minSlow` of these times (the latest, oldest first) fall within the window before `now`. */

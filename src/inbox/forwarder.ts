@@ -11,6 +11,7 @@ import {
   snapshotQuery,
   type CallbackSignal,
 } from '../contract/definitions';
+import type { ForwarderPolicy } from '../config';
 import { FloodWatch, type FloodWatchOptions } from './flood-watch';
 import type { CallbackInbox, DeadLetterReason, DeadLetterSettlement, InboxEntry } from './types';
 
@@ -182,8 +183,7 @@ export interface InboxForwarderOptions {
   flood?: Partial<FloodWatchOptions>;
 }
 
-export const FORWARDER_POLICIES = ['adaptive', 'steady', 'surge'] as const;
-export type ForwarderPolicy = (typeof FORWARDER_POLICIES)[number];
+export type { ForwarderPolicy };
 
 export class InboxForwarder {
   readonly #o: InboxForwarderOptions;
