@@ -58,12 +58,27 @@ export function serviceAccountTokens(t: TemporalConfig): ServiceAccountTokens | 
 }
 
 /**
+ * How long a client connection waits at most between attempts to reconnect to a Temporal server that went away.
+ * gRPC's own default grows each wait by 1.6x up to 120 s: after a minute's outage the next attempt could come 40 s
+ * after the server was back, and every signal in between fails at once. The forwarder's signals (from a thread of
+ * their own, with its own connection) then waited that long although its probe already found the server answering.
+ * An attempt every 2 s at most costs the server nothing it notices.
+ */
+export const CLIENT_RECONNECT_BACKOFF = { initialMs: 500, maxMs: 2_000 } as const;
+
+/**
  * The options of a client connection that presents the service account's token (asked for at each call, so a
  * refreshed one is used at once). Plain text unless TLS is configured: the token is a bearer credential, so a
  * server beyond this host belongs behind TLS.
  */
-function clientConnectionOptions(t: TemporalConfig): ConnectionOptions {
-  const base = connectionOptions(t);
+export function clientConnectionOptions(t: TemporalConfig): ConnectionOptions {
+  const base: ConnectionOptions = {
+    ...connectionOptions(t),
+    channelArgs: {
+      'grpc.initial_reconnect_backoff_ms': CLIENT_RECONNECT_BACKOFF.initialMs,
+      'grpc.max_reconnect_backoff_ms': CLIENT_RECONNECT_BACKOFF.maxMs,
+    },
+  };
   const tokens = serviceAccountTokens(t);
   if (!tokens) return base;
   return { ...base, tls: base.tls ?? false, apiKey: () => tokens.current() ?? '' };

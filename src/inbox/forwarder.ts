@@ -177,7 +177,11 @@ export interface InboxForwarderOptions {
   /** While backing off longer than a second, Temporal is asked once a second whether it answers again. */
   probe?: () => Promise<boolean>;
   metrics?: ForwarderMetrics;
-  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  log: {
+    info?(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
   now?: () => Date;
   /** When a journey sent many callbacks is asked whether it is flooded (flood-watch.ts); `ask` defaults to its snapshot. */
   flood?: Partial<FloodWatchOptions>;
@@ -201,6 +205,12 @@ export class InboxForwarder {
   #lastChange = 0;
   #lastSignalAt = 0;
   #ticking: Promise<void> | undefined;
+  /**
+   * Since when the signals find Temporal unreachable, how many failed so, and whether that was logged (undefined while
+   * they reach it).
+   */
+  #unreachable: { since: number; failed: number; logged: boolean } | undefined;
+  #unreachableLoggedAt = -Infinity;
 
   readonly #flood: FloodWatch;
 
@@ -376,6 +386,7 @@ export class InboxForwarder {
           } finally {
             this.#inFlight--;
           }
+          if (r.ok || r.gone) this.#reached();
           if (r.ok) {
             done.push(entry.id);
             this.#flood.signalled(entry.journeyId);
@@ -395,7 +406,8 @@ export class InboxForwarder {
             // later entries wait behind it, and no new journey starts until the backoff.
             const unreachable = r.unreachable ?? temporalUnreachable(r.err);
             this.#o.metrics?.failedAttempt(unreachable);
-            if (!unreachable) this.#o.log.warn({ err: r.err, journeyId: entry.journeyId }, 'callback signal failed');
+            if (unreachable) this.#unreachableNow(r.err);
+            else this.#o.log.warn({ err: r.err, journeyId: entry.journeyId }, 'callback signal failed');
             retryLater = true;
             return;
           }
@@ -410,6 +422,36 @@ export class InboxForwarder {
     } finally {
       this.#busy = false;
     }
+  }
+
+  /**
+   * A signal found Temporal unreachable: said once per outage, and at most once a minute (a server overloaded after
+   * a restart answers some signals and lets others run out of time); each failure is counted in the metrics.
+   */
+  #unreachableNow(err: unknown): void {
+    if (this.#unreachable) {
+      this.#unreachable.failed += 1;
+      return;
+    }
+    const now = Date.now();
+    const logged = now - this.#unreachableLoggedAt >= 60_000;
+    this.#unreachable = { since: now, failed: 1, logged };
+    if (!logged) return;
+    this.#unreachableLoggedAt = now;
+    this.#o.log.warn({ err }, 'Temporal unreachable: callbacks wait in the inbox and are signalled once it answers');
+  }
+
+  /** A signal reached Temporal: the end of an outage that was logged is said, with how long it lasted. */
+  #reached(): void {
+    const outage = this.#unreachable;
+    if (!outage) return;
+    this.#unreachable = undefined;
+    if (!outage.logged) return;
+    (this.#o.log.info ?? this.#o.log.warn).call(
+      this.#o.log,
+      { unreachableSeconds: Math.round((Date.now() - outage.since) / 100) / 10, failedSignals: outage.failed },
+      'Temporal answers the signals again: the forwarder signals the callbacks the inbox kept',
+    );
   }
 
   /** The backoff, cut short when the probe finds Temporal answering again (checked once a second). */

@@ -11,6 +11,17 @@ import { lazyClient } from '../temporal';
 import { signalJourney, temporalUnreachable } from './forwarder';
 import { READY, type SignalReply, type SignalRequest, type SignalThreadData } from './signal-protocol';
 
+/**
+ * The error as the main thread logs it: its message and, for the SDK's wrapped errors, the gRPC status beneath (the
+ * SDK's "Failed to signal Workflow" alone does not say whether the server refused or could not be reached).
+ */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause;
+  if (!(cause instanceof Error) || cause.message === err.message) return err.message;
+  return `${err.message}: ${cause.message}`;
+}
+
 function main(): void {
   const port = parentPort;
   if (!port) throw new Error('signal-thread runs as a worker thread');
@@ -58,7 +69,7 @@ function main(): void {
             ...(r.gone ? { gone: r.gone } : {}),
             unreachable: temporalUnreachable(r.err),
             name: r.err instanceof Error ? r.err.name : 'Error',
-            message: r.err instanceof Error ? r.err.message : String(r.err),
+            message: errorText(r.err),
           };
       port.postMessage(reply);
     });

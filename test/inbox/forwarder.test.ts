@@ -5,7 +5,12 @@
 // NOTIFY).
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { InboxForwarder, temporalUnreachable, type ForwarderPolicy } from '../../src/inbox/forwarder';
+import {
+  InboxForwarder,
+  temporalUnreachable,
+  type ForwarderPolicy,
+  type InboxForwarderOptions,
+} from '../../src/inbox/forwarder';
 import type { CallbackInbox } from '../../src/inbox/types';
 import type { CallbackSignal } from '../../src/contract/definitions';
 import { fileHarness, postgresHarness, signalFor, type StoreHarness } from './support';
@@ -93,6 +98,7 @@ describe.each([
       policy?: ForwarderPolicy;
       webhookBusy?: () => boolean;
       yieldMaxMs?: number;
+      log?: InboxForwarderOptions['log'];
     } = {},
   ) {
     const f = new InboxForwarder({
@@ -105,7 +111,7 @@ describe.each([
       minBackoffMs: 20,
       maxBackoffMs: o.maxBackoffMs ?? 200,
       idlePollMs: o.idlePollMs ?? 200,
-      log: silentLog,
+      log: o.log ?? silentLog,
       ...(o.pressure ? { pressure: o.pressure, recoverMs: 50 } : {}),
       ...(o.burst ? { burst: o.burst } : {}),
       ...(o.maxDeferMs !== undefined ? { maxDeferMs: o.maxDeferMs } : {}),
@@ -146,7 +152,10 @@ describe.each([
     const order = await appendInterleaved(['a', 'b'], 10);
     let up = false;
     const t = fakeTemporal(() => (up ? Promise.resolve() : Promise.reject(grpcError(14))));
-    const f = forwarder(t.client);
+    const lines: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
+    const record = (level: string) => (obj: object, msg: string) =>
+      lines.push({ level, obj: obj as Record<string, unknown>, msg });
+    const f = forwarder(t.client, { log: { info: record('info'), warn: record('warn'), error: record('error') } });
     f.start();
     await new Promise((r) => setTimeout(r, 1_000));
     // A backoff doubling to 200 ms: a handful of attempts in a second, not a hot loop; each journey's first entry
@@ -163,6 +172,14 @@ describe.each([
       // The first entry tried during the outage and once more after it, then each later entry once, in order.
       expect(got.slice(got.lastIndexOf(order[j]![0]!))).toEqual(order[j]);
     }
+    // Said once when the outage began (not once per failed signal) and once when it ended, with its figures.
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      ['warn', 'Temporal unreachable: callbacks wait in the inbox and are signalled once it answers'],
+      ['info', 'Temporal answers the signals again: the forwarder signals the callbacks the inbox kept'],
+    ]);
+    const failedDuringOutage = t.calls.length - 10;
+    expect(lines[1]!.obj.failedSignals).toBe(failedDuringOutage);
+    expect(lines[1]!.obj.unreachableSeconds).toBeGreaterThanOrEqual(0.5);
   });
 
   it('makes dead letters of callbacks whose journey is gone, without holding the others back', async () => {
