@@ -105,6 +105,8 @@ export function runRates(r: ThroughputRun | undefined): string {
 
 /** The share of the raw ceiling the journeys should reach. */
 const THROUGHPUT_TARGET = 0.8;
+/** Seconds from Temporal ready after its restart to the forwarder's first signal: its probe asks once a second. */
+const RESUME_TARGET_S = 5;
 
 /** A level of the webhook runs: Temporal up (section 1) or stopped (the outage). */
 function levelOf(r: Results, store: InboxStore, temporal: TemporalState, rate: number): WebhookLevel | undefined {
@@ -274,6 +276,18 @@ export function targets(r: Results): Targets {
         : d.unqueried && d.missing === 0
           ? `${met(false)}: not every journey could be checked`
           : met(false),
+    });
+  }
+  const restarts = r.outage?.stores ?? [];
+  if (restarts.length) {
+    const late = restarts.filter((s) => !(s.resumeSeconds <= RESUME_TARGET_S));
+    rows.push({
+      target: `After Temporal's restart the forwarder signals again within ${RESUME_TARGET_S} s (${restarts.map((s) => s.store).join(', ')})`,
+      figure: restarts.map((s) => `${s.store} ${s1(s.resumeSeconds)}`).join(', '),
+      verdict:
+        late.length === 0
+          ? met(true)
+          : `${met(false)}: ${late.map((s) => `${s.store} ${s1(s.resumeSeconds)}`).join(', ')} (its probe asks once a second)`,
     });
   }
   if (r.throughput) {
