@@ -1425,8 +1425,9 @@ export function renderReport(
       `The GFE journeys ran at **${pct(x.ratio)}** of the raw ceiling. Time to complete runs from the start request ` +
         `to the workflow's close (server time) and includes the ${x.providerDelayMs} ms provider delay. *CPU per ` +
         'journey*: CPU milliseconds of each process (/proc) from the first start to the last close, over the journeys ' +
-        "completed (the raw run's worker is its own). Both workers, the Temporal server and the sandbox run with the " +
-        'same CPU weight (see *Machine*).',
+        "completed (the raw run's worker is its own; `bench` is the bench's own process, which sends the starts and " +
+        'polls the counts on the same cores). Both workers, the Temporal server and the sandbox run with the same CPU ' +
+        'weight (see *Machine*).',
       '',
       '**What a GFE journey asks of Temporal** (counted from the histories of journeys started through the API): before ' +
         `the rules of 2026-11, 41 events: 6 patch markers, each with the SDK's upsert of TemporalChangeVersion, and ` +

@@ -61,9 +61,14 @@ export interface ThroughputResults {
   order?: string[];
 }
 
-/** CPU seconds of each process now (the stack's, and the raw worker's as `worker` when it runs). */
+/**
+ * CPU seconds of each process now: the stack's, the raw worker's as `worker` when it runs, and the bench's own as
+ * `bench` (the load: the starts, a clinic's requests or the raw client's, and the counts it polls), which shares the
+ * machine's cores with them.
+ */
 async function cpuNow(ctx: Ctx, rawWorker?: ManagedProcess): Promise<Record<string, number>> {
-  const all = await ctx.stack.cpu();
+  const own = process.cpuUsage();
+  const all: Record<string, number> = { ...(await ctx.stack.cpu()), bench: (own.user + own.system) / 1e6 };
   if (!rawWorker) return all;
   const { worker: _engineWorker, ...rest } = all;
   const raw = await cpuSeconds(rawWorker.pid);
