@@ -235,9 +235,33 @@ describe('a start while the patient key store or the audit trail is away', () =>
     expect(again.statusCode).toBe(200);
     expect(again.json()).toMatchObject({ journeyId: started.json().journeyId, created: false });
     const workflowId = journeyWorkflowId(started.json<{ journeyId: string }>().journeyId);
-    // One start reached "Temporal": the 503s stopped before it, the replay is answered from the journey held.
-    expect(starts).toEqual([workflowId]);
+    // The 503s stopped before "Temporal"; the replay's start is refused there as the id's second: one journey.
+    expect(starts).toEqual([workflowId, workflowId]);
     expect([...journeys.keys()].filter((id) => id === workflowId)).toHaveLength(1);
+  });
+
+  it('a replay refused before its start (the exam service away) is answered from the journey it started', async () => {
+    const key = 'replayed-while-service-away';
+    const started = await startJourney(app, key, body());
+    expect(started.statusCode).toBe(201);
+    const away = () =>
+      Promise.reject(new ApiProblem(502, 'exam-service-unavailable', 'the exam service did not answer'));
+    const exams = jest.spyOn(app.examService, 'exams').mockImplementation(away);
+    try {
+      const replay = await startJourney(app, key, body());
+      expect(replay.statusCode).toBe(200);
+      expect(replay.json()).toMatchObject({ journeyId: started.json().journeyId, created: false });
+      // Another body under the key: a conflict, whatever refused it first.
+      const other = await startJourney(app, key, gfeBody());
+      expect(other.statusCode).toBe(409);
+      expect(other.json<{ type: string }>().type).toBe('urn:patient-journeys:problem:idempotency-conflict');
+      // A new journey meets the refusal itself.
+      const fresh = await startJourney(app, 'new-while-service-away', body());
+      expect(fresh.statusCode).toBe(502);
+    } finally {
+      exams.mockRestore();
+    }
+    expect(starts).toEqual([journeyWorkflowId(started.json<{ journeyId: string }>().journeyId)]);
   });
 
   it('a lost connection while the binding commits (applied, answer lost): the retry finds the binding, one journey', async () => {

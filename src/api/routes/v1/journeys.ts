@@ -342,22 +342,32 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
       );
       const hash = requestSha256(body);
       const links = journeyLinks(journeyId);
-      const existing = await ctx.journeys.describe(journeyId);
-      if (existing) {
-        if (!ctx.journeys.isReplay(existing, clinic.clinicId, hash)) throw idempotencyConflict();
+      const replayed = () => {
         ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
         return reply.code(200).header('location', links.self).send({ journeyId, created: false, links });
-      }
+      };
       const patientRef = ctx.patientKeys?.patientRef(clinic.clinicId, body.patient.email);
-      const attachments = await checkStart(ctx, clinic, body, patientRef);
       // The start reaches Temporal before this time or not at all: an erasure of the patient waits for it.
       const startBy = new Date(Date.now() + ctx.config.api.temporalTimeoutMs + START_LEASE_MARGIN_MS);
       const workflowId = journeyWorkflowId(journeyId);
-      // Bound to its patient and the patient's key before anything of it is sealed: from its start on, every payload
-      // of the journey is sealed under that key. A workflow id is bound once: another patient under it is a conflict.
-      // While an erasure of the patient is under way nothing joins it: a 409 to try again once it is done.
-      const journeyKey =
-        ctx.patientKeys && patientRef ? await bindJourney(ctx, workflowId, patientRef, startBy) : undefined;
+      let attachments: StoredAttachmentMeta[];
+      let journeyKey: JourneyKey | undefined;
+      try {
+        attachments = await checkStart(ctx, clinic, body, patientRef);
+        // Bound to its patient and the patient's key before anything of it is sealed: from its start on, every
+        // payload of the journey is sealed under that key. A workflow id is bound once: another patient under it is a
+        // conflict. While an erasure of the patient is under way nothing joins it: a 409 to try again once it is done.
+        journeyKey =
+          ctx.patientKeys && patientRef ? await bindJourney(ctx, workflowId, patientRef, startBy) : undefined;
+      } catch (err) {
+        // Refused before the start: a replay of a journey already started still gets its answer (its documents since
+        // claimed or deleted, its exam list since changed, an erasure of its patient under way, a store away). Asked
+        // here rather than before every start: a new journey costs no lookup at Temporal.
+        const existing = await ctx.journeys.describe(journeyId).catch(() => undefined);
+        if (!existing) throw err;
+        if (!ctx.journeys.isReplay(existing, clinic.clinicId, hash)) throw idempotencyConflict();
+        return replayed();
+      }
       try {
         // Taken before the start: a journey's document is never swept as an orphan (a start that fails leaves a claim
         // the sweep finds without its journey); and sealed for its patient, nothing of it left under the payload keys.
@@ -378,12 +388,9 @@ const journeys: FastifyPluginCallbackZod = (app, _options, done) => {
           hash,
           journeyKey ? { deadline: startBy.getTime() - START_LEASE_MARGIN_MS } : {},
         );
-        if (outcome.created) ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
-        else ctx.metrics.journeyStartReplays.inc({ clinic: clinic.clinicId });
-        return reply
-          .code(outcome.created ? 201 : 200)
-          .header('location', links.self)
-          .send({ journeyId, created: outcome.created, links });
+        if (!outcome.created) return replayed();
+        ctx.metrics.journeysStarted.inc({ clinic: clinic.clinicId, scenario: body.scenario.type });
+        return reply.code(201).header('location', links.self).send({ journeyId, created: true, links });
       } finally {
         // Answered (started or not): an erasure waiting for this start goes on.
         if (journeyKey) await ctx.patientKeys?.settleStart(workflowId).catch(() => undefined);
