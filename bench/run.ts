@@ -33,7 +33,7 @@
 // Options: --levels 100,500,1000  --level-seconds 6  --warmup-seconds 2  --hook-journeys 200  --burst-repeats 3
 //          --stores files,postgres  --postgres synchronous|single (the postgres inbox's PostgreSQL: a primary with a
 //          synchronous standby under Patroni, through HAProxy, as npm run start:production runs it; or one server)
-//          --throughput-journeys 300  --throughput-rounds 2 (raw, visible, GFE; then the mirror order)
+//          --throughput-journeys 300  --throughput-rounds 4 (raw, visible, GFE; then the mirror order; and again)
 //          --start-concurrency 50  --waiting-journeys 10000
 //          --provider-delay-ms 1000  --background-nice 10 (the Temporal server, worker and sandbox; 0: equal weights)
 //          --background-cpu group|nice (group: those processes also in a cpu cgroup of the lowest weight, where one can be made)
@@ -51,7 +51,7 @@
 //          --sustained-svg <svg> (default: sustained-inbox-depth.svg beside --svg, else beside the report)
 //          --forwarder-policies a,b (the API restarted with FORWARDER_POLICY=<each> for the sustained rates)
 //          The hard limit grows by the sustained phase's own budget when it runs, and by 10 minutes (quick: 6) for the
-//          layers phase (unless --timeout-minutes).
+//          layers phase, and by a minute for each round of throughput runs past two (unless --timeout-minutes).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -179,6 +179,7 @@ function parseOptions(argv: string[]): Options {
   const forwarderPolicies = list(v['forwarder-policies'])?.filter((x) => x !== '') ?? [];
   for (const p of forwarderPolicies)
     if (!/^[\w.:=+-]+$/.test(p)) throw new Error(`--forwarder-policies: not a plain value: ${p}`);
+  const throughputRounds = num(v['throughput-rounds'], quick ? 1 : 4);
   // The sustained phase's own time: every store, policy and rate, its load, drain and settling.
   const sustainedMs = phases.has('sustained')
     ? stores.length *
@@ -197,7 +198,7 @@ function parseOptions(argv: string[]): Options {
     warmupSeconds: num(v['warmup-seconds'], quick ? 1 : 2),
     hookJourneys: num(v['hook-journeys'], quick ? 100 : 200),
     throughputJourneys: num(v['throughput-journeys'], quick ? 60 : 300),
-    throughputRounds: num(v['throughput-rounds'], quick ? 1 : 2),
+    throughputRounds,
     startConcurrency: num(v['start-concurrency'], 50),
     waitingJourneys: num(v['waiting-journeys'], quick ? 600 : 10_000),
     providerDelayMs: num(v['provider-delay-ms'], 1_000),
@@ -208,7 +209,11 @@ function parseOptions(argv: string[]): Options {
     timeoutMs:
       v['timeout-minutes'] !== undefined
         ? num(v['timeout-minutes'], 30) * 60_000
-        : (quick ? 15 : 30) * 60_000 + sustainedMs + (phases.has('layers') ? (quick ? 6 : 10) * 60_000 : 0),
+        : (quick ? 15 : 30) * 60_000 +
+          sustainedMs +
+          (phases.has('layers') ? (quick ? 6 : 10) * 60_000 : 0) +
+          // A round of throughput runs past the first two takes about a minute.
+          (phases.has('throughput') ? Math.max(0, throughputRounds - 2) * 60_000 : 0),
     // A partial run does not overwrite the committed report.
     out: v.out ?? (partial ? undefined : path.join(ROOT, 'docs', 'performance.md')),
     svg: v.svg ?? (partial ? undefined : path.join(ROOT, 'docs', 'webhook-latency.svg')),

@@ -46,7 +46,7 @@ export interface Options {
   /** The postgres inbox's PostgreSQL: a primary with a synchronous standby (the production shape), or one server. */
   database: 'synchronous' | 'single';
   throughputJourneys: number;
-  /** Rounds of the throughput runs (raw, visible, GFE; the next round mirrored): 2 unless set. */
+  /** Rounds of the throughput runs (raw, visible, GFE; every second round mirrored): 4 unless set (1 quick). */
   throughputRounds?: number;
   /** Starts in flight at once (API and raw alike). */
   startConcurrency: number;

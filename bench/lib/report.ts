@@ -1401,9 +1401,9 @@ export function renderReport(
       '',
       ...(x.order && x.gfe.runsPerSecond
         ? [
-            `Each kind ran ${x.gfe.runsPerSecond.length} times, in this order: ${x.order.join(', ')} (the second round ` +
-              'mirrors the first, so a drift of the server over the phase weighs on the ceiling and the journeys ' +
-              `alike); each row pools its runs (journeys over their summed wall time). Each run: raw ` +
+            `Each kind ran ${x.gfe.runsPerSecond.length} times, in this order: ${x.order.join(', ')} (every second round ` +
+              'mirrors the one before it, so a drift of the server over the phase weighs on the ceiling and the ' +
+              `journeys alike); each row pools its runs (journeys over their summed wall time). Each run: raw ` +
               `${runRates(x.raw)}; raw telling Temporal what a journey tells it ${runRates(x.rawVisible)}; GFE ` +
               `${runRates(x.gfe)}.`,
             '',
