@@ -946,7 +946,11 @@ function analysis(r: Results): string[] {
         `${c(t.gfe, 'worker').toFixed(1)} ms against ${c(t.raw, 'worker').toFixed(1)} ms (HTTP to the service, the ` +
         `payload codec, the journey's own code), the API ${c(t.gfe, 'api').toFixed(1)} ms (the start request, the ` +
         `webhook, the forwarder) and the sandbox standing in for the exam service ${c(t.gfe, 'sandbox').toFixed(1)} ms, ` +
-        'which the raw run does not have.' +
+        'which the raw run does not have' +
+        (t.gfe.cpuPerJourney?.bench !== undefined && t.raw.cpuPerJourney?.bench !== undefined
+          ? `; the bench's own load (the starts it sends, the counts it polls) ${c(t.gfe, 'bench').toFixed(1)} ms ` +
+            `against ${c(t.raw, 'bench').toFixed(1)} ms.`
+          : '.') +
         (v && t.ratioVisible !== undefined
           ? ` Measured apart in the same run: the raw shape telling Temporal what a journey tells it (and nothing ` +
             `else) ran at ${v.perSecond.toFixed(1)}/s, **${pct(v.perSecond / t.raw.perSecond)} of the raw ceiling**, ` +
