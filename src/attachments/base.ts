@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { RecordSealer, SealedJson } from '../codec/at-rest';
 import type { AttachmentRef } from '../contract/journey-request';
+import { isUnavailable } from '../audit/store-unavailable';
 import { isDataKeyId, isPatientRef, type PatientRef } from '../patient-keys/envelope';
 import {
   UsageLedger,
@@ -126,6 +127,16 @@ export function attachmentRefOf(ref: string, meta: AttachmentMeta, size: number)
 }
 
 /**
+ * Why a record could not be opened, naming the ref and at most a key id. A store that could not be reached (the patient
+ * key store during a failover) is thrown as it came: the record is not at fault, and the API answers it 503 with
+ * Retry-After, never 500; an activity is retried.
+ */
+function cannotOpen(ref: string, err: unknown): unknown {
+  if (isUnavailable(err)) return err;
+  return new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
+}
+
+/**
  * Opens what a backend stored under the payload keys. Throws (naming the ref and at most a key id, never the content)
  * when a record cannot be opened: its key is not configured, it was altered, its bytes do not match the checksum in its
  * metadata, or it is sealed for a patient (openAttachment opens those).
@@ -138,7 +149,7 @@ export function decodeAttachment(sealer: RecordSealer, ref: string, metaText: st
   try {
     bytes = bytesKeyId === undefined ? raw : sealer.open({ keyId: bytesKeyId, data: raw }, 'attachment');
   } catch (err) {
-    throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
+    throw cannotOpen(ref, err);
   }
   return checked(ref, meta, bytes);
 }
@@ -167,7 +178,7 @@ export async function openAttachment(
     try {
       return await keys.openBytes(patient, dataKeyId, purpose, data);
     } catch (err) {
-      throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
+      throw cannotOpen(ref, err);
     }
   };
   const metaPart = await openPart('attachment-meta', Buffer.from(meta, 'base64'));
@@ -204,7 +215,7 @@ function openMetaRecord(sealer: RecordSealer, ref: string, metaText: string): Op
       opened = sealer.openJson(sealed, purpose).toString('utf8');
     } catch (err) {
       // The sealer's messages name a key id at most; the ref tells operators which record.
-      throw new Error(`attachment ${ref} cannot be opened: ${err instanceof Error ? err.message : 'unknown error'}`);
+      throw cannotOpen(ref, err);
     }
     const value = parseJson(opened, ref);
     // Authenticated; another ref in it means the parts were swapped with another record's.

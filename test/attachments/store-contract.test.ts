@@ -25,6 +25,8 @@ import {
   type AttachmentPatientKeys,
   type AttachmentStore,
 } from '../../src/attachments/types';
+import { storeUnavailableProblem } from '../../src/api/problem';
+import { StoreUnavailableError } from '../../src/audit/store-unavailable';
 import { RecordSealer } from '../../src/codec/at-rest';
 import type { EncryptionKey } from '../../src/encryption-keys';
 import type { PatientKeys } from '../../src/patient-keys';
@@ -388,6 +390,32 @@ describe.each(stores)('attachment store (%s): documents sealed for their patient
     const bob = keys.patientRef('clinic-a', 'bob@example.com');
     await keys.bindJourney('journey-bob', bob);
     await expect(store.sealForPatient(ref, bob)).rejects.toBeInstanceOf(AttachmentOfAnotherPatientError);
+  });
+
+  it('says a patient key store away is that, not a document that cannot be opened (a start answers 503, not 500)', async () => {
+    const store = h.make({ patientKeys: keys });
+    const ada = keys.patientRef('clinic-a', 'ada@example.com');
+    await keys.bindJourney('journey-ada', ada);
+    const { ref } = await store.put(Buffer.concat([Buffer.from('%PDF '), marker]), META, { patient: ada });
+    const away = [
+      new StoreUnavailableError('patient-keys'),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+    ];
+    for (const err of away) {
+      const opening = h.make({
+        patientKeys: { sealBytes: (...a) => keys.sealBytes(...a), openBytes: () => Promise.reject(err) },
+      });
+      const thrown = await opening.get(ref).catch((e: unknown) => e);
+      expect(thrown).toBe(err);
+      expect(storeUnavailableProblem(thrown)?.status).toBe(503);
+    }
+    // Anything else is still the record's fault, named by its ref, and no store's.
+    const altered = h.make({
+      patientKeys: { sealBytes: (...a) => keys.sealBytes(...a), openBytes: () => Promise.reject(new Error('altered')) },
+    });
+    const thrown = await altered.get(ref).catch((e: unknown) => e);
+    expect(thrown).toEqual(new Error(`attachment ${ref} cannot be opened: altered`));
+    expect(storeUnavailableProblem(thrown)).toBeUndefined();
   });
 
   it("reads an erased patient's document as gone, and still releases its clinic's usage when it is deleted", async () => {
