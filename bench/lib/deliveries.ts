@@ -41,36 +41,47 @@ export interface Sweep {
   seconds: number;
 }
 
-/** Every journey's snapshot: when it applied each delivery it recorded. */
-export async function sweep(client: Client, journeyIds: string[], concurrency = 8): Promise<Sweep> {
+/**
+ * Every journey's snapshot: when it applied each delivery it recorded. A worker that is behind (workflow tasks timing
+ * out and tried again, as after an outage's backlog) has the server refuse queries of those journeys for a while
+ * ("Workflow Task in failed state"): a journey refused is asked again after the others, with pauses, for up to
+ * `patienceMs`; only one still refused then is unknown.
+ */
+export async function sweep(
+  client: Client,
+  journeyIds: string[],
+  concurrency = 8,
+  patienceMs = 120_000,
+): Promise<Sweep> {
   const t0 = performance.now();
   const applied = new Map<string, number>();
-  const failed: Sweep['failed'] = [];
   let duplicateEntries = 0;
-  await pool(journeyIds, concurrency, async (id) => {
-    // A worker that is behind (workflow tasks timing out and replayed) fails queries for a while: retry.
-    let snap: Awaited<ReturnType<typeof query>> | undefined;
-    const query = () => client.workflow.getHandle(journeyWorkflowId(id)).query(snapshotQuery);
-    for (let attempt = 1; attempt <= 6 && !snap; attempt++) {
-      try {
-        snap = await query();
-      } catch (err) {
-        if (attempt === 6) {
-          const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-          failed.push({ journeyId: id, error: `${err instanceof Error ? err.message : String(err)}${cause}` });
-          return;
-        }
-        await sleep(1_000 * attempt);
-      }
+  const query = (id: string) => client.workflow.getHandle(journeyWorkflowId(id)).query(snapshotQuery);
+  const refused = new Map<string, string>();
+  const ask = async (id: string) => {
+    let snap: Awaited<ReturnType<typeof query>>;
+    try {
+      snap = await query(id);
+    } catch (err) {
+      const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+      refused.set(id, `${err instanceof Error ? err.message : String(err)}${cause}`);
+      return;
     }
-    if (!snap) return;
+    refused.delete(id);
     const seen = new Set<string>();
     for (const e of snap.events) {
       if (seen.has(e.deliveryId)) duplicateEntries++;
       seen.add(e.deliveryId);
       applied.set(e.deliveryId, Date.parse(e.receivedAt));
     }
-  });
+  };
+  await pool(journeyIds, concurrency, ask);
+  const giveUpAt = Date.now() + patienceMs;
+  for (let round = 1; refused.size > 0 && Date.now() < giveUpAt; round++) {
+    await sleep(Math.min(2_000 * round, 15_000, Math.max(0, giveUpAt - Date.now())));
+    await pool([...refused.keys()], concurrency, ask);
+  }
+  const failed = [...refused].map(([journeyId, error]) => ({ journeyId, error }));
   return { applied, failed, duplicateEntries, journeys: journeyIds.length, seconds: (performance.now() - t0) / 1000 };
 }
 

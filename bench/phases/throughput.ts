@@ -95,14 +95,15 @@ function measure(
     last = Math.max(last, c);
   }
   const first = Math.min(...sends.map((s) => s.sentAt));
-  const wallSeconds = (last - first) / 1000;
+  // None completed (a run cut short by the hard limit): no time to speak of, not a negative one.
+  const wallSeconds = ttc.length > 0 ? (last - first) / 1000 : 0;
   const start = sends.map((s) => s.startMs);
   return {
     label,
     n: sends.length,
     completed: ttc.length,
     wallSeconds,
-    perSecond: ttc.length / wallSeconds,
+    perSecond: wallSeconds > 0 ? ttc.length / wallSeconds : 0,
     timeToCompleteMs: summarize(ttc),
     startMs: summarize(start),
     startErrors: sends.filter((s) => !s.ok).length,
@@ -128,7 +129,7 @@ export function pooled(runs: ThroughputRun[]): ThroughputRun {
     n: runs.reduce((a, r) => a + r.n, 0),
     completed,
     wallSeconds,
-    perSecond: completed / wallSeconds,
+    perSecond: wallSeconds > 0 ? completed / wallSeconds : 0,
     timeToCompleteMs: ttc.length > 0 ? summarize(ttc) : runs[0]!.timeToCompleteMs,
     startMs: start.length > 0 ? summarize(start) : runs[0]!.startMs,
     startErrors: runs.reduce((a, r) => a + r.startErrors, 0),
