@@ -78,7 +78,10 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
   }
   let upsertQueued = false;
   const inviteActivity = sendingRecorded ? invite.sendInvite : invite.createInvite;
-  let lastNotification: Promise<unknown> = Promise.resolve();
+  // One settled promise for the journey: a `.then` on it queues its callback as `Promise.resolve().then` would, without
+  // a new promise each time (the SDK's promise hook costs each one a stack trace).
+  const settled: Promise<void> = Promise.resolve();
+  let lastNotification: Promise<unknown> = settled;
 
   /**
    * Every change of the journey's state: the event reduced, then published. `notify: false` for a notification's own
@@ -151,7 +154,7 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
   function queueUpsert() {
     if (upsertQueued) return;
     upsertQueued = true;
-    void Promise.resolve().then(() => {
+    void settled.then(() => {
       upsertQueued = false;
       const changed = searchAttributePairs().filter((pair) => {
         const value = JSON.stringify(pair.value);
@@ -570,8 +573,9 @@ export function openJourney(input: JourneyInput, rules: HistoryRules) {
 
   /** Waits for the journey's handlers and notifications, hands its documents to retention, and says how it ended. */
   async function end(): Promise<JourneySummary> {
-    await condition(allHandlersFinished);
-    await Promise.all(notifications);
+    // Each wait only when there is something to wait for: the SDK's promise hook costs every promise a stack trace.
+    if (!allHandlersFinished()) await condition(allHandlersFinished);
+    if (notifications.length > 0) await Promise.all(notifications);
     // Journeys started before this keep their documents: they replay without the hand-off.
     const startRefs = (input.attachments ?? []).map((a) => a.attachment.ref);
     const handsOffStart = startRefs.length > 0 && handsOffStartDocuments(rules);
