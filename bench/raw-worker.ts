@@ -5,6 +5,7 @@
 import { Client, Connection, defaultPayloadConverter } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DEFAULT_WORKFLOW_STACK_FRAMES, withWorkflowStackFrames } from '../src/workflow-stack-frames';
 import { RAW_TASK_QUEUE, rawCallback, type RawActivities } from './raw-workflows';
 
 async function main() {
@@ -39,15 +40,20 @@ async function main() {
       return patientExamId;
     },
   };
-  const worker = await Worker.create({
-    connection: native,
-    taskQueue: RAW_TASK_QUEUE,
-    workflowsPath: require.resolve('./raw-workflows'),
-    activities,
-    maxCachedWorkflows: Number(process.env.WORKER_MAX_CACHED_WORKFLOWS ?? 2000),
-    maxConcurrentActivityTaskExecutions: Number(process.env.WORKER_MAX_CONCURRENT_ACTIVITIES ?? 100),
-    maxConcurrentWorkflowTaskExecutions: Number(process.env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS ?? 40),
-  });
+  // The journeys' stack frames too (WORKFLOW_STACK_TRACE_FRAMES, the engine's default unless set): the ceiling is what
+  // the server does with workflows that cost their worker the least, not a journey's saving counted against it.
+  const frames = Number(process.env.WORKFLOW_STACK_TRACE_FRAMES || DEFAULT_WORKFLOW_STACK_FRAMES);
+  const worker = await withWorkflowStackFrames(frames, () =>
+    Worker.create({
+      connection: native,
+      taskQueue: RAW_TASK_QUEUE,
+      workflowsPath: require.resolve('./raw-workflows'),
+      activities,
+      maxCachedWorkflows: Number(process.env.WORKER_MAX_CACHED_WORKFLOWS ?? 2000),
+      maxConcurrentActivityTaskExecutions: Number(process.env.WORKER_MAX_CONCURRENT_ACTIVITIES ?? 100),
+      maxConcurrentWorkflowTaskExecutions: Number(process.env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS ?? 40),
+    }),
+  );
   console.log(`raw worker polling task queue "${RAW_TASK_QUEUE}" on ${address}`);
   await worker.run();
   for (const t of timers) clearTimeout(t);

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseEncryptionKeys, type EncryptionKey } from './encryption-keys';
 import { DEFAULT_TIMINGS, JourneyTimings } from './contract/journey-request';
 import { TASK_QUEUE_DEFAULT } from './contract/definitions';
+import { DEFAULT_WORKFLOW_STACK_FRAMES, MAX_WORKFLOW_STACK_FRAMES } from './workflow-stack-frames';
 
 const ms = z.coerce.number().int().positive();
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -285,6 +286,8 @@ const ConfigSchema = z.object({
     workflowBundlePath: z.string().min(1).optional(),
     /** How long a stopping worker may take before it gives up waiting (a Temporal server gone first holds it). */
     shutdownForceMs: z.number().int().positive(),
+    /** The frames each stack in workflow code keeps: the stack-trace query's view and its cost (workflow-stack-frames.ts). */
+    workflowStackFrames: z.number().int().min(0).max(MAX_WORKFLOW_STACK_FRAMES),
     /**
      * Worker Deployment Versioning (docs/deploy.md#deploying-a-workflow-change): the worker polls as one version of
      * the deployment; undefined: unversioned (no build id, or WORKER_VERSIONING=off for a server without the feature).
@@ -580,6 +583,7 @@ export const CONFIG_ENV_VARS: readonly string[] = [
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WORKER_METRICS_ADDRESS',
   'WORKER_SHUTDOWN_FORCE_MS',
+  'WORKFLOW_STACK_TRACE_FRAMES',
   'WORKER_VERSIONING',
   'WORKER_DEPLOYMENT_NAME',
   'WORKER_BUILD_ID',
@@ -938,6 +942,12 @@ export function loadConfig(env: Env = process.env): Config {
         metricsAddress: workerMetricsAddress(env.WORKER_METRICS_ADDRESS),
         workflowBundlePath: env.WORKFLOW_BUNDLE_PATH ? path.resolve(env.WORKFLOW_BUNDLE_PATH) : undefined,
         shutdownForceMs: num(ms, 'WORKER_SHUTDOWN_FORCE_MS', env.WORKER_SHUTDOWN_FORCE_MS, 8_000),
+        workflowStackFrames: num(
+          wholeNumber.max(MAX_WORKFLOW_STACK_FRAMES, `at most ${MAX_WORKFLOW_STACK_FRAMES}`),
+          'WORKFLOW_STACK_TRACE_FRAMES',
+          env.WORKFLOW_STACK_TRACE_FRAMES,
+          DEFAULT_WORKFLOW_STACK_FRAMES,
+        ),
         deployment: workerDeployment(env),
       },
       timings: {

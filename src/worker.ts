@@ -26,6 +26,7 @@ import { webhookUrl } from './webhook-url';
 import { patientKeysFrom } from './patient-keys/from-settings';
 import type { PatientKeys } from './patient-keys/patient-keys';
 import { workflowBundleFor } from './workflow-bundle';
+import { withWorkflowStackFrames } from './workflow-stack-frames';
 
 export function activityDeps(
   config: Config,
@@ -99,23 +100,26 @@ export async function createWorker(config: Config, overrides: WorkerOverrides = 
   await requireSearchAttributes(connection, config.temporal.namespace, SEARCH_ATTRIBUTE_KEYS);
   const deps = activityDeps(config, connection, patientKeys);
   await deps.init();
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    ...(bundle ? { workflowBundle: { code: bundle.code } } : { workflowsPath: require.resolve('./workflows') }),
-    ...(dataConverter ? { dataConverter } : {}),
-    activities: createActivities({ ...deps, ...overrides.deps }),
-    maxCachedWorkflows: config.worker.maxCachedWorkflows,
-    maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivities,
-    maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTasks,
-    // Graceful first; past this, run() rejects and the process exits rather than wait on a server that is gone.
-    shutdownForceTime: config.worker.shutdownForceMs,
-    ...deploymentOptions(config),
-    ...tracingWorkerOptions(overrides.tracing),
-    ...(bundle?.traced && !overrides.tracing ? { sinks: NO_TRACING_SINKS } : {}),
-    ...overrides.options,
-  });
+  // The workflow threads start here: their contexts keep the configured stack frames (workflow-stack-frames.ts).
+  const worker = await withWorkflowStackFrames(config.worker.workflowStackFrames, () =>
+    Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      ...(bundle ? { workflowBundle: { code: bundle.code } } : { workflowsPath: require.resolve('./workflows') }),
+      ...(dataConverter ? { dataConverter } : {}),
+      activities: createActivities({ ...deps, ...overrides.deps }),
+      maxCachedWorkflows: config.worker.maxCachedWorkflows,
+      maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivities,
+      maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTasks,
+      // Graceful first; past this, run() rejects and the process exits rather than wait on a server that is gone.
+      shutdownForceTime: config.worker.shutdownForceMs,
+      ...deploymentOptions(config),
+      ...tracingWorkerOptions(overrides.tracing),
+      ...(bundle?.traced && !overrides.tracing ? { sinks: NO_TRACING_SINKS } : {}),
+      ...overrides.options,
+    }),
+  );
   return {
     worker,
     connection,

@@ -25,6 +25,21 @@ describe('configuration', () => {
     expect(() => loadConfig({ ...base, JOURNEY_CALLBACK_FLOOD_LIMIT: 'many' })).toThrow(/JOURNEY_CALLBACK_FLOOD_LIMIT/);
   });
 
+  it('keeps 4 frames per workflow stack by default, takes 0 to 100, and names a bad setting', () => {
+    expect(loadConfig(base).worker.workflowStackFrames).toBe(4);
+    expect(loadConfig({ ...base, WORKFLOW_STACK_TRACE_FRAMES: '0' }).worker.workflowStackFrames).toBe(0);
+    expect(loadConfig({ ...base, WORKFLOW_STACK_TRACE_FRAMES: '10' }).worker.workflowStackFrames).toBe(10);
+    expect(() => loadConfig({ ...base, WORKFLOW_STACK_TRACE_FRAMES: '101' })).toThrow(
+      /WORKFLOW_STACK_TRACE_FRAMES: at most 100$/,
+    );
+    expect(() => loadConfig({ ...base, WORKFLOW_STACK_TRACE_FRAMES: 'all' })).toThrow(
+      /\n {2}WORKFLOW_STACK_TRACE_FRAMES: /,
+    );
+    expect(() => loadConfig({ ...base, WORKFLOW_STACK_TRACE_FRAMES: '-1' })).toThrow(
+      /\n {2}WORKFLOW_STACK_TRACE_FRAMES: /,
+    );
+  });
+
   it("reads the CLI's default profile, except in a stack started here (its own empty profile)", () => {
     const home = mkdtempSync(path.join(tmpdir(), 'config-home-'));
     try {

@@ -10,7 +10,17 @@ const SRC = path.resolve(__dirname, '../../src');
 /** The modules of src/ from the bottom up; a module imports only from the layers below its own. */
 const LAYERS: readonly (readonly string[])[] = [
   // The exam service's contract and client, and leaves that depend on nothing of ours.
-  ['exam-service', 'encryption-keys', 'nonces', 'webhook-url', 'part-lifecycle', 'group-commit', 'auth', 'audit'],
+  [
+    'exam-service',
+    'encryption-keys',
+    'nonces',
+    'webhook-url',
+    'part-lifecycle',
+    'group-commit',
+    'auth',
+    'audit',
+    'workflow-stack-frames',
+  ],
   // Per-patient data keys: below what the parts exchange, which will carry their sealed values.
   ['patient-keys'],
   // What the parts exchange: the journey request (zod: the workflows read its types only), the journey's data, its
