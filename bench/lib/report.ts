@@ -1613,7 +1613,7 @@ export function renderReport(
     '## How to run',
     '',
     '```sh',
-    'npm run bench                                   # everything (about 25 minutes, hard limit 30)',
+    'npm run bench                                   # everything (45 to 52 minutes, hard limit 52)',
     'npm run bench -- --quick                        # small sizes (development); the report goes to the work folder',
     'npm run bench -- --only webhook,burst,outage    # some phases: cold, tests, alone, webhook, burst, outage,',
     '                                                #   throughput, tuning, waiting',
