@@ -61,10 +61,6 @@ interface PendingAppend {
   sealed: Sealed;
 }
 
-/**
- * Whether PostgreSQL refused a value rather than failed as a store: data exceptions (class 22), integrity violations
- * (23) and program limits (54, a value too large) are a row's doing; connection loss and timeouts are not.
- */
 /** A positive integer written into a statement (the claim's limits). */
 function count(n: number, name: string): number {
   if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`${name} must be a positive integer, not ${n}`);
@@ -77,6 +73,44 @@ function entryId(id: string): string {
   return id;
 }
 
+/**
+ * Batches of up to this many callbacks are appended by a statement prepared once per connection (one for each size):
+ * PostgreSQL parses and plans it once, not at every append. Larger batches (a burst's) are rare and parsed each time.
+ */
+export const PREPARED_APPEND_ROWS = 32;
+
+/** The most rows one append statement takes: 5 parameters a row, within the protocol's 65,535. */
+export const APPEND_MAX_ROWS = 13_000;
+
+const appendTexts = new Map<number, string>();
+
+/**
+ * The append of `rows` callbacks (5 values each, in the table's column order), with its NOTIFY: one statement, one
+ * round trip. Each row's values are parameters of their own, so the sealed body goes as binary (a Buffer), not as
+ * the hex text of an element of a bytea array.
+ */
+export function appendStatement(rows: number, values: unknown[]): { text: string; values: unknown[]; name?: string } {
+  if (!Number.isSafeInteger(rows) || rows < 1 || rows > APPEND_MAX_ROWS)
+    throw new RangeError(`an append takes 1 to ${APPEND_MAX_ROWS} rows, not ${rows}`);
+  if (values.length !== rows * 5) throw new RangeError(`an append of ${rows} rows takes ${rows * 5} values`);
+  let text = appendTexts.get(rows);
+  if (text === undefined) {
+    const tuples = Array.from({ length: rows }, (_, i) => {
+      const p = i * 5;
+      return `($${p + 1}, $${p + 2}, $${p + 3}::timestamptz, $${p + 4}, $${p + 5}::bytea)`;
+    });
+    text =
+      `WITH ins AS (INSERT INTO callback_inbox (journey_id, delivery_id, received_at, key_id, body) ` +
+      `VALUES ${tuples.join(', ')} RETURNING 1) SELECT pg_notify('${CHANNEL}', count(*)::text) FROM ins`;
+    if (rows <= PREPARED_APPEND_ROWS) appendTexts.set(rows, text);
+  }
+  return rows <= PREPARED_APPEND_ROWS ? { name: `callback_inbox_append_${rows}`, text, values } : { text, values };
+}
+
+/**
+ * Whether PostgreSQL refused a value rather than failed as a store: data exceptions (class 22), integrity violations
+ * (23) and program limits (54, a value too large) are a row's doing; connection loss and timeouts are not.
+ */
 function refusedValue(err: unknown): boolean {
   const code = ((err as { cause?: { code?: unknown } } | undefined)?.cause?.code ?? '') as string;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
@@ -144,8 +178,11 @@ export class PostgresInbox implements CallbackInbox {
     // An idle connection that breaks (PostgreSQL restarted) is dropped from the pool; the next query reconnects.
     this.pool.on('error', () => undefined);
     this.deadLetters = new PostgresDeadLetters(this.pool, options.sealer, options.now);
+    const maxBatch = options.maxBatch ?? 1_000;
+    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > APPEND_MAX_ROWS)
+      throw new RangeError(`the inbox's largest batch is 1 to ${APPEND_MAX_ROWS} callbacks, not ${maxBatch}`);
     this.#commit = new GroupCommit((batch) => this.#insert(batch), {
-      maxBatch: options.maxBatch ?? 1_000,
+      maxBatch,
       ...(options.onBatch ? { onBatch: options.onBatch } : {}),
       itemFault: refusedValue,
     });
@@ -163,22 +200,10 @@ export class PostgresInbox implements CallbackInbox {
   }
 
   async #insert(batch: PendingAppend[]): Promise<void> {
-    const sealed = batch.map((b) => b.sealed);
+    const values: unknown[] = [];
+    for (const b of batch) values.push(b.journeyId, b.deliveryId, b.receivedAt, b.sealed.keyId, b.sealed.data);
     try {
-      await this.pool.query(
-        `WITH ins AS (
-           INSERT INTO callback_inbox (journey_id, delivery_id, received_at, key_id, body)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::bytea[])
-           RETURNING 1
-         ) SELECT pg_notify('${CHANNEL}', count(*)::text) FROM ins`,
-        [
-          batch.map((b) => b.journeyId),
-          batch.map((b) => b.deliveryId),
-          batch.map((b) => b.receivedAt),
-          sealed.map((s) => s.keyId),
-          sealed.map((s) => s.data),
-        ],
-      );
+      await this.pool.query(appendStatement(batch.length, values));
     } catch (err) {
       throw unavailable('the callback inbox', err);
     }
