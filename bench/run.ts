@@ -26,7 +26,7 @@
 // them, every parked journey's snapshot: ack -> applied per level, and each acknowledged callback applied once.
 //
 // At the end it prints each target against the last committed report's (docs/performance.md at HEAD; of an earlier
-// run when HEAD's is this run's own), the report gets the same as a section after its Targets, and the last line names
+// run when HEAD's is this run's own, or the newest measured on this run's CPU when HEAD's is another CPU's), the report gets the same as a section after its Targets, and the last line names
 // every regression: a target met then and missed now, or worse by more than 25 % and a margin (bench/lib/regression.ts).
 // Targets a partial run did not reach are "not measured in this run", never regressions.
 //

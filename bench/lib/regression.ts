@@ -1,5 +1,6 @@
-// This run's targets against the last committed report's (docs/performance.md at HEAD): each target's figure then and
-// now, and whether it regressed, improved or stayed the same. For the console at the end of `npm run bench` and for the
+// This run's targets against the last committed report's (docs/performance.md at HEAD, or the newest version measured
+// on this run's CPU when HEAD's is another CPU's): each target's figure then and now, and whether it regressed,
+// improved or stayed the same. For the console at the end of `npm run bench` and for the
 // report's "Against the last committed report" section.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -27,6 +28,8 @@ export interface TargetRow {
 export interface ReportTargets {
   /** "2026-11-27 04:38" (UTC), from the report's "Measured by `npm run bench` ... on <date> UTC" line. */
   date: string | undefined;
+  /** "AMD EPYC, 2 cores", from the report's Machine table (its CPU row); undefined when it has none. */
+  machine?: string;
   rows: TargetRow[];
 }
 
@@ -55,6 +58,11 @@ export type Comparison =
       /** The committed report's date ("2026-11-27 04:38", UTC) and the commit it was read from. */
       date: string;
       commit: string;
+      /** The CPU the report was measured on, and this run's, when both are known ("AMD EPYC, 2 cores"). */
+      machine?: string;
+      thisMachine?: string;
+      /** A newer committed report passed over because it was measured on another CPU than this run's. */
+      newer?: { date: string; commit: string; machine: string };
       /** A run of some phases, stores or --quick sizes: targets it did not reach are "not measured", not gone. */
       partial: boolean;
       rows: ComparedTarget[];
@@ -136,7 +144,8 @@ export function parseReport(markdown: string): ReportTargets {
       rows.push(targetRow(target, rest.join(' | '), verdict));
     }
   }
-  return { date, rows };
+  const machine = /^\| CPU \| (.+?)(?: \(\/proc\/cpuinfo\))? \|$/m.exec(markdown)?.[1];
+  return { date, ...(machine ? { machine } : {}), rows };
 }
 
 const fmt = (v: number, unit: Unit) =>
@@ -216,34 +225,75 @@ function git(args: string[]): string | undefined {
   return r.status === 0 && !r.error ? r.stdout : undefined;
 }
 
-/**
- * The last committed report: docs/performance.md at HEAD, or, when that is this very run's report (its results
- * rendered again after the report was committed), the newest earlier version from another run.
- */
-export function committedReport(ownDate?: string): { report: ReportTargets; commit: string } | { reason: string } {
-  const head = git(['show', `HEAD:${REPORT}`]);
-  if (head === undefined) return { reason: 'no committed report to compare with' };
-  const first = parseReport(head);
-  if (first.date !== ownDate) return withRows(first, 'HEAD');
-  for (const commit of (git(['log', '--format=%h', '-n', '50', 'HEAD', '--', REPORT]) ?? '').split('\n')) {
-    const text = commit ? git(['show', `${commit}:${REPORT}`]) : undefined;
-    const report = text === undefined ? undefined : parseReport(text);
-    if (report && report.date !== ownDate) return withRows(report, commit);
-  }
-  return { reason: `no committed report from another run than this one (${ownDate} UTC) to compare with` };
+/** A committed report found to compare with, and why it was chosen over a newer one. */
+export interface FoundReport {
+  report: ReportTargets;
+  commit: string;
+  /** The newest committed report, passed over for this one because it was measured on another CPU. */
+  newer?: { report: ReportTargets; commit: string };
 }
 
-function withRows(report: ReportTargets, commit: string) {
-  return report.rows.length && report.date
-    ? { report, commit }
-    : { reason: `no committed report to compare with (${REPORT} at ${commit} has no Targets table or no date)` };
+/**
+ * The report to compare with, among committed versions newest first (`[commit, text]`): the newest from another run
+ * than this one (`ownDate`) measured on this run's CPU (`ownMachine`). Figures move between machines by more than
+ * between runs, so when the newest report is another machine's, the newest of this machine's is the one compared
+ * with, and the newer one is named; when no report is of this machine (or its machine is not known), the newest.
+ */
+export function chooseReport(
+  versions: Iterable<[commit: string, text: string]>,
+  ownDate?: string,
+  ownMachine?: string,
+): FoundReport | { reason: string } {
+  let newest: { report: ReportTargets; commit: string } | undefined;
+  let seen = false;
+  for (const [commit, text] of versions) {
+    seen = true;
+    const report = parseReport(text);
+    if (report.date === ownDate || !report.rows.length || !report.date) continue;
+    // One run's report committed in several commits: the first (newest) of them stands for it.
+    if (newest?.report.date === report.date) continue;
+    const sameMachine = !ownMachine || !report.machine || report.machine === ownMachine;
+    if (sameMachine) return newest ? { report, commit, newer: newest } : { report, commit };
+    newest ??= { report, commit };
+  }
+  if (newest) return newest;
+  return {
+    reason: seen
+      ? `no committed report of another run${ownDate ? ` than this one (${ownDate} UTC)` : ''} with targets and a ` +
+        'date to compare with'
+      : 'no committed report to compare with',
+  };
+}
+
+/**
+ * The last committed report: docs/performance.md at HEAD, or, when that is this very run's report (its results
+ * rendered again after the report was committed) or another CPU's, the newest earlier version from another run on
+ * this CPU (chooseReport), looking back over the file's last 50 versions.
+ */
+export function committedReport(ownDate?: string, ownMachine?: string): FoundReport | { reason: string } {
+  function* versions(): Generator<[string, string]> {
+    const head = git(['show', `HEAD:${REPORT}`]);
+    if (head === undefined) return;
+    yield ['HEAD', head];
+    for (const commit of (git(['log', '--format=%h', '-n', '50', 'HEAD', '--', REPORT]) ?? '').split('\n')) {
+      const text = commit ? git(['show', `${commit}:${REPORT}`]) : undefined;
+      if (text !== undefined) yield [commit, text];
+    }
+  }
+  return chooseReport(versions(), ownDate, ownMachine);
 }
 
 /** What a run's results say of its extent (a Results is one). */
 export interface RunExtent {
   startedAt: string;
   options: { phases: string[]; quickSizes?: boolean; stores?: string[] };
+  /** The machine it ran on (its CPU), as the report's Machine table names it. */
+  machine?: { cpuModel: string; cores: number };
 }
+
+/** A run's CPU as its report's Machine table names it: "AMD EPYC, 2 cores". */
+export const machineOf = (run: RunExtent) =>
+  run.machine ? `${run.machine.cpuModel}, ${run.machine.cores} cores` : undefined;
 
 /** A run of some phases or stores, or at --quick sizes: it cannot be expected to have every target. */
 export function isPartial(run: RunExtent): boolean {
@@ -264,13 +314,19 @@ export function compareWithCommitted(
   run: RunExtent,
 ): Comparison {
   const now = rows.map((r) => targetRow(r.target, r.figure, r.verdict));
-  const found = committedReport(runDate(run));
+  const thisMachine = machineOf(run);
+  const found = committedReport(runDate(run), thisMachine);
   if ('reason' in found) return { available: false, reason: found.reason, now };
   const partial = isPartial(run);
+  const newer = found.newer;
   return {
     available: true,
     date: found.report.date ?? '?',
     commit: found.commit,
+    ...(found.report.machine && thisMachine ? { machine: found.report.machine, thisMachine } : {}),
+    ...(newer?.report.machine
+      ? { newer: { date: newer.report.date ?? '?', commit: newer.commit, machine: newer.report.machine } }
+      : {}),
     partial,
     rows: compareTargets(found.report.rows, now, partial),
   };
@@ -297,8 +353,9 @@ export function comparisonMarkdown(c: Comparison): string[] {
   const L = [
     '## Against the last committed report',
     '',
-    `This run's targets against those of the report committed last (\`git show ${c.commit}:${REPORT}\`, measured ` +
-      `on ${c.date} UTC), matched by name. A **regression** is a target met then and missed now, or a figure worse ` +
+    `This run's targets against those of the report committed last${c.newer ? ' from a run on this CPU' : ''} ` +
+      `(\`git show ${c.commit}:${REPORT}\`, measured on ${c.date} UTC${c.machine ? ` on ${c.machine}` : ''}), ` +
+      `matched by name.${machineNote(c)} A **regression** is a target met then and missed now, or a figure worse ` +
       `by more than ${RELATIVE_MARGIN * 100} % and by more than ${ABSOLUTE_MARGIN.ms} ms (a latency), ` +
       `${ABSOLUTE_MARGIN['%']} points (a share of a ceiling: its ${RELATIVE_MARGIN * 100} % taken of what it lacks ` +
       `of 100 %), ${ABSOLUTE_MARGIN.MiB} MiB (memory) or ${ABSOLUTE_MARGIN.x}x (a ratio); **improved** is the mirror; ` +
@@ -326,7 +383,10 @@ export function comparisonText(c: Comparison): string[] {
   const unmeasured = c.rows.filter((r) => r.verdict === 'not measured in this run');
   const shown = c.rows.filter((r) => r.verdict !== 'not measured in this run');
   const width = Math.max(0, ...shown.map((r) => r.verdict.length));
-  const L = [`against the report committed last (${c.commit}, measured on ${c.date} UTC):`];
+  const L = [
+    `against the report committed last${c.newer ? ' from this CPU' : ''} (${c.commit}, measured on ${c.date} UTC` +
+      `${c.machine ? ` on ${c.machine}` : ''}):`,
+  ];
   for (const r of shown) {
     const label = r.verdict === 'regression' ? 'REGRESSION' : r.verdict;
     L.push(
@@ -340,11 +400,39 @@ export function comparisonText(c: Comparison): string[] {
   return L;
 }
 
+/** Whether the report compared with is another CPU's than this run's. */
+const otherMachine = (c: Comparison & { available: true }) =>
+  c.machine !== undefined && c.thisMachine !== undefined && c.machine !== c.thisMachine;
+
+/** What the section says of the machines: a newer report passed over, or a comparison across two CPUs. */
+function machineNote(c: Comparison & { available: true }): string {
+  if (c.newer) {
+    return (
+      ` The newest committed report (${c.newer.date} UTC, \`${c.newer.commit}\`) was measured on ${c.newer.machine}, ` +
+      `another CPU than this run's: figures move between machines by more than between runs, so it is not the one ` +
+      `compared with.`
+    );
+  }
+  if (otherMachine(c)) {
+    return (
+      ` That report was measured on another CPU than this run's (${c.thisMachine}), and no committed report is of ` +
+      `this one: a figure that moved may have moved with the hardware, not with the code.`
+    );
+  }
+  return '';
+}
+
 /** The last line: every regression by name, or that there is none. */
 export function regressionLine(c: Comparison): string {
   if (!c.available) return c.reason;
   const found = regressions(c);
+  const against =
+    `the report of ${c.date} UTC` +
+    (otherMachine(c) ? ` (measured on another CPU, ${c.machine}; this run on ${c.thisMachine})` : '') +
+    (c.newer
+      ? ` (the last from this CPU; the newest, of ${c.newer.date} UTC, was measured on ${c.newer.machine})`
+      : '');
   return found.length
-    ? `${found.length} regression${found.length > 1 ? 's' : ''} against the report of ${c.date} UTC: ${found.map((r) => r.target).join('; ')}`
-    : `no regression against the report of ${c.date} UTC`;
+    ? `${found.length} regression${found.length > 1 ? 's' : ''} against ${against}: ${found.map((r) => r.target).join('; ')}`
+    : `no regression against ${against}`;
 }

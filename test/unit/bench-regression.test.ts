@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  chooseReport,
   compareTargets,
   comparisonMarkdown,
   comparisonText,
@@ -32,6 +33,11 @@ const row = (target: string, figure: string, verdict: string): TargetRow => targ
 describe('parseReport on the committed report (docs/performance.md)', () => {
   const text = readFileSync(REPORT, 'utf8');
   const parsed = parseReport(text);
+
+  it("reads the machine's CPU", () => {
+    expect(parsed.machine).toMatch(/, \d+ cores$/);
+    expect(text).toContain(`| CPU | ${parsed.machine} (/proc/cpuinfo) |`);
+  });
 
   it("reads the run's date from the first paragraph", () => {
     const line = text.split('\n').find((l) => l.startsWith('Measured by `npm run bench'));
@@ -132,6 +138,15 @@ describe('parseReport on a hand-made report', () => {
 
   it('finds no date and no rows in a text without them', () => {
     expect(parseReport('# Performance\n\nnothing measured\n')).toEqual({ date: undefined, rows: [] });
+  });
+
+  it("reads the machine's CPU from its Machine table", () => {
+    const withMachine = text.replace(
+      '## Targets',
+      '## Machine\n\n| | |\n|---|---|\n| CPU | AMD EPYC, 2 cores (/proc/cpuinfo) |\n\n## Targets',
+    );
+    expect(parseReport(withMachine).machine).toBe('AMD EPYC, 2 cores');
+    expect(parseReport(text).machine).toBeUndefined();
   });
 });
 
@@ -245,6 +260,115 @@ describe('compareTargets', () => {
       `target: ${RSS}: 600 MiB (met)`,
       'no committed report to compare with',
     ]);
+  });
+});
+
+describe('chooseReport: the report to compare with', () => {
+  const report = (date: string, cpu: string) =>
+    [
+      `Measured by \`npm run bench\` (bench/run.ts) on ${date} UTC, in 50.0 minutes.`,
+      '',
+      '## Machine',
+      '',
+      '| | |',
+      '|---|---|',
+      `| CPU | ${cpu}, 2 cores (/proc/cpuinfo) |`,
+      '',
+      '## Targets',
+      '',
+      '| Target | This run | |',
+      '|---|---|---|',
+      `| ${P99} | 5.0 ms | ${met} |`,
+    ].join('\n');
+  const INTEL = 'Intel(R) Xeon(R) Processor';
+  const history: [string, string][] = [
+    ['HEAD', report('2026-11-30 19:16', INTEL)],
+    ['732feb9', report('2026-11-30 19:16', INTEL)],
+    ['a961c0f', report('2026-11-30 16:19', INTEL)],
+    ['cc0f7c9', report('2026-11-29 18:39', 'AMD EPYC')],
+    ['ad85a37', report('2026-11-29 15:54', 'AMD EPYC')],
+  ];
+  const pick = (found: ReturnType<typeof chooseReport>) =>
+    'reason' in found
+      ? found.reason
+      : [found.commit, found.report.date, found.report.machine, found.newer?.commit, found.newer?.report.date];
+
+  it("takes the newest report of this run's CPU, and names the newer one of another CPU it passed over", () => {
+    expect(pick(chooseReport(history, '2026-12-01 03:55', 'AMD EPYC, 2 cores'))).toEqual([
+      'cc0f7c9',
+      '2026-11-29 18:39',
+      'AMD EPYC, 2 cores',
+      'HEAD',
+      '2026-11-30 19:16',
+    ]);
+    expect(pick(chooseReport(history, '2026-12-01 03:55', `${INTEL}, 2 cores`))).toEqual([
+      'HEAD',
+      '2026-11-30 19:16',
+      `${INTEL}, 2 cores`,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it("skips this run's own report, committed in several commits, for the one before it", () => {
+    expect(pick(chooseReport(history, '2026-11-30 19:16', `${INTEL}, 2 cores`))).toEqual([
+      'a961c0f',
+      '2026-11-30 16:19',
+      `${INTEL}, 2 cores`,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it('takes the newest when no report is of this CPU, or the CPU is not known', () => {
+    for (const machine of ['Another CPU, 4 cores', undefined]) {
+      expect(pick(chooseReport(history, '2026-12-01 03:55', machine))).toEqual([
+        'HEAD',
+        '2026-11-30 19:16',
+        `${INTEL}, 2 cores`,
+        undefined,
+        undefined,
+      ]);
+    }
+  });
+
+  it('says why there is nothing to compare with', () => {
+    expect(chooseReport([], '2026-12-01 03:55')).toEqual({ reason: 'no committed report to compare with' });
+    expect(chooseReport(history.slice(0, 2), '2026-11-30 19:16')).toEqual({
+      reason:
+        'no committed report of another run than this one (2026-11-30 19:16 UTC) with targets and a date to compare with',
+    });
+  });
+
+  it('says in the section and the last line which CPU each side ran on', () => {
+    const rows = compareTargets([row(P99, '5.0 ms', met)], [row(P99, '5.5 ms', met)], false);
+    const base = { available: true as const, date: '2026-11-29 18:39', commit: 'cc0f7c9', partial: false, rows };
+    const passedOver: Comparison = {
+      ...base,
+      machine: 'AMD EPYC, 2 cores',
+      thisMachine: 'AMD EPYC, 2 cores',
+      newer: { date: '2026-11-30 19:16', commit: 'HEAD', machine: `${INTEL}, 2 cores` },
+    };
+    expect(comparisonMarkdown(passedOver)[2]).toContain(
+      'measured on 2026-11-29 18:39 UTC on AMD EPYC, 2 cores), matched by name. The newest committed report ' +
+        `(2026-11-30 19:16 UTC, \`HEAD\`) was measured on ${INTEL}, 2 cores, another CPU than this run's`,
+    );
+    expect(regressionLine(passedOver)).toBe(
+      'no regression against the report of 2026-11-29 18:39 UTC (the last from this CPU; the newest, of ' +
+        `2026-11-30 19:16 UTC, was measured on ${INTEL}, 2 cores)`,
+    );
+    const across: Comparison = { ...base, machine: `${INTEL}, 2 cores`, thisMachine: 'AMD EPYC, 2 cores' };
+    expect(comparisonMarkdown(across)[2]).toContain(
+      "That report was measured on another CPU than this run's (AMD EPYC, 2 cores), and no committed report is of " +
+        'this one: a figure that moved may have moved with the hardware, not with the code.',
+    );
+    expect(regressionLine(across)).toBe(
+      `no regression against the report of 2026-11-29 18:39 UTC (measured on another CPU, ${INTEL}, 2 cores; this ` +
+        'run on AMD EPYC, 2 cores)',
+    );
+    expect(regressionLine({ ...base, machine: 'AMD EPYC, 2 cores', thisMachine: 'AMD EPYC, 2 cores' })).toBe(
+      'no regression against the report of 2026-11-29 18:39 UTC',
+    );
   });
 });
 
