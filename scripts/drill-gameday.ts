@@ -39,7 +39,8 @@ export const SPLIT_END = '<!-- end: npm run drill:gameday -- --temporal-split --
 /** The long form's settings (before a release), and the short one `npm test` runs. */
 export const LONG: Omit<GameDayOptions, 'runId' | 'say'> = {
   rate: 100,
-  // At most about 80 callbacks each over the run (a journey sent 100 asks for a person: callback_flood).
+  // The journeys the callbacks go to at first: 80 callbacks each (a journey sent 100 asks for a person,
+  // callback_flood), more started as the run goes on when its faults take longer.
   loadJourneys: 450,
   startEveryMs: 1_000,
   eraseEveryMs: 8_000,
@@ -134,7 +135,7 @@ ${
   HAProxy checking \`GET /primary\`, the WAL archived by pgBackRest), two API replicas behind HAProxy, two workers,
   ${split ? `the Temporal server split as a cluster deploys it (${r.temporalSplit}), ` : 'the Temporal server, '}MinIO; Keycloak is not started (sign-in has its own test,
   test/production/sign-in.test.ts).
-- Load for ${secs(r.durationMs)}: callbacks at ${o.rate}/s to ${o.loadJourneys} journeys waiting for their consultation (a
+- Load for ${secs(r.durationMs)}: callbacks at ${o.rate}/s to ${r.callbacks.journeys} journeys waiting for their consultation (${o.loadJourneys} at first, more started while the run went on: at most 80 callbacks each while another had fewer; a
   refused one sent again a second after its answer, as a sender that got no 200 does); a new journey every
   ${secs(o.startEveryMs)} (a test-mode patient the sandbox approves; every third with a document uploaded first, which its
   invite uploads to the exam service); every ${secs(o.eraseEveryMs)} a patient started, erased at once
@@ -153,7 +154,7 @@ ${r.faults.map((f) => `- ${FAULT_NAMES[f.fault]}: ${f.what}.`).join('\n')}
 |---|---|
 | Acknowledgement, request to 200 | p50 ${ms(c.latency.p50)}, p99 ${ms(c.latency.p99)}, max ${ms(c.latency.max)} (${c.latency.count} answers) |
 | The same outside the database failover's window | p50 ${ms(c.latencyOutsideFailover.p50)}, p99 ${ms(c.latencyOutsideFailover.p99)}, max ${ms(c.latencyOutsideFailover.max)}: the interface's 100 ms ${c.latencyOutsideFailover.p99 < 100 ? 'met' : '**missed**'} at p99 (while the cluster has no primary a callback waits for one, up to a few seconds, or is answered 503 and sent again) |
-| Acknowledged callbacks lost | **${c.lost}** of ${c.acked} acknowledged (${c.due} due; ${c.duplicates} recorded twice) |
+| Acknowledged callbacks lost | **${c.lost}** of ${c.acked} acknowledged (${c.due} due; ${c.duplicates} recorded twice${c.deadLettered > 0 ? `; ${c.deadLettered} kept as dead letters for a flooded journey` : ''}) |
 | Callback answers other than 200 | ${counts(c.refused)} |
 | Answers of 500 | **${r.answers500}** |
 | The inbox empty (every acknowledged callback handed on to its journey) | ${secs(r.inboxEmptyAfterLoadMs)} after the load's end |

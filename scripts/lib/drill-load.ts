@@ -62,7 +62,11 @@ export class CallbackLoad {
   readonly #retries: SentCallback[] = [];
   readonly #inFlight = new Set<Promise<void>>();
   readonly #http: Pool;
-  readonly #journeys: string[];
+  /** Each journey the callbacks go to, with how many it was given. */
+  readonly #journeys: { id: string; given: number }[] = [];
+  #next = 0;
+  /** Callbacks given to a journey past its budget because every journey had spent its own. */
+  overBudget = 0;
 
   constructor(
     private readonly o: {
@@ -71,12 +75,46 @@ export class CallbackLoad {
       rate: number;
       /** Patient exam ids of the callbacks count from here (one per callback: each is its own delivery). */
       firstPatientExamId: number;
+      /**
+       * Callbacks one journey is given at most while another has budget left (a journey sent 100 asks for a person:
+       * callback_flood); unbounded when not set.
+       */
+      perJourney?: number;
     },
     journeys: readonly string[],
   ) {
     if (journeys.length === 0) throw new Error('callbacks need at least one journey to go to');
-    this.#journeys = [...journeys];
+    this.addJourneys(journeys);
     this.#http = new Pool(new URL(o.apiUrl).origin, { connections: 32, pipelining: 1 });
+  }
+
+  /** More journeys to send to, taken in turn with the others from the next callback on. */
+  addJourneys(ids: readonly string[]): void {
+    for (const id of ids) this.#journeys.push({ id, given: 0 });
+  }
+
+  /** Callbacks the journeys can still be given within their budget. */
+  remaining(): number {
+    const budget = this.o.perJourney ?? Number.POSITIVE_INFINITY;
+    return this.#journeys.reduce((n, j) => n + Math.max(0, budget - j.given), 0);
+  }
+
+  /** The next journey in turn with budget left; when none has, the one given the fewest (counted in overBudget). */
+  #pick(): string {
+    const budget = this.o.perJourney ?? Number.POSITIVE_INFINITY;
+    const n = this.#journeys.length;
+    for (let k = 0; k < n; k++) {
+      const j = this.#journeys[(this.#next + k) % n]!;
+      if (j.given < budget) {
+        this.#next = (this.#next + k + 1) % n;
+        j.given++;
+        return j.id;
+      }
+    }
+    const least = this.#journeys.reduce((a, b) => (b.given < a.given ? b : a));
+    least.given++;
+    this.overBudget++;
+    return least.id;
   }
 
   #send(s: SentCallback): void {
@@ -120,7 +158,7 @@ export class CallbackLoad {
       for (let due = t0 + (i * 1000) / this.o.rate; due <= now && due < endAt; due = t0 + (i * 1000) / this.o.rate) {
         const s: SentCallback = {
           due,
-          journeyId: this.#journeys[i % this.#journeys.length]!,
+          journeyId: this.#pick(),
           body: foreignEvent1(this.o.firstPatientExamId + i),
           answers: [],
         };

@@ -44,6 +44,13 @@ export type GameDayFault = (typeof GAME_DAY_FAULTS)[number] | (typeof SPLIT_FAUL
 /** Journeys the split faults ask after (through the clinic API, by their own query): enough to cover every shard. */
 const PROBE_JOURNEYS = 24;
 const PROBE_VIEW_TIMEOUT_MS = 3_000;
+/**
+ * Callbacks one load journey is given at most (each is recorded in its history; a journey sent 100 asks for a person,
+ * attention callback_flood, and the rest go to dead letters): more load journeys are started as the run goes on.
+ */
+const CALLBACKS_PER_LOAD_JOURNEY = 80;
+/** Seconds of load the journeys' budget still holds when more journeys are started for it. */
+const TOP_UP_AHEAD_S = 150;
 
 export interface GameDayOptions {
   /** Callbacks a second (open loop). */
@@ -105,6 +112,8 @@ export interface GameDayReport {
   baseline: Gaps;
   faults: FaultReport[];
   callbacks: {
+    /** Journeys the callbacks went to: the first ones and those started as their budget ran low. */
+    journeys: number;
     due: number;
     acked: number;
     /** Request to answer of every attempt answered 200. */
@@ -114,6 +123,8 @@ export interface GameDayReport {
     /** Attempts not answered 200 (each sent again), by status ('none': no answer). */
     refused: Record<string, number>;
     lost: number;
+    /** Acknowledged, then kept as dead letters because their journey asked for a person (callback_flood). */
+    deadLettered: number;
     duplicates: number;
   };
   starts: {
@@ -264,38 +275,69 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   };
 
   // 1. The journeys the callbacks go to, each waiting for its consultation.
+  const startLoadJourneys = async (from: number, count: number, readyWithinMs: number): Promise<string[]> => {
+    const ids: string[] = [];
+    await eachLimit(
+      Array.from({ length: count }, (_, k) => from + k),
+      8,
+      async (i) => {
+        const a = await untilAnswered(
+          'POST',
+          '/v1/journeys',
+          { patient: drillPatient(o.runId, 'load', i, false), exams: [101], scenario: { type: 'gfe' } },
+          `gameday-load-${o.runId}-${i}`,
+        );
+        if (a.status !== 201 && a.status !== 200) throw new Error(`a load journey's start was answered ${a.status}`);
+        ids.push(a.body!.journeyId!);
+      },
+    );
+    await eachLimit(ids, 8, async (id) => {
+      const deadline = Date.now() + readyWithinMs;
+      while ((await view(id).catch(() => undefined))?.journey.stage !== 'awaiting_consultation') {
+        if (Date.now() > deadline) throw new Error(`load journey ${id} never waited for its consultation`);
+        await sleep(500);
+      }
+    });
+    return ids;
+  };
   o.say(`starting ${o.loadJourneys} journeys for the callbacks...`);
-  const loadIds: string[] = [];
-  await eachLimit(
-    Array.from({ length: o.loadJourneys }, (_, i) => i),
-    8,
-    async (i) => {
-      const a = await untilAnswered(
-        'POST',
-        '/v1/journeys',
-        { patient: drillPatient(o.runId, 'load', i, false), exams: [101], scenario: { type: 'gfe' } },
-        `gameday-load-${o.runId}-${i}`,
-      );
-      if (a.status !== 201 && a.status !== 200) throw new Error(`a load journey's start was answered ${a.status}`);
-      loadIds.push(a.body!.journeyId!);
-    },
-  );
-  await eachLimit(loadIds, 8, async (id) => {
-    const deadline = Date.now() + 120_000;
-    while ((await view(id).catch(() => undefined))?.journey.stage !== 'awaiting_consultation') {
-      if (Date.now() > deadline) throw new Error(`load journey ${id} never waited for its consultation`);
-      await sleep(500);
-    }
-  });
+  const loadIds = await startLoadJourneys(0, o.loadJourneys, 120_000);
 
   // 2. The load: callbacks, starts, erasures; each runs until `running` turns false.
   let running = true;
   const loadStart = Date.now();
   const callbacks = new CallbackLoad(
-    { apiUrl: stack.apiUrl, webhookSecret: secrets.webhookSecret, rate: o.rate, firstPatientExamId: 8_000_000 },
+    {
+      apiUrl: stack.apiUrl,
+      webhookSecret: secrets.webhookSecret,
+      rate: o.rate,
+      firstPatientExamId: 8_000_000,
+      perJourney: CALLBACKS_PER_LOAD_JOURNEY,
+    },
     loadIds,
   );
   const callbackLoop = callbacks.run(Number.POSITIVE_INFINITY, () => running);
+  // The faults take as long as they take (a slow machine's failover, Temporal's restart), and the load runs until
+  // the last part is back: when the journeys' budget has TOP_UP_AHEAD_S of callbacks left, as many more are started
+  // (through the clinic API, whatever is failing then: starting 30 took a minute under the faults) and take their turn.
+  const topUpLoop = (async () => {
+    while (running) {
+      if (callbacks.remaining() < o.rate * TOP_UP_AHEAD_S) {
+        const count = Math.max(10, Math.ceil((o.rate * TOP_UP_AHEAD_S) / CALLBACKS_PER_LOAD_JOURNEY));
+        o.say(`${since(Date.now())}: starting ${count} more journeys for the callbacks...`);
+        try {
+          const ids = await startLoadJourneys(loadIds.length, count, 300_000);
+          loadIds.push(...ids);
+          callbacks.addJourneys(ids);
+          o.say(`${since(Date.now())}: ${ids.length} more journeys take callbacks`);
+        } catch (err) {
+          problems.push(`more journeys for the callbacks: ${err instanceof Error ? err.message : String(err)}`);
+          return;
+        }
+      }
+      await sleep(1_000);
+    }
+  })();
 
   const started: { journeyId: string; answeredAt: number }[] = [];
   const startFailures: string[] = [];
@@ -442,7 +484,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   }
   running = false;
   const loadEnd = Date.now();
-  await Promise.all([callbackLoop, startLoop, eraseLoop]);
+  await Promise.all([callbackLoop, startLoop, eraseLoop, topUpLoop]);
   o.say(`${since(Date.now())}: the load stopped; waiting for every start and erasure to be answered...`);
   await Promise.all([...startTasks, ...eraseTasks]);
   const split = stack.temporal ? splitDescription(stack.temporal.nodes, stack.temporal.historyShards) : undefined;
@@ -466,10 +508,16 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
     problems.push(
       `${flooded.length} load journeys were sent so many callbacks that they asked for a person (callback_flood; the rest went to dead letters): give the run more load journeys`,
     );
+  // A flooded journey's further callbacks were kept as dead letters for a person, not given to it: counted as kept,
+  // never as lost (the flooding itself is the run's problem, said above).
+  const kept = flooded.length > 0 ? await floodedDeliveries(stack) : new Set<string>();
   const unknown = new Set(unqueried);
   let lost = 0;
+  let deadLettered = 0;
   for (const s of callbacks.sent) {
-    if (s.ackAt && s.deliveryId && !unknown.has(s.journeyId) && !recorded.has(s.deliveryId)) lost++;
+    if (!s.ackAt || !s.deliveryId || unknown.has(s.journeyId) || recorded.has(s.deliveryId)) continue;
+    if (kept.has(s.deliveryId)) deadLettered++;
+    else lost++;
   }
 
   o.say(`${since(Date.now())}: waiting for the ${started.length} started journeys' ends...`);
@@ -634,6 +682,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
     baseline,
     faults,
     callbacks: {
+      journeys: loadIds.length,
       due: callbacks.sent.length,
       acked: acks.length,
       latency: latencyOf(callbacks.ackLatencies()),
@@ -644,6 +693,7 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
       ),
       refused: callbackRefused,
       lost,
+      deadLettered,
       duplicates,
     },
     starts: {
@@ -674,6 +724,24 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
  * Whether each of the first journeys answers the clinic's view by its own query, in one round: the frontend, the
  * history shard that owns it, matching and a worker all reached (a view that cannot query answers from visibility).
  */
+/** The delivery ids of the callbacks kept as dead letters because their journey was flooded (journey_flooded). */
+async function floodedDeliveries(stack: ProductionStack): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for (let after: string | null = null, pages = 0; pages < 1_000; pages++) {
+    const query = new URLSearchParams({ reason: 'journey_flooded', limit: '200', ...(after ? { after } : {}) });
+    const res = await fetch(`${stack.apiUrl}/admin/dead-letters?${query.toString()}`, {
+      headers: { authorization: `Bearer ${stack.adminToken}`, 'x-actor': 'game-day' },
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (!res.ok) throw new Error(`the dead letters were answered ${res.status}`);
+    const page = (await res.json()) as { deadLetters: { deliveryId?: string }[]; next: string | null };
+    for (const l of page.deadLetters) if (l.deliveryId) ids.add(l.deliveryId);
+    if (!page.next) break;
+    after = page.next;
+  }
+  return ids;
+}
+
 async function answering(view: (id: string) => Promise<JourneyView>, journeyIds: readonly string[]): Promise<boolean> {
   const views = await Promise.all(journeyIds.slice(0, PROBE_JOURNEYS).map((id) => view(id).catch(() => undefined)));
   return views.every((v) => v?.source === 'query');
