@@ -32,6 +32,13 @@ export interface ApiFigures {
   forwardDelay: Buckets;
   /** The event loop's longest delay since the previous scrape (prom-client's default metric; seconds), a gauge. */
   loopDelayMax: number;
+  /**
+   * The garbage collector's pauses of the main thread (prom-client's `nodejs_gc_duration_seconds`, every kind): each
+   * pause by duration (seconds, cumulative per bound), how many, and their time in all. Absent from older runs.
+   */
+  gc?: Buckets;
+  gcPauses?: number;
+  gcSeconds?: number;
   /** When this scrape was taken (performance.now()). */
   at: number;
 }
@@ -85,6 +92,9 @@ export async function apiFigures(apiUrl: string): Promise<ApiFigures> {
     write: bucketsOf(m, 'journey_api_inbox_write_seconds'),
     forwardDelay: bucketsOf(m, 'journey_api_callback_forward_delay_seconds'),
     loopDelayMax: m.get('nodejs_eventloop_lag_max_seconds') ?? NaN,
+    gc: bucketsOf(m, 'nodejs_gc_duration_seconds'),
+    gcPauses: sumOf(m, 'nodejs_gc_duration_seconds_count'),
+    gcSeconds: sumOf(m, 'nodejs_gc_duration_seconds_sum'),
     at: performance.now(),
   };
 }
@@ -112,6 +122,13 @@ export function diff(after: ApiFigures, before: ApiFigures): ApiFigures {
     write: diffBuckets(after.write, before.write),
     forwardDelay: diffBuckets(after.forwardDelay, before.forwardDelay),
     loopDelayMax: after.loopDelayMax,
+    ...(after.gc && before.gc
+      ? {
+          gc: diffBuckets(after.gc, before.gc),
+          gcPauses: (after.gcPauses ?? 0) - (before.gcPauses ?? 0),
+          gcSeconds: (after.gcSeconds ?? 0) - (before.gcSeconds ?? 0),
+        }
+      : {}),
     at: after.at - before.at,
   };
 }
@@ -161,6 +178,21 @@ export function fmtBoundSeconds(v: number | undefined): string {
   if (v === undefined) return '–';
   if (!Number.isFinite(v)) return '> top bucket';
   return v >= 1 ? `≤ ${v} s` : `≤ ${+(v * 1000).toFixed(1)} ms`;
+}
+
+/**
+ * The garbage collector's pauses over a diff of two scrapes: "312 pauses, 410 ms (5.1 %), longest ≤ 10 ms (3 over
+ * 1 ms)"; '–' for results without them.
+ */
+export function fmtGc(d: ApiFigures): string {
+  if (!d.gc || d.gcPauses === undefined || d.gcSeconds === undefined) return '–';
+  if (d.gcPauses === 0) return 'none';
+  const share = d.at > 0 ? ` (${((d.gcSeconds * 1000 * 100) / d.at).toFixed(1)} %)` : '';
+  const over1 = d.gcPauses - (d.gc['0.001'] ?? 0);
+  return (
+    `${d.gcPauses} pauses, ${Math.round(d.gcSeconds * 1000)} ms${share}, longest ${fmtBoundSeconds(bucketMax(d.gc))}` +
+    (over1 > 0 ? ` (${over1} over 1 ms)` : '')
+  );
 }
 
 export interface BatchSummary {

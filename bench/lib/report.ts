@@ -17,7 +17,7 @@ import type {
   WebhookLevel,
   WebhookResults,
 } from '../phases/webhook';
-import { bucketFloor, fmtBatch, fmtBoundSeconds } from './api-metrics';
+import { bucketFloor, fmtBatch, fmtBoundSeconds, fmtGc } from './api-metrics';
 import type { Options } from './context';
 import type { DeliveryCheck, RawSignalRun } from './deliveries';
 import type { loadAverage, Machine } from './machine';
@@ -690,6 +690,9 @@ function levelFacts(r: Results, l: WebhookLevel): string {
       ? `its event loop was ready to run but **waiting for a CPU ${pct(wait)} of the time** (running ${cpuCell(l.cpu, 'api/main')})`
       : undefined,
     `CPU: ${cpuWords(l.cpu, r.machine.cores)}`,
+    l.figures.gc
+      ? `its event loop's longest delay ${ms(l.figures.loopDelayMax * 1000)}, its garbage collector's pauses ${fmtGc(l.figures)}`
+      : undefined,
     `the inbox took the ${l.figures.accepted} callbacks in ${fmtBatch(l.batch)}`,
     probe
       ? `one durable write on its own (${storeWrite(r, l.store)}, the stack idle) takes p50 ${ms(probe.latencyMs.p50)}, p99 ${ms(probe.latencyMs.p99)}`
@@ -1084,14 +1087,16 @@ function webhookSection(r: Results, L: string[]): void {
         'run): *writes*: inbox writes (group commits) and callbacks per write (`journey_api_inbox_append_batch_size`, ' +
         "bucket bounds); *server-side*: the API's own time from request to answer (`journey_api_webhook_ack_seconds`, " +
         'bucket bounds); *waiting after*: inbox depth when the load stopped; *forwarder*: signals per second from the ' +
-        "level's start to the empty inbox; *generator lag*: how late the generator itself handed requests over.",
+        "level's start to the empty inbox; *generator lag*: how late the generator itself handed requests over; " +
+        "*GC*: the garbage collector's pauses of the API's main thread over the level, warm-up included " +
+        "(`nodejs_gc_duration_seconds`, every kind; its time in all against the level's, the longest a bucket bound).",
       '',
-      '| Inbox | Temporal | Rate | Writes | Server-side p50 / p99 | Waiting after | Empty after | Forwarder | Generator lag p99 |',
-      '|---|---|---|---|---|---|---|---|---|',
+      '| Inbox | Temporal | Rate | Writes | Server-side p50 / p99 | Waiting after | Empty after | Forwarder | Generator lag p99 | GC |',
+      '|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const l of all) {
       L.push(
-        `| ${l.store} | ${l.temporal === 'up' ? 'up' : 'stopped'} | ${l.rate}/s | ${fmtBatch(l.batch)} | ${fmtBoundSeconds(l.serverAck.p50)} / ${fmtBoundSeconds(l.serverAck.p99)} | ${l.depthAfter} | ${l.drainSeconds !== undefined ? s1(l.drainSeconds) : '–'} | ${per(l.forwardRate)} | ${ms(l.api.sendLagMs.p99)} |`,
+        `| ${l.store} | ${l.temporal === 'up' ? 'up' : 'stopped'} | ${l.rate}/s | ${fmtBatch(l.batch)} | ${fmtBoundSeconds(l.serverAck.p50)} / ${fmtBoundSeconds(l.serverAck.p99)} | ${l.depthAfter} | ${l.drainSeconds !== undefined ? s1(l.drainSeconds) : '–'} | ${per(l.forwardRate)} | ${ms(l.api.sendLagMs.p99)} | ${fmtGc(l.figures)} |`,
       );
     }
     const probes = w?.probes ?? [];

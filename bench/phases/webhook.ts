@@ -21,6 +21,7 @@ import {
   diff,
   fmtBatch,
   fmtBoundSeconds,
+  fmtGc,
   type ApiFigures,
   type BatchSummary,
 } from '../lib/api-metrics';
@@ -364,7 +365,7 @@ function describe(l: WebhookLevel): string {
     `p50 ${ms(a.p50)} p99 ${ms(a.p99)} p99.9 ${ms(a.p999)} max ${ms(a.max)} ms (${l.api.ok}/${l.api.scheduled} 200; ` +
     `server-side p99 ${fmtBoundSeconds(l.serverAck.p99)}; inbox ${fmtBatch(l.batch)}; depth after ${l.depthAfter}; ` +
     `gen lag p99 ${ms(l.api.sendLagMs.p99)} ms; event loop delay max ${ms(l.figures.loopDelayMax * 1000)} ms; ` +
-    `cpu ${fmtCpu(l.cpu)})`
+    `gc ${fmtGc(l.figures)}; cpu ${fmtCpu(l.cpu)})`
   );
 }
 
