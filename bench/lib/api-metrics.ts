@@ -63,7 +63,8 @@ function sumOf(m: Map<string, number>, name: string, labelPart = ''): number {
 
 function bucketsOf(m: Map<string, number>, name: string): Buckets {
   const out: Buckets = {};
-  const re = new RegExp(`^${name}_bucket\\{(?:.*,)?le="([^"]+)"\\}$`);
+  // The bound may come first or last among the labels (prom-client puts it first for a labelled histogram).
+  const re = new RegExp(`^${name}_bucket\\{(?:.*,)?le="([^"]+)"(?:,.*)?\\}$`);
   for (const [key, v] of m) {
     const b = re.exec(key);
     if (b) out[b[1]!] = (out[b[1]!] ?? 0) + v;

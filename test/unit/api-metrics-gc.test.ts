@@ -8,7 +8,8 @@ import { apiFigures, diff, fmtGc, type ApiFigures } from '../../bench/lib/api-me
 const exposition = (gc: Record<string, { buckets: Record<string, number>; sum: number }>) =>
   Object.entries(gc)
     .flatMap(([kind, { buckets, sum }]) => [
-      ...Object.entries(buckets).map(([le, n]) => `nodejs_gc_duration_seconds_bucket{kind="${kind}",le="${le}"} ${n}`),
+      // As prom-client writes it: the bound first.
+      ...Object.entries(buckets).map(([le, n]) => `nodejs_gc_duration_seconds_bucket{le="${le}",kind="${kind}"} ${n}`),
       `nodejs_gc_duration_seconds_sum{kind="${kind}"} ${sum}`,
       `nodejs_gc_duration_seconds_count{kind="${kind}"} ${buckets['+Inf']}`,
     ])
