@@ -275,7 +275,15 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   };
 
   // 1. The journeys the callbacks go to, each waiting for its consultation.
-  const startLoadJourneys = async (from: number, count: number, readyWithinMs: number): Promise<string[]> => {
+  // The journeys started, and of them the ones waiting for their consultation within `readyWithinMs` (or while
+  // `wanted` says so): a journey started while a worker is killed may end its invite ambiguous and ask for a person
+  // instead (the runbook's case, judged for the run's own starts), and takes no callbacks.
+  const startLoadJourneys = async (
+    from: number,
+    count: number,
+    readyWithinMs: number,
+    wanted: () => boolean = () => true,
+  ): Promise<{ ready: string[]; notReady: string[] }> => {
     const ids: string[] = [];
     await eachLimit(
       Array.from({ length: count }, (_, k) => from + k),
@@ -291,17 +299,26 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
         ids.push(a.body!.journeyId!);
       },
     );
+    const ready: string[] = [];
+    const notReady: string[] = [];
+    const deadline = Date.now() + readyWithinMs;
     await eachLimit(ids, 8, async (id) => {
-      const deadline = Date.now() + readyWithinMs;
       while ((await view(id).catch(() => undefined))?.journey.stage !== 'awaiting_consultation') {
-        if (Date.now() > deadline) throw new Error(`load journey ${id} never waited for its consultation`);
+        if (Date.now() > deadline || !wanted()) {
+          notReady.push(id);
+          return;
+        }
         await sleep(500);
       }
+      ready.push(id);
     });
-    return ids;
+    return { ready, notReady };
   };
   o.say(`starting ${o.loadJourneys} journeys for the callbacks...`);
-  const loadIds = await startLoadJourneys(0, o.loadJourneys, 120_000);
+  const first = await startLoadJourneys(0, o.loadJourneys, 120_000);
+  if (first.notReady.length > 0)
+    throw new Error(`load journey ${first.notReady[0]} never waited for its consultation (before any fault)`);
+  const loadIds = first.ready;
 
   // 2. The load: callbacks, starts, erasures; each runs until `running` turns false.
   let running = true;
@@ -321,15 +338,22 @@ export async function gameDay(stack: ProductionStack, o: GameDayOptions): Promis
   // the last part is back: when the journeys' budget has TOP_UP_AHEAD_S of callbacks left, as many more are started
   // (through the clinic API, whatever is failing then: starting 30 took a minute under the faults) and take their turn.
   const topUpLoop = (async () => {
+    let next = o.loadJourneys;
     while (running) {
       if (callbacks.remaining() < o.rate * TOP_UP_AHEAD_S) {
         const count = Math.max(10, Math.ceil((o.rate * TOP_UP_AHEAD_S) / CALLBACKS_PER_LOAD_JOURNEY));
         o.say(`${since(Date.now())}: starting ${count} more journeys for the callbacks...`);
         try {
-          const ids = await startLoadJourneys(loadIds.length, count, 300_000);
-          loadIds.push(...ids);
-          callbacks.addJourneys(ids);
-          o.say(`${since(Date.now())}: ${ids.length} more journeys take callbacks`);
+          const { ready, notReady } = await startLoadJourneys(next, count, 180_000, () => running);
+          next += count;
+          loadIds.push(...ready);
+          callbacks.addJourneys(ready);
+          o.say(
+            `${since(Date.now())}: ${ready.length} more journeys take callbacks` +
+              (notReady.length > 0 ? ` (${notReady.length} not waiting for their consultation: left out)` : ''),
+          );
+          if (ready.length === 0 && running)
+            problems.push(`none of ${count} more journeys for the callbacks was ready in time`);
         } catch (err) {
           problems.push(`more journeys for the callbacks: ${err instanceof Error ? err.message : String(err)}`);
           return;
