@@ -139,6 +139,13 @@ export interface InboxForwarderOptions {
   /** While idle, the inbox is looked at this often even without a wake-up (another replica's append missed). */
   idlePollMs?: number;
   /**
+   * How long the forwarder lets callbacks gather before a claim that would be small: after it wakes for an append, and
+   * after a claim that took fewer than GATHER_BELOW entries. Each claim costs its round trips and their parsing on
+   * the webhook's event loop whatever it carries; one taken at each append would carry one or two callbacks. 20 ms
+   * unless set (0: claim at once); a backlog is claimed without a pause.
+   */
+  gatherMs?: number;
+  /**
    * Acknowledgements first: true while the webhook answers slowly; the forwarder then sends nothing new (callbacks wait
    * durably, at most `maxDeferMs`) and halves its signals in flight (docs/design-notes.md#acknowledgement-pressure).
    */
@@ -189,11 +196,21 @@ export interface InboxForwarderOptions {
 
 export type { ForwarderPolicy };
 
+/**
+ * A claim with fewer entries than this (and not full) is followed by a pause of `gatherMs` before the next: the inbox
+ * held no more than it took, and the next would take what arrived since (see gatherMs).
+ */
+export const GATHER_BELOW = 64;
+
 export class InboxForwarder {
   readonly #o: InboxForwarderOptions;
   #running: Promise<void> | undefined;
   #stopping = false;
   #wake: (() => void) | undefined;
+  /** Ends the sleep under way, whatever it waits for (stop). */
+  #endSleep: (() => void) | undefined;
+  /** Entries the last claim took (a small one is followed by a pause to gather more). */
+  #lastClaimed = 0;
   /** Appends seen while the loop was busy: look again at once. */
   #pendingWake = false;
   #backoffMs = 0;
@@ -303,7 +320,7 @@ export class InboxForwarder {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#unsubscribe?.();
-    this.#wake?.();
+    this.#endSleep?.();
     await this.#running;
     this.#running = undefined;
   }
@@ -339,11 +356,14 @@ export class InboxForwarder {
       if (this.#stopping) return;
       if (outcome === 'progress') {
         this.#backoffMs = 0;
+        const full = (this.#o.claimJourneys ?? 64) * (this.#o.claimPerJourney ?? 32);
+        if (this.#lastClaimed < Math.min(GATHER_BELOW, full)) await this.#gather();
         continue;
       }
       if (outcome === 'idle') {
         this.#backoffMs = 0;
         if (!this.#pendingWake) await this.#sleep(this.#o.idlePollMs ?? 1_000);
+        await this.#gather();
         continue;
       }
       const min = this.#o.minBackoffMs ?? 100;
@@ -356,6 +376,7 @@ export class InboxForwarder {
   async #once(): Promise<'idle' | 'progress' | 'retry'> {
     await this.#yieldToWebhook();
     const claim = await this.#o.inbox.claim(this.#o.claimJourneys ?? 64, this.#o.claimPerJourney ?? 32);
+    this.#lastClaimed = claim?.entries.length ?? 0;
     if (!claim) return 'idle';
     this.#busy = true;
     try {
@@ -467,15 +488,24 @@ export class InboxForwarder {
     }
   }
 
-  #sleep(ms: number): Promise<void> {
+  /** A pause of `gatherMs` that appends do not cut short (stop does): the callbacks arriving meanwhile share a claim. */
+  async #gather(): Promise<void> {
+    const ms = this.#o.gatherMs ?? 20;
+    if (ms > 0 && !this.#stopping) await this.#sleep(ms, false);
+  }
+
+  /** Sleeps `ms`; an append ends it early when `byAppend` (the idle wait), stop() always. */
+  #sleep(ms: number, byAppend = true): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.#wake = undefined;
+        this.#endSleep = undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
-      this.#wake = done;
+      if (byAppend) this.#wake = done;
+      this.#endSleep = done;
     });
   }
 

@@ -98,6 +98,7 @@ describe.each([
       policy?: ForwarderPolicy;
       webhookBusy?: () => boolean;
       yieldMaxMs?: number;
+      gatherMs?: number;
       log?: InboxForwarderOptions['log'];
     } = {},
   ) {
@@ -119,6 +120,7 @@ describe.each([
       ...(o.policy ? { policy: o.policy } : {}),
       ...(o.webhookBusy ? { webhookBusy: o.webhookBusy } : {}),
       ...(o.yieldMaxMs !== undefined ? { yieldMaxMs: o.yieldMaxMs } : {}),
+      ...(o.gatherMs !== undefined ? { gatherMs: o.gatherMs } : {}),
     });
     forwarders.push(f);
     return f;
@@ -272,6 +274,53 @@ describe.each([
     expect(t.calls.map((c) => c.deliveryId)).toEqual([s.deliveryId]);
     // Well before the 60 s poll: the wake-up did it (the bound is loose: this machine is shared).
     expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('gathers a trickle of callbacks into a few claims, each journey still in its arrival order', async () => {
+    // Each claim's round trips and parsing run on the webhook's event loop whatever it carries: one at each append
+    // would carry a callback or two. The forwarder lets them gather for gatherMs after it wakes.
+    const counting = (gatherMs: number) => {
+      let claims = 0;
+      const counted: CallbackInbox = {
+        kind: inbox.kind,
+        deadLetters: inbox.deadLetters,
+        init: () => inbox.init(),
+        append: (j, s, a) => inbox.append(j, s, a),
+        claim: async (j, p) => {
+          const c = await inbox.claim(j, p);
+          if (c) claims++;
+          return c;
+        },
+        stats: () => inbox.stats(),
+        onAppend: (l) => inbox.onAppend(l),
+        close: () => inbox.close(),
+      };
+      return { counted, claims: () => claims, gatherMs };
+    };
+    const run = async (gatherMs: number) => {
+      const c = counting(gatherMs);
+      const t = fakeTemporal(() => Promise.resolve());
+      const f = forwarder(t.client, { on: c.counted, gatherMs, idlePollMs: 60_000 });
+      f.start();
+      const order: Record<string, string[]> = { a: [], b: [] };
+      for (let i = 0; i < 24; i++) {
+        const j = i % 2 ? 'b' : 'a';
+        const s = signalFor();
+        order[j]!.push(s.deliveryId);
+        await inbox.append(j, s);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(await f.drained(20_000)).toBe(true);
+      await f.stop();
+      for (const j of ['a', 'b']) expect(sent(t.calls, j)).toEqual(order[j]);
+      return c.claims();
+    };
+    // 24 appends 5 ms or more apart: in 400 ms pauses a handful of claims at most, where a claim at each wake-up
+    // takes about one each.
+    const gathered = await run(400);
+    expect(gathered).toBeLessThanOrEqual(4);
+    const atOnce = await run(0);
+    expect(atOnce).toBeGreaterThan(gathered);
   });
 
   it('surge: sends nothing new while acknowledgements are slow, back up to the limit after', async () => {
