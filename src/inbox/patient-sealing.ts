@@ -86,7 +86,7 @@ export class PatientSealedInbox implements CallbackInbox {
       return;
     }
     const kept: SealedSignal = { deliveryId: signal.deliveryId, receivedAt: signal.receivedAt, sealed };
-    return this.inner.append(journeyId, kept as unknown as CallbackSignal);
+    return this.inner.append(journeyId, kept as unknown as CallbackSignal, { sealed: true });
   }
 
   async claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {

@@ -11,6 +11,7 @@ import {
   newDeadLetterId,
   encodeSignal,
   InboxUnavailableError,
+  type AppendOptions,
   type CallbackInbox,
   type DeadLetter,
   type DeadLetterInput,
@@ -193,9 +194,13 @@ export class PostgresInbox implements CallbackInbox {
     this.#startListening();
   }
 
-  async append(journeyId: string, signal: CallbackSignal): Promise<void> {
+  async append(journeyId: string, signal: CallbackSignal, options?: AppendOptions): Promise<void> {
     // Encoded and sealed here, so a callback that cannot be written fails alone and never the insert it would share.
-    const sealed = this.#o.sealer.seal(encodeSignal(signal), 'callback-inbox');
+    // One sealed for its patient already is kept as it is (no key id: the claim reads it as written).
+    const encoded = encodeSignal(signal);
+    const sealed = options?.sealed
+      ? { keyId: null, data: Buffer.from(encoded, 'utf8') }
+      : this.#o.sealer.seal(encoded, 'callback-inbox');
     return this.#commit.add({ journeyId, deliveryId: signal.deliveryId, receivedAt: signal.receivedAt, sealed });
   }
 

@@ -90,6 +90,10 @@ export interface InboxStats {
   deadLetters: number;
 }
 
+export interface AppendOptions {
+  sealed?: boolean;
+}
+
 export interface CallbackInbox {
   readonly kind: 'files' | 'postgres';
   readonly deadLetters: DeadLetterStore;
@@ -97,8 +101,11 @@ export interface CallbackInbox {
   /**
    * Durable when it resolves: the webhook answers 200 only after that. Appends that arrive while a write is under
    * way share the next one (group commit). Rejects when the store cannot take the entry (the webhook answers 503).
+   * `sealed`: the entry holds nothing in the clear but its delivery id and receipt time (its callback is sealed for
+   * its patient, patient-sealing.ts), so a store that seals each entry under the payload keys may keep it as it is:
+   * sealing a sealed value again costs the acknowledgement and the forwarder a cipher each and hides nothing more.
    */
-  append(journeyId: string, signal: CallbackSignal): Promise<void>;
+  append(journeyId: string, signal: CallbackSignal, options?: AppendOptions): Promise<void>;
   /** Up to `maxJourneys` journeys nobody else holds, at most `maxPerJourney` entries each; undefined when none. */
   claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined>;
   stats(): Promise<InboxStats>;

@@ -304,6 +304,21 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
     expect((await h.rawDump()).toString('latin1')).toContain(PATIENT.email);
   });
 
+  it('keeps an entry already sealed for its patient as it is (PostgreSQL: no second sealing), and claims it whole', async () => {
+    const store = await h.open({ keys: [KEY_A] });
+    const s = signalFor(778);
+    await store.append('pre-sealed', s, { sealed: true });
+    // The files inbox seals each write's record as a whole, whatever it holds; PostgreSQL seals entry by entry, and
+    // leaves one sealed already as it came (no key id beside it).
+    const raw = (await h.rawDump()).toString('latin1');
+    if (h.kind === 'postgres') expect(raw).not.toContain('k-a');
+    else expect(raw).toContain('k-a');
+    const claim = await store.claim(10, 10);
+    expect(claim!.entries.map((e) => [e.journeyId, e.signal])).toEqual([['pre-sealed', s]]);
+    await claim!.settle([claim!.entries[0]!.id], []);
+    expect((await store.stats()).depth).toBe(0);
+  });
+
   it('refuses an append it cannot store (and takes them again once it can)', async () => {
     await inbox.append('before', signalFor());
     await h.breakWrites();
