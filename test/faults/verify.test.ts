@@ -190,6 +190,23 @@ describe('the fault suite judge', () => {
     ]);
   });
 
+  it('a journey left short of its end is reported with its events, its exam at the sandbox and the deliveries to it', () => {
+    const only1 = (d: SandboxDelivery) => d.event === 1;
+    const snap = snapshot({
+      stage: 'awaiting_prescription',
+      events: events().filter((e) => e.event === 1),
+    });
+    const atSandbox = { ...exam, rx_status: null, prescriptions: [], events_emitted: [1] };
+    const [problem, ...rest] = judged({ snap, exam: atSandbox, deliveries: deliveries().filter(only1) }).problems;
+    expect(rest).toEqual([]);
+    expect(problem).toBe(
+      `journey ${J} (partner_pharmacy, Prescription Approve): ended awaiting_prescription; ` +
+        `events: 1@${PE} applied [${snap.events[0]!.deliveryId}]; 1@${PE} duplicate [${snap.events[1]!.deliveryId}]; ` +
+        `sandbox exams: ${PE} Approved rx none emitted [1]; ` +
+        `deliveries: 1@${PE} #1 copy 1 delivered (200); 1@${PE} #2 copy 2 delivered (200)`,
+    );
+  });
+
   it('still reports a lost callback', () => {
     const snap = snapshot({
       events: events().filter(

@@ -245,6 +245,7 @@ export async function runFaultSuite(options: SuiteOptions): Promise<SuiteReport>
 
     // ---- judgement ----
     for (const id of ids) snapshots.set(id, await journeySnapshot(stack.apiUrl, id));
+    problems.push(...(await listMatchesJourneys(stack.apiUrl, snapshots)));
     const exams = await sandboxExams(stack.sandboxUrl);
     const deliveries = await sandboxDeliveries(stack.sandboxUrl);
     const letters = await deadLetters(stack.apiUrl);
@@ -386,8 +387,15 @@ async function settle(
       const inboxFiles = await stack.inboxDepth();
       why = `${open.length} journeys still running, ${scheduled} sandbox actions scheduled, ${moving} callbacks in flight, inbox files ${inboxFiles}`;
       if (open.length === 0 && scheduled === 0 && moving === 0 && inboxFiles === 0) {
-        // The list comes from visibility: confirm with each open-looking journey's own snapshot later.
-        return { ok: true, why };
+        if (o.live) return { ok: true, why };
+        // The list comes from visibility, which may lag the journeys: each journey's own state (its query) confirms it.
+        const behind = [];
+        for (const id of ids) {
+          const stage = (await journeySnapshot(stack.apiUrl, id, 10_000)).stage;
+          if (!(TERMINAL.includes(stage) || stage === 'needs_attention')) behind.push(`${id} ${stage}`);
+        }
+        if (behind.length === 0) return { ok: true, why };
+        why = `the list shows every journey at rest, their own state not: ${behind.join(', ')}`;
       }
     } catch (err) {
       why = `not answering: ${err instanceof Error ? err.message : String(err)}`;
@@ -397,6 +405,22 @@ async function settle(
       lastLog = Date.now();
       log(`settling: ${why}`);
     }
+    await sleep(2_000);
+  }
+}
+
+/**
+ * The operators' list (visibility, the JourneyStage search attribute) says what each journey's own state says, within
+ * 30 s: a stage left stale there hides a journey from the operators who search for it.
+ */
+async function listMatchesJourneys(apiUrl: string, snapshots: Map<string, JourneySnapshot>): Promise<string[]> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const listed = await stagesByList(apiUrl);
+    const differ = [...snapshots]
+      .filter(([id, s]) => listed.get(id) !== s.stage)
+      .map(([id, s]) => `journey ${id}: the list says ${listed.get(id) ?? 'nothing'}, the journey ${s.stage}`);
+    if (differ.length === 0 || Date.now() > until) return differ;
     await sleep(2_000);
   }
 }

@@ -516,11 +516,43 @@ export function judge(input: {
       }
     } else {
       const attention = snap.attention.map((a) => a.code).join(',');
-      problems.push(`${label}: ended ${snap.stage}${attention ? ` (${attention})` : ''}`);
+      problems.push(
+        `${label}: ended ${snap.stage}${attention ? ` (${attention})` : ''}; ${endedAccount(snap, meetings, input.deliveries, j.journeyId)}`,
+      );
     }
   }
   for (const journeyId of new Set([...invites.keys(), ...delivered.keys()])) {
     if (!known.has(journeyId)) problems.push(`the sandbox has invites or callbacks for unknown journey ${journeyId}`);
   }
   return { verdicts, callbacks: totals, problems };
+}
+
+/**
+ * What a journey left in a stage short of its end had and what the sandbox did for it: each event it recorded with its
+ * disposition, each invite's exam with its status and the events it emitted, each delivery to it with its state. A
+ * journey stuck so is read from this line alone.
+ */
+function endedAccount(
+  snap: JourneySnapshot,
+  meetings: SandboxPatientExam[][],
+  deliveries: SandboxDelivery[],
+  journeyId: string,
+): string {
+  const events = snap.events.map(
+    (e) =>
+      `${e.event}@${e.patientExamId ?? '?'} ${e.disposition}${e.note ? ` (${e.note})` : ''} [${e.deliveryId.slice(-8)}]`,
+  );
+  const exams = meetings
+    .flat()
+    .map(
+      (pe) =>
+        `${pe.patient_exam_id} ${pe.status} rx ${pe.rx_status ?? 'none'} emitted [${pe.events_emitted.join(',')}]`,
+    );
+  const sent = deliveries
+    .filter((d) => journeyOfUrl(d.receiver) === journeyId)
+    .map(
+      (d) =>
+        `${d.event}@${d.patient_exam_id} #${d.delivery_id} copy ${d.copy} ${d.state} (${d.attempts.map((a) => a.status ?? 'x').join(',')})`,
+    );
+  return `events: ${events.join('; ') || 'none'}; sandbox exams: ${exams.join('; ') || 'none'}; deliveries: ${sent.join('; ') || 'none'}`;
 }
