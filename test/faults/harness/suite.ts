@@ -367,19 +367,15 @@ async function settle(
   const until = Date.now() + timeoutMs;
   let why = '';
   let lastLog = 0;
+  // Each journey's own stage (its query), not visibility's.
+  const ownStages = async () =>
+    new Map(
+      await Promise.all(ids.map(async (id) => [id, (await journeySnapshot(stack.apiUrl, id, 10_000)).stage] as const)),
+    );
+  const running = (stages: Map<string, string>) => ids.filter((id) => !atRest(stages.get(id)));
   for (;;) {
     try {
-      const stages = o.live
-        ? new Map(
-            await Promise.all(
-              ids.map(async (id) => [id, (await journeySnapshot(stack.apiUrl, id, 10_000)).stage] as const),
-            ),
-          )
-        : await stagesByList(stack.apiUrl);
-      const open = ids.filter((id) => {
-        const stage = stages.get(id);
-        return stage === undefined || !(TERMINAL.includes(stage) || stage === 'needs_attention');
-      });
+      const open = running(o.live ? await ownStages() : await stagesByList(stack.apiUrl));
       const clock = await http('GET', `${stack.sandboxUrl}/_sandbox/clock`);
       const scheduled = (clock.body.scheduled as unknown[]).length;
       const deliveries = await sandboxDeliveries(stack.sandboxUrl);
@@ -388,14 +384,11 @@ async function settle(
       why = `${open.length} journeys still running, ${scheduled} sandbox actions scheduled, ${moving} callbacks in flight, inbox files ${inboxFiles}`;
       if (open.length === 0 && scheduled === 0 && moving === 0 && inboxFiles === 0) {
         if (o.live) return { ok: true, why };
-        // The list comes from visibility, which may lag the journeys: each journey's own state (its query) confirms it.
-        const behind = [];
-        for (const id of ids) {
-          const stage = (await journeySnapshot(stack.apiUrl, id, 10_000)).stage;
-          if (!(TERMINAL.includes(stage) || stage === 'needs_attention')) behind.push(`${id} ${stage}`);
-        }
+        // The list comes from visibility, which may lag the journeys: each journey's own state confirms it.
+        const own = await ownStages();
+        const behind = running(own);
         if (behind.length === 0) return { ok: true, why };
-        why = `the list shows every journey at rest, their own state not: ${behind.join(', ')}`;
+        why = `the list shows every journey at rest, their own state not: ${behind.map((id) => `${id} ${own.get(id)}`).join(', ')}`;
       }
     } catch (err) {
       why = `not answering: ${err instanceof Error ? err.message : String(err)}`;
@@ -407,6 +400,11 @@ async function settle(
     }
     await sleep(2_000);
   }
+}
+
+/** A journey that will not move without a callback or a person: ended, or waiting for an operator. */
+function atRest(stage: string | undefined): boolean {
+  return stage !== undefined && (TERMINAL.includes(stage) || stage === 'needs_attention');
 }
 
 /**
