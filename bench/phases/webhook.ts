@@ -631,7 +631,9 @@ export async function outagePhase(
       for (const rate of o.levels) {
         ctx.log(`outage (${store}): ${rate}/s against the API while Temporal is down...`);
         // The API is warm from the runs before: a short warm-up keeps the backlog (and the drain after it) smaller.
-        const level = await apiLevel(ctx, hooks, 'down', rate, Math.min(1, o.warmupSeconds));
+        const level = await profiled(ctx, `${store}-${rate}-down`, () =>
+          apiLevel(ctx, hooks, 'down', rate, Math.min(1, o.warmupSeconds)),
+        );
         down.push(level);
         ctx.log(`outage (${store}): ${rate}/s API ${describe(level)}`);
       }
