@@ -23,6 +23,7 @@ import {
   type InboxClaim,
   type InboxEntry,
   type InboxStats,
+  type AppendOptions,
 } from './types';
 import { eachYielding } from './yielding';
 
@@ -31,8 +32,14 @@ const BATCH_FILE = /^b_[0-9]{15}_[0-9]{6}\.json$/;
 const JSON_FILE = /^[A-Za-z0-9_-]+\.json$/;
 const ENTRY_ID = /^e_([0-9]{15})$/;
 
-/** A log record: entries appended (ids in the clear, callbacks sealed), or entries settled (ids only). */
-type LogRecord = { t: 'a'; ids: string[]; sealed: SealedJson } | { t: 's'; ids: string[] };
+/**
+ * A log record: entries appended (ids in the clear, callbacks sealed under the payload keys), entries appended that
+ * were each sealed for their patient already (kept as they came: patient-sealing.ts), or entries settled (ids only).
+ */
+type LogRecord =
+  | { t: 'a'; ids: string[]; sealed: SealedJson }
+  | { t: 'p'; ids: string[]; entries: BatchContent['entries'] }
+  | { t: 's'; ids: string[] };
 interface BatchContent {
   entries: { journeyId: string; signal: CallbackSignal }[];
 }
@@ -48,7 +55,7 @@ interface LegacySpooled {
 }
 
 type Item =
-  | { kind: 'append'; journeyId: string; receivedAt: string; json: string }
+  | { kind: 'append'; journeyId: string; receivedAt: string; json: string; sealed: boolean }
   | { kind: 'carry'; entries: Held[] }
   | { kind: 'settle'; ids: string[] };
 
@@ -61,15 +68,17 @@ interface Held {
   journeyId: string;
   receivedAt: string;
   json: string;
+  /** Sealed for its patient already (AppendOptions.sealed): written as it is, not sealed again. */
+  sealed: boolean;
 }
 
-function held(id: string, journeyId: string, signal: CallbackSignal): Held {
-  return { id, journeyId, receivedAt: signal.receivedAt, json: JSON.stringify(signal) };
+function held(id: string, journeyId: string, signal: CallbackSignal, sealed: boolean): Held {
+  return { id, journeyId, receivedAt: signal.receivedAt, json: JSON.stringify(signal), sealed };
 }
 
-/** The JSON text of a record's content, from the entries' own JSON (nothing parsed again). */
-function contentJson(entries: readonly Held[]): string {
-  return `{"entries":[${entries.map((e) => `{"journeyId":${JSON.stringify(e.journeyId)},"signal":${e.json}}`).join(',')}]}`;
+/** The JSON text of the entries of a record, from their own JSON (nothing parsed again). */
+function entriesJson(entries: readonly Held[]): string {
+  return `[${entries.map((e) => `{"journeyId":${JSON.stringify(e.journeyId)},"signal":${e.json}}`).join(',')}]`;
 }
 
 /** A held entry as the forwarder gets it. */
@@ -212,10 +221,11 @@ export class FileInbox implements CallbackInbox {
     await this.#compact();
   }
 
-  async append(journeyId: string, signal: CallbackSignal): Promise<void> {
+  async append(journeyId: string, signal: CallbackSignal, options?: AppendOptions): Promise<void> {
     // Encoded here, so a callback that cannot be written fails alone and never the group commit it would share.
     const json = encodeSignal(signal);
-    return this.#commit.add({ kind: 'append', journeyId, receivedAt: signal.receivedAt, json });
+    const sealed = options?.sealed === true;
+    return this.#commit.add({ kind: 'append', journeyId, receivedAt: signal.receivedAt, json, sealed });
   }
 
   async claim(maxJourneys: number, maxPerJourney: number): Promise<InboxClaim | undefined> {
@@ -293,21 +303,22 @@ export class FileInbox implements CallbackInbox {
     const settled: string[] = [];
     for (const item of batch) {
       if (item.kind === 'append') {
-        appended.push({ id: this.#newId(), journeyId: item.journeyId, receivedAt: item.receivedAt, json: item.json });
+        const { journeyId, receivedAt, json, sealed } = item;
+        appended.push({ id: this.#newId(), journeyId, receivedAt, json, sealed });
       } else if (item.kind === 'carry') carried.push(...item.entries);
       else settled.push(...item.ids);
     }
-    const records: LogRecord[] = [];
-    for (const entries of [carried, appended]) if (entries.length > 0) records.push(this.#appendRecord(entries));
+    const records: Buffer[] = [];
+    for (const entries of [carried, appended]) records.push(...this.#appendRecords(entries));
     // Settles waiting for a write ride with this one.
     const riding = this.#unwritten;
     this.#unwritten = [];
     settled.push(...riding);
-    if (settled.length > 0) records.push({ t: 's', ids: settled });
+    if (settled.length > 0) records.push(Buffer.from(JSON.stringify({ t: 's', ids: settled } satisfies LogRecord)));
     let segment: Segment;
     const started = performance.now();
     try {
-      segment = await this.#log.write(records.map((r) => Buffer.from(JSON.stringify(r))));
+      segment = await this.#log.write(records);
     } catch (err) {
       this.#unwritten = [...riding, ...this.#unwritten];
       if (this.#unwritten.length > 0) this.#armSettleTimer();
@@ -332,12 +343,27 @@ export class FileInbox implements CallbackInbox {
     }
   }
 
-  #appendRecord(entries: Held[]): LogRecord {
-    return {
-      t: 'a',
-      ids: entries.map((e) => e.id),
-      sealed: this.#o.sealer.sealToJson(contentJson(entries), 'callback-inbox'),
-    };
+  /**
+   * The records of appended entries: those sealed for their patient as they came (`p`, their JSON joined as text, no
+   * cipher), the others sealed together under the payload keys (`a`).
+   */
+  #appendRecords(entries: readonly Held[]): Buffer[] {
+    const records: Buffer[] = [];
+    const own = entries.filter((e) => e.sealed);
+    if (own.length > 0) {
+      const ids = JSON.stringify(own.map((e) => e.id));
+      records.push(Buffer.from(`{"t":"p","ids":${ids},"entries":${entriesJson(own)}}`));
+    }
+    const rest = own.length === 0 ? entries : entries.filter((e) => !e.sealed);
+    if (rest.length > 0) {
+      const record: LogRecord = {
+        t: 'a',
+        ids: rest.map((e) => e.id),
+        sealed: this.#o.sealer.sealToJson(`{"entries":${entriesJson(rest)}}`, 'callback-inbox'),
+      };
+      records.push(Buffer.from(JSON.stringify(record)));
+    }
+    return records;
   }
 
   #newId(): string {
@@ -357,6 +383,9 @@ export class FileInbox implements CallbackInbox {
       let record: LogRecord;
       try {
         record = JSON.parse(r.payload.toString('utf8')) as LogRecord;
+        if (!Array.isArray(record.ids) || (record.t === 'p' && !Array.isArray(record.entries))) {
+          throw new Error('its ids or entries are not lists');
+        }
       } catch (err) {
         // Passed its checksum yet is not a record: written by something else. Reported, then left behind.
         await this.#deadLetterCorrupt(
@@ -373,21 +402,26 @@ export class FileInbox implements CallbackInbox {
     }
     const loaded = new Map<string, { entry: Held; segment: Segment }>();
     for (const { segment, offset, record } of parsed) {
-      if (record.t !== 'a' || record.ids.every((id) => settled.has(id))) continue;
+      if (record.t === 's' || record.ids.every((id) => settled.has(id))) continue;
       let content: BatchContent;
-      try {
-        content = JSON.parse(this.#o.sealer.openJson(record.sealed, 'callback-inbox').toString('utf8')) as BatchContent;
-      } catch (err) {
-        // Set aside as a batch file of the previous layout: once the key is configured again, renaming it without
-        // `.corrupt` imports it at the next start.
-        const aside = `b_${String(segment.seq).padStart(15, '0')}_${String(offset % 1_000_000).padStart(6, '0')}.json.corrupt`;
-        const batch: BatchFile = { version: 2, sealed: record.sealed };
-        await writeFileDurably(path.join(this.#o.dir, aside), JSON.stringify(batch));
-        await this.#deadLetterCorrupt(
-          `an inbox record (${record.ids.length} callbacks) in ${segment.name} at byte ${offset} could not be read (${message(err)}); it was copied to ${aside} (rename it without .corrupt to import it again)`,
-        );
-        setAside.push(...record.ids.filter((id) => !settled.has(id)));
-        continue;
+      if (record.t === 'p') content = { entries: record.entries };
+      else {
+        try {
+          content = JSON.parse(
+            this.#o.sealer.openJson(record.sealed, 'callback-inbox').toString('utf8'),
+          ) as BatchContent;
+        } catch (err) {
+          // Set aside as a batch file of the previous layout: once the key is configured again, renaming it without
+          // `.corrupt` imports it at the next start.
+          const aside = `b_${String(segment.seq).padStart(15, '0')}_${String(offset % 1_000_000).padStart(6, '0')}.json.corrupt`;
+          const batch: BatchFile = { version: 2, sealed: record.sealed };
+          await writeFileDurably(path.join(this.#o.dir, aside), JSON.stringify(batch));
+          await this.#deadLetterCorrupt(
+            `an inbox record (${record.ids.length} callbacks) in ${segment.name} at byte ${offset} could not be read (${message(err)}); it was copied to ${aside} (rename it without .corrupt to import it again)`,
+          );
+          setAside.push(...record.ids.filter((id) => !settled.has(id)));
+          continue;
+        }
       }
       record.ids.forEach((id, i) => {
         const e = content.entries[i];
@@ -395,7 +429,7 @@ export class FileInbox implements CallbackInbox {
         // A carried entry is in two segments until the older one is deleted: the later copy is the one kept.
         const previous = loaded.get(id);
         if (previous) previous.segment.live -= 1;
-        loaded.set(id, { entry: held(id, e.journeyId, e.signal), segment });
+        loaded.set(id, { entry: held(id, e.journeyId, e.signal, record.t === 'p'), segment });
         segment.live += 1;
       });
     }

@@ -16,7 +16,8 @@ import path from 'node:path';
 import { RecordSealer } from '../../src/codec/at-rest';
 import { FileInbox, waitingInFolder } from '../../src/inbox/files';
 import { frame, readFrames, SegmentLog, SegmentLogClosedError } from '../../src/inbox/segment-log';
-import { KEY_A, KEY_B, signalFor } from './support';
+import type { CallbackSignal } from '../../src/contract/definitions';
+import { KEY_A, KEY_B, PATIENT, signalFor } from './support';
 
 describe('file inbox', () => {
   let root: string;
@@ -229,6 +230,65 @@ describe('file inbox', () => {
     expect((await restarted.stats()).depth).toBe(2);
     await claim!.settle([], []);
     await restarted.close();
+  });
+
+  it('keeps an entry sealed for its patient as it came, beside others sealed under the payload keys, through a carry and a restart', async () => {
+    const log = () =>
+      segments()
+        .map((name) => readFileSync(path.join(root, 'inbox', name)))
+        .flatMap((bytes) => readFrames(bytes).records.map((r) => JSON.parse(r.payload.toString('utf8')) as unknown));
+    const inbox = await open([KEY_A], { segmentBytes: 64 * 1024, maxSegments: 3 });
+    // What patient-sealing.ts hands the store: ids and times in the clear, the callback in an envelope of its own.
+    const own = {
+      deliveryId: 'd-own',
+      receivedAt: new Date().toISOString(),
+      sealed: { v: 1, ref: 'p_ref', dek: 'dek-1', iv: 'aXY=', data: 'c2VhbGVkLWZvci10aGUtcGF0aWVudA==' },
+    } as unknown as CallbackSignal;
+    const plain = signalFor();
+    // In one group commit: two records, one kept as it came (no cipher), one sealed under the payload keys.
+    await Promise.all([inbox.append('held', own, { sealed: true }), inbox.append('held', plain)]);
+    const written = log();
+    expect(written).toEqual([
+      { t: 'p', ids: [expect.any(String)], entries: [{ journeyId: 'held', signal: own }] },
+      { t: 'a', ids: [expect.any(String)], sealed: expect.objectContaining({ keyId: KEY_A.id }) },
+    ]);
+    expect(JSON.stringify(written)).not.toContain(PATIENT.name);
+    // Carried forward with the oldest segment: each stays as it was written.
+    for (let round = 0; round < 60; round++) {
+      await Promise.all(Array.from({ length: 10 }, () => inbox.append(`fast-${round % 7}`, signalFor())));
+      const claim = await inbox.claim(100, 100);
+      await claim!.settle(
+        claim!.entries.filter((e) => e.journeyId !== 'held').map((e) => e.id),
+        [],
+      );
+    }
+    await inbox.close();
+    const carried = log().filter((r) => JSON.stringify(r).includes('"held"'));
+    expect(carried.every((r) => (r as { t: string }).t === 'p')).toBe(true);
+    expect(JSON.stringify(log())).not.toContain(PATIENT.name);
+    const restarted = await open([KEY_A], { segmentBytes: 64 * 1024, maxSegments: 3 });
+    const claim = await restarted.claim(10, 10);
+    expect(claim!.entries.map((e) => e.signal)).toEqual([own, plain]);
+    await claim!.settle([], []);
+  });
+
+  it('sets aside no record it cannot read as its own kind, and says so', async () => {
+    const first = await open();
+    await first.append('j', signalFor());
+    await first.close();
+    // A record whose checksum holds but whose entries are not a list: written by something else.
+    const log = new SegmentLog({ dir: path.join(root, 'inbox'), segmentBytes: 64 * 1024 });
+    await log.readExisting();
+    await log.write([Buffer.from('{"t":"p","ids":["e_000000000000009"],"entries":{}}')]);
+    await log.close();
+    const second = await open();
+    expect((await second.stats()).depth).toBe(1);
+    expect(await letters(second)).toEqual([
+      expect.objectContaining({
+        reason: 'corrupt_inbox_entry',
+        detail: expect.stringContaining('its ids or entries are not lists'),
+      }),
+    ]);
   });
 
   it('tells tools outside the process how many callbacks wait, from the log alone', async () => {

@@ -304,18 +304,24 @@ describe.each(stores)('callback inbox (%s)', (_kind, makeHarness) => {
     expect((await h.rawDump()).toString('latin1')).toContain(PATIENT.email);
   });
 
-  it('keeps an entry already sealed for its patient as it is (PostgreSQL: no second sealing), and claims it whole', async () => {
+  it('keeps an entry already sealed for its patient as it is (no second sealing), and claims it whole', async () => {
     const store = await h.open({ keys: [KEY_A] });
     const s = signalFor(778);
     await store.append('pre-sealed', s, { sealed: true });
-    // The files inbox seals each write's record as a whole, whatever it holds; PostgreSQL seals entry by entry, and
-    // leaves one sealed already as it came (no key id beside it).
-    const raw = (await h.rawDump()).toString('latin1');
-    if (h.kind === 'postgres') expect(raw).not.toContain('k-a');
-    else expect(raw).toContain('k-a');
+    // Neither store seals it again: no payload key id beside it (the files inbox puts such entries in a record of
+    // their own; PostgreSQL leaves the row's key id empty). The signal here stands in for the sealed one.
+    expect((await h.rawDump()).toString('latin1')).not.toContain('k-a');
+    await store.append('plain-j', signalFor(779));
+    expect((await h.rawDump()).toString('latin1')).toContain('k-a');
     const claim = await store.claim(10, 10);
-    expect(claim!.entries.map((e) => [e.journeyId, e.signal])).toEqual([['pre-sealed', s]]);
-    await claim!.settle([claim!.entries[0]!.id], []);
+    expect(claim!.entries.map((e) => [e.journeyId, e.signal])).toEqual([
+      ['pre-sealed', s],
+      ['plain-j', expect.objectContaining({ deliveryId: expect.any(String) })],
+    ]);
+    await claim!.settle(
+      claim!.entries.map((e) => e.id),
+      [],
+    );
     expect((await store.stats()).depth).toBe(0);
   });
 
