@@ -348,13 +348,14 @@ export class FileInbox implements CallbackInbox {
    * cipher), the others sealed together under the payload keys (`a`).
    */
   #appendRecords(entries: readonly Held[]): Buffer[] {
+    const own: Held[] = [];
+    const rest: Held[] = [];
+    for (const e of entries) (e.sealed ? own : rest).push(e);
     const records: Buffer[] = [];
-    const own = entries.filter((e) => e.sealed);
     if (own.length > 0) {
       const ids = JSON.stringify(own.map((e) => e.id));
       records.push(Buffer.from(`{"t":"p","ids":${ids},"entries":${entriesJson(own)}}`));
     }
-    const rest = own.length === 0 ? entries : entries.filter((e) => !e.sealed);
     if (rest.length > 0) {
       const record: LogRecord = {
         t: 'a',
@@ -403,26 +404,11 @@ export class FileInbox implements CallbackInbox {
     const loaded = new Map<string, { entry: Held; segment: Segment }>();
     for (const { segment, offset, record } of parsed) {
       if (record.t === 's' || record.ids.every((id) => settled.has(id))) continue;
-      let content: BatchContent;
-      if (record.t === 'p') content = { entries: record.entries };
-      else {
-        try {
-          content = JSON.parse(
-            this.#o.sealer.openJson(record.sealed, 'callback-inbox').toString('utf8'),
-          ) as BatchContent;
-        } catch (err) {
-          // Set aside as a batch file of the previous layout: once the key is configured again, renaming it without
-          // `.corrupt` imports it at the next start.
-          const aside = `b_${String(segment.seq).padStart(15, '0')}_${String(offset % 1_000_000).padStart(6, '0')}.json.corrupt`;
-          const batch: BatchFile = { version: 2, sealed: record.sealed };
-          await writeFileDurably(path.join(this.#o.dir, aside), JSON.stringify(batch));
-          await this.#deadLetterCorrupt(
-            `an inbox record (${record.ids.length} callbacks) in ${segment.name} at byte ${offset} could not be read (${message(err)}); it was copied to ${aside} (rename it without .corrupt to import it again)`,
-          );
-          setAside.push(...record.ids.filter((id) => !settled.has(id)));
-          continue;
-        }
-      }
+      const content: BatchContent | undefined =
+        record.t === 'p'
+          ? { entries: record.entries }
+          : await this.#openRecord(record, segment, offset, settled, setAside);
+      if (!content) continue;
       record.ids.forEach((id, i) => {
         const e = content.entries[i];
         if (!e || settled.has(id)) return;
@@ -445,6 +431,32 @@ export class FileInbox implements CallbackInbox {
       for (const held of this.#entries.values()) if (held.segment === d.segment) carry.push(held.entry);
     }
     return { carry, damaged: damaged.map((d) => d.segment) };
+  }
+
+  /**
+   * The content of a record sealed under the payload keys; undefined when it cannot be opened: then it is set aside
+   * as a batch file of the previous layout (once the key is configured again, renaming it without `.corrupt` imports
+   * it at the next start), reported, and its waiting ids pushed to `setAside`.
+   */
+  async #openRecord(
+    record: Extract<LogRecord, { t: 'a' }>,
+    segment: Segment,
+    offset: number,
+    settled: ReadonlySet<string>,
+    setAside: string[],
+  ): Promise<BatchContent | undefined> {
+    try {
+      return JSON.parse(this.#o.sealer.openJson(record.sealed, 'callback-inbox').toString('utf8')) as BatchContent;
+    } catch (err) {
+      const aside = `b_${String(segment.seq).padStart(15, '0')}_${String(offset % 1_000_000).padStart(6, '0')}.json.corrupt`;
+      const batch: BatchFile = { version: 2, sealed: record.sealed };
+      await writeFileDurably(path.join(this.#o.dir, aside), JSON.stringify(batch));
+      await this.#deadLetterCorrupt(
+        `an inbox record (${record.ids.length} callbacks) in ${segment.name} at byte ${offset} could not be read (${message(err)}); it was copied to ${aside} (rename it without .corrupt to import it again)`,
+      );
+      setAside.push(...record.ids.filter((id) => !settled.has(id)));
+      return undefined;
+    }
   }
 
   async #deadLetterCorrupt(detail: string): Promise<void> {

@@ -272,7 +272,7 @@ describe('file inbox', () => {
     await claim!.settle([], []);
   });
 
-  it('sets aside no record it cannot read as its own kind, and says so', async () => {
+  it('reports a record whose entries are not a list as one this version does not write', async () => {
     const first = await open();
     await first.append('j', signalFor());
     await first.close();
